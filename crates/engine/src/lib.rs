@@ -1,0 +1,1 @@
+//! The simulator: deterministic event engine, core scheduler, the fair class, features.

@@ -1,0 +1,1 @@
+//! Experiments (the reference tables), their runner and reports.

@@ -1,0 +1,1 @@
+//! Hardware performance model: compute speed, memory bandwidth sharing, cache-line transfer and wakeup latencies.

@@ -1,0 +1,1 @@
+//! Statistics (mmtests conventions), comparison tables and results.json.

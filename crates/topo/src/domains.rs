@@ -1,0 +1,190 @@
+//! Sched-domain building, after kernel/sched/topology.c (Linux 7.3).
+//!
+//! [`build_domains`] turns a [`Machine`] and a [`DomainConfig`] into the per-CPU
+//! domain hierarchy the kernel would build (`build_sched_domains()`): topology
+//! levels, `sd_init()` defaults, groups, degenerate-domain removal
+//! (`cpu_attach_domain()`), and the per-CPU shortcuts (`update_top_cache_domain()`).
+
+use crate::cpumask::{CpuId, CpuMask};
+use crate::machine::Machine;
+use serde::{Deserialize, Serialize};
+
+/// `SD_*` flags (include/linux/sched/sd_flags.h), as a bit set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct SdFlags(pub u32);
+
+impl SdFlags {
+    pub const BALANCE_NEWIDLE: SdFlags = SdFlags(1 << 0);
+    pub const BALANCE_EXEC: SdFlags = SdFlags(1 << 1);
+    pub const BALANCE_FORK: SdFlags = SdFlags(1 << 2);
+    pub const BALANCE_WAKE: SdFlags = SdFlags(1 << 3);
+    pub const WAKE_AFFINE: SdFlags = SdFlags(1 << 4);
+    pub const ASYM_CPUCAPACITY: SdFlags = SdFlags(1 << 5);
+    pub const ASYM_CPUCAPACITY_FULL: SdFlags = SdFlags(1 << 6);
+    pub const SHARE_CPUCAPACITY: SdFlags = SdFlags(1 << 7);
+    pub const CLUSTER: SdFlags = SdFlags(1 << 8);
+    pub const SHARE_LLC: SdFlags = SdFlags(1 << 9);
+    pub const SERIALIZE: SdFlags = SdFlags(1 << 10);
+    pub const ASYM_PACKING: SdFlags = SdFlags(1 << 11);
+    pub const PREFER_SIBLING: SdFlags = SdFlags(1 << 12);
+    pub const OVERLAP: SdFlags = SdFlags(1 << 13);
+    pub const NUMA: SdFlags = SdFlags(1 << 14);
+    /// Not in mainline: the POWER10 fallback-LLC flag of patch set S2.
+    pub const FALLBACK_LLC: SdFlags = SdFlags(1 << 15);
+
+    /// Names in kernel order, as `/sys/kernel/debug/sched/domains/*/flags` prints them.
+    pub const NAMES: &'static [(SdFlags, &'static str)] = &[
+        (Self::BALANCE_NEWIDLE, "SD_BALANCE_NEWIDLE"),
+        (Self::BALANCE_EXEC, "SD_BALANCE_EXEC"),
+        (Self::BALANCE_FORK, "SD_BALANCE_FORK"),
+        (Self::BALANCE_WAKE, "SD_BALANCE_WAKE"),
+        (Self::WAKE_AFFINE, "SD_WAKE_AFFINE"),
+        (Self::ASYM_CPUCAPACITY, "SD_ASYM_CPUCAPACITY"),
+        (Self::ASYM_CPUCAPACITY_FULL, "SD_ASYM_CPUCAPACITY_FULL"),
+        (Self::SHARE_CPUCAPACITY, "SD_SHARE_CPUCAPACITY"),
+        (Self::CLUSTER, "SD_CLUSTER"),
+        (Self::SHARE_LLC, "SD_SHARE_LLC"),
+        (Self::SERIALIZE, "SD_SERIALIZE"),
+        (Self::ASYM_PACKING, "SD_ASYM_PACKING"),
+        (Self::PREFER_SIBLING, "SD_PREFER_SIBLING"),
+        (Self::OVERLAP, "SD_OVERLAP"),
+        (Self::NUMA, "SD_NUMA"),
+        (Self::FALLBACK_LLC, "SD_FALLBACK_LLC"),
+    ];
+
+    pub const fn empty() -> Self {
+        SdFlags(0)
+    }
+    pub const fn contains(self, o: SdFlags) -> bool {
+        self.0 & o.0 == o.0
+    }
+    pub const fn intersects(self, o: SdFlags) -> bool {
+        self.0 & o.0 != 0
+    }
+    pub const fn union(self, o: SdFlags) -> SdFlags {
+        SdFlags(self.0 | o.0)
+    }
+    pub const fn without(self, o: SdFlags) -> SdFlags {
+        SdFlags(self.0 & !o.0)
+    }
+    pub fn names(self) -> Vec<&'static str> {
+        Self::NAMES
+            .iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
+impl std::ops::BitOr for SdFlags {
+    type Output = SdFlags;
+    fn bitor(self, o: SdFlags) -> SdFlags {
+        self.union(o)
+    }
+}
+
+impl std::fmt::Debug for SdFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.names().join("|"))
+    }
+}
+
+/// Which topology a kernel build/boot would produce: the topology-changing part
+/// of a schedlab config (`vanilla`, `cluster`, `mc-llc`, ...).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DomainConfig {
+    /// CONFIG_SCHED_CLUSTER and a CLS level (patch sets S1, S3).
+    pub cluster: bool,
+    /// Mark the MC level as sharing the LLC (S2's "mc-llc", POWER10).
+    pub mc_is_llc: bool,
+    /// SD_FALLBACK_LLC on the level above the LLC (S2 patch set, POWER10).
+    pub fallback_llc: bool,
+    /// Keep SMT group flags when a degenerate parent is removed (S3 fix; mainline
+    /// since 6.6). `false` reproduces 5.16's behaviour for `cluster-naive`.
+    pub propagate_smt_flags: bool,
+    /// x86 ITMT: ASYM_PACKING on CLS/MC/PKG when CPUs have distinct priorities.
+    pub itmt: bool,
+}
+
+impl Default for DomainConfig {
+    fn default() -> Self {
+        DomainConfig {
+            cluster: false,
+            mc_is_llc: false,
+            fallback_llc: false,
+            propagate_smt_flags: true,
+            itmt: true,
+        }
+    }
+}
+
+/// One group of a domain (`struct sched_group` plus its capacity).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SchedGroup {
+    pub span: CpuMask,
+    /// The child domain's flags (`sg->flags`), empty at the lowest level.
+    pub flags: SdFlags,
+    /// Sum of the CPUs' original capacities.
+    pub capacity: u32,
+    /// Number of distinct cores in the span (`sg->cores`).
+    pub cores: u32,
+    /// The CPU with the highest asym priority (`asym_prefer_cpu`).
+    pub asym_prefer_cpu: CpuId,
+}
+
+/// One domain of one CPU (`struct sched_domain`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SchedDomain {
+    /// "SMT", "CLS", "MC", "PKG", "NODE", "NUMA".
+    pub name: String,
+    /// Position in the topology table, for `sched_domain_level` comparisons.
+    pub level: u8,
+    pub span: CpuMask,
+    pub flags: SdFlags,
+    /// Groups in the kernel's order: the one holding this CPU first.
+    pub groups: Vec<SchedGroup>,
+    pub min_interval_ms: u32,
+    pub max_interval_ms: u32,
+    pub busy_factor: u32,
+    pub imbalance_pct: u32,
+    pub cache_nice_tries: u32,
+    /// NUMA imbalance allowance (`imb_numa_nr`), 0 below the NUMA levels.
+    pub imb_numa_nr: u32,
+    /// NUMA distance of this level (SD_NUMA levels), else 0.
+    pub numa_distance: u32,
+}
+
+/// Per-CPU domain hierarchy and its shortcuts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuDomains {
+    pub cpu: CpuId,
+    /// Bottom-up, after degenerate-domain removal.
+    pub domains: Vec<SchedDomain>,
+    /// Index into `domains` of `sd_llc` (highest SHARE_LLC domain), if any.
+    pub sd_llc: Option<usize>,
+    /// Weight of sd_llc's span (1 when there is no LLC domain).
+    pub llc_size: u32,
+    /// Dense LLC id (`sd_llc_id`): equal ids ⇔ `cpus_share_cache()`.
+    pub llc_id: u32,
+    /// `sd_share_id`: first CPU of the lowest CLUSTER domain, else of the LLC.
+    pub share_id: CpuId,
+    /// Index of `sd_numa` (lowest SD_NUMA domain), if any.
+    pub sd_numa: Option<usize>,
+    /// Index of `sd_asym_packing` (highest ASYM_PACKING domain), if any.
+    pub sd_asym_packing: Option<usize>,
+    /// Index of `sd_asym_cpucapacity` (lowest ASYM_CPUCAPACITY_FULL domain), if any.
+    pub sd_asym_cpucapacity: Option<usize>,
+    /// Index of the lowest domain with SD_CLUSTER, if any (cluster-first wakeup scan).
+    pub sd_cluster: Option<usize>,
+}
+
+/// The whole result of domain building.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Domains {
+    pub config: DomainConfig,
+    pub cpus: Vec<CpuDomains>,
+    /// `sched_cluster_active`: some CPU has a cluster domain.
+    pub cluster_active: bool,
+    /// `sched_asym_cpucapacity`: the machine has CPUs of different capacity.
+    pub asym_cpucapacity: bool,
+}

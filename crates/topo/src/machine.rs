@@ -1,0 +1,186 @@
+//! The machine model: what the simulated hardware looks like.
+//!
+//! A [`Machine`] is plain, validated data. It is built from a machine file
+//! (TOML, see `docs/machine-format.md`) by [`crate::load`], from a preset by
+//! [`crate::preset`], or from a sysfs tree. Nothing here knows about the
+//! scheduler: the domain builder (`domains.rs`) and the hardware performance
+//! model (crate `schedlab-hw`) read it.
+
+use crate::cpumask::{CpuId, CpuMask};
+use serde::{Deserialize, Serialize};
+
+/// One logical CPU (a hardware thread).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    pub id: CpuId,
+    /// Global index of the physical core this thread belongs to (SMT siblings share it).
+    pub core: u32,
+    /// Global index of the cluster (CPUs sharing an L2 or L3 tag / cluster bus).
+    /// Equal to the core's own index when the machine has no clusters.
+    pub cluster: u32,
+    /// Global index of the last-level cache this CPU uses.
+    pub llc: u32,
+    /// Global index of the die (a set of CPUs sharing an uncore; several per package possible).
+    pub die: u32,
+    /// Package (socket) index.
+    pub package: u32,
+    /// NUMA node index.
+    pub node: u32,
+    /// `cpu_capacity` at the highest frequency, 1..=1024 (1024 = the biggest CPU).
+    pub capacity: u16,
+    /// Highest frequency in MHz (cpufreq `cpuinfo_max_freq` / 1000).
+    pub freq_max_mhz: u32,
+    /// ITMT / CPPC priority (higher = preferred); 0 when the machine has none.
+    pub asym_prio: u32,
+    /// Index into [`Machine::core_types`].
+    pub core_type: u16,
+}
+
+/// A kind of core (P/E, big/LITTLE, or the only kind).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CoreType {
+    pub name: String,
+    /// Throughput of one thread when its SMT siblings are busy, relative to running
+    /// alone (e.g. 0.62 means two busy threads give 1.24x one thread). 1.0 without SMT.
+    pub smt_thread_speed: f64,
+    /// Highest sustainable memory bandwidth of one core running one stream, bytes/s.
+    pub core_bw_bytes_per_s: f64,
+}
+
+/// One cache instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheInfo {
+    /// 1, 2, 3 ...
+    pub level: u8,
+    /// "Data", "Instruction" or "Unified", as sysfs `type`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub line_bytes: u32,
+    /// The CPUs that share this instance (sysfs `shared_cpu_list`).
+    pub cpus: CpuMask,
+}
+
+/// One NUMA node with its memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub id: u32,
+    pub cpus: CpuMask,
+    /// Asymptotic bandwidth of the node's memory controllers, bytes/s: the service
+    /// rate of the closed-queue model in `schedlab-hw` (throughput with n streams =
+    /// peak·n/(n + half_concurrency)).
+    pub mem_bw_peak_bytes_per_s: f64,
+    /// Number of concurrent streams at which the node delivers half its peak.
+    pub mem_half_concurrency: f64,
+    /// Unloaded DRAM latency for this node's own CPUs, ns.
+    pub mem_latency_ns: u32,
+}
+
+/// One bandwidth limit shared by a group of CPUs (a cluster bus, a CCX link...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedLink {
+    pub name: String,
+    pub cpus: CpuMask,
+    pub bw_bytes_per_s: f64,
+}
+
+/// Cache-line transfer (core-to-core) latency by the closest level two CPUs share.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct C2cLatency {
+    pub smt_ns: u32,
+    pub cluster_ns: u32,
+    pub llc_ns: u32,
+    pub die_ns: u32,
+    pub node_ns: u32,
+    pub package_ns: u32,
+    pub remote_package_ns: u32,
+}
+
+/// Costs of waking an idle CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WakeupCosts {
+    /// Sending a reschedule IPI to another CPU, ns.
+    pub ipi_ns: u32,
+    /// Leaving the idle state (shallow idle), ns.
+    pub idle_exit_ns: u32,
+    /// Kernel path of one wakeup plus context switch on the waking side, ns.
+    pub wakeup_path_ns: u32,
+}
+
+/// A whole machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    /// Indexed by CPU id; ids are dense `0..cpus.len()`.
+    pub cpus: Vec<CpuInfo>,
+    pub core_types: Vec<CoreType>,
+    pub caches: Vec<CacheInfo>,
+    pub nodes: Vec<NodeInfo>,
+    /// SLIT distance table, `distance[a][b]`, 10 on the diagonal.
+    pub distance: Vec<Vec<u32>>,
+    /// Bandwidth limits shared by groups of CPUs below the node (cluster buses...).
+    pub links: Vec<SharedLink>,
+    pub c2c: C2cLatency,
+    pub wakeup: WakeupCosts,
+}
+
+impl Machine {
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// All CPUs.
+    pub fn all_cpus(&self) -> CpuMask {
+        CpuMask::first_n(self.cpus.len())
+    }
+
+    /// CPUs of NUMA node `node`.
+    pub fn node_cpus(&self, node: u32) -> CpuMask {
+        self.nodes
+            .iter()
+            .find(|n| n.id == node)
+            .map(|n| n.cpus)
+            .unwrap_or_default()
+    }
+
+    /// SMT siblings of `cpu` (including itself).
+    pub fn smt_mask(&self, cpu: CpuId) -> CpuMask {
+        let core = self.cpus[cpu as usize].core;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.core == core).map(|c| c.id))
+    }
+
+    /// The CPUs sharing `cpu`'s cluster.
+    pub fn cluster_mask(&self, cpu: CpuId) -> CpuMask {
+        let cl = self.cpus[cpu as usize].cluster;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.cluster == cl).map(|c| c.id))
+    }
+
+    /// The CPUs sharing `cpu`'s last-level cache.
+    pub fn llc_mask(&self, cpu: CpuId) -> CpuMask {
+        let l = self.cpus[cpu as usize].llc;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.llc == l).map(|c| c.id))
+    }
+
+    /// Core-to-core cache-line transfer latency between two CPUs, by the closest
+    /// level they share.
+    pub fn c2c_ns(&self, a: CpuId, b: CpuId) -> u32 {
+        let (x, y) = (&self.cpus[a as usize], &self.cpus[b as usize]);
+        if a == b {
+            0
+        } else if x.core == y.core {
+            self.c2c.smt_ns
+        } else if x.cluster == y.cluster {
+            self.c2c.cluster_ns
+        } else if x.llc == y.llc {
+            self.c2c.llc_ns
+        } else if x.die == y.die {
+            self.c2c.die_ns
+        } else if x.node == y.node {
+            self.c2c.node_ns
+        } else if x.package == y.package {
+            self.c2c.package_ns
+        } else {
+            self.c2c.remote_package_ns
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Workloads: task programs (compute, memory, sync steps) and the built-in benchmarks.
