@@ -1,1 +1,478 @@
-fn main() {}
+//! `schedlab`: the command line, a thin shell over the library crates.
+//!
+//! Exit codes (shared/contract.md): 0 success, 2 bad input (one line naming
+//! the file or name, the field and the reason; no partial output file),
+//! 1 internal failure.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use schedlab_engine::{Sim, SimConfig, FEATURES};
+use schedlab_exp::{configs, experiments, workloads::Builtin};
+use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
+use schedlab_topo::{CpuMask, MAX_CPUS};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+mod calibrate;
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "What does this scheduling policy do to this workload on this machine?"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run reference experiments and print mmtests-style comparison tables.
+    Reproduce {
+        /// Experiments to run (all when none is named).
+        names: Vec<String>,
+        /// Fewer repetitions and shorter runs (still honest) for CI and smoke tests.
+        #[arg(long)]
+        quick: bool,
+        /// Directory for results.json and the tables.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Also write results.json here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print one experiment name per line and exit.
+        #[arg(long)]
+        list: bool,
+        /// Base seed; each repetition derives its own.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Check scheduler invariants after every event (slow).
+        #[arg(long)]
+        checked: bool,
+    },
+    /// Print a machine and its sched domains per CPU.
+    Topo {
+        /// Preset name or machine file.
+        machine: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Configuration (vanilla, cluster, mc-llc, ...).
+        #[arg(long, default_value = "vanilla")]
+        config: String,
+        /// List preset names.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Micro-benchmarks in the simulator next to the published hardware measurements.
+    Calibrate {
+        machine: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List built-in workloads with their parameters.
+    Workloads,
+    /// List the scheduler features table.
+    Features,
+    /// Run one simulation.
+    Run {
+        #[arg(long)]
+        machine: String,
+        /// Built-in workload spec, e.g. stream:threads=4.
+        #[arg(long)]
+        workload: String,
+        #[arg(long, default_value = "vanilla")]
+        config: String,
+        /// Switch a feature: NAME=on|off (repeatable).
+        #[arg(long = "feature")]
+        features: Vec<String>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Restrict the workload to these CPUs (kernel list syntax, like numactl -C).
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Put the workload's memory on this NUMA node (numactl -m).
+        #[arg(long)]
+        mem_node: Option<u32>,
+        /// Write the run's JSON report here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Check invariants after every event.
+        #[arg(long)]
+        checked: bool,
+    },
+    /// Measure the engine: simulated events per second and simulated/wall time.
+    Bench {
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+/// Bad input (exit 2) versus internal failure (exit 1).
+enum Failure {
+    Input(String),
+    Internal(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Internal(e)
+    }
+}
+
+fn input(msg: impl Into<String>) -> Failure {
+    Failure::Input(msg.into())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Reproduce {
+            names,
+            quick,
+            out,
+            json,
+            list,
+            seed,
+            checked,
+        } => reproduce(names, quick, out, json, list, seed, checked),
+        Cmd::Topo {
+            machine,
+            json,
+            config,
+            list,
+        } => topo(machine, json, config, list),
+        Cmd::Calibrate { machine, json } => calibrate::run(&machine, json),
+        Cmd::Workloads => {
+            for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
+                println!("{name}\n  keys: {keys}\n  models: {what}");
+            }
+            Ok(())
+        }
+        Cmd::Features => {
+            for f in FEATURES {
+                println!(
+                    "{:<24} {:<3}  {}",
+                    f.name,
+                    if f.default { "on" } else { "off" },
+                    f.meaning
+                );
+            }
+            Ok(())
+        }
+        Cmd::Run {
+            machine,
+            workload,
+            config,
+            features,
+            seed,
+            cpus,
+            mem_node,
+            json,
+            checked,
+        } => run(
+            machine, workload, config, features, seed, cpus, mem_node, json, checked,
+        ),
+        Cmd::Bench { quick } => bench(quick),
+    };
+    match res {
+        Ok(()) => {}
+        Err(Failure::Input(msg)) => {
+            eprintln!("schedlab: {msg}");
+            std::process::exit(2);
+        }
+        Err(Failure::Internal(e)) => {
+            eprintln!("schedlab: internal error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed_precise} (eta {eta})")
+        {
+            pb.set_style(style);
+        }
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb
+}
+
+fn reproduce(
+    names: Vec<String>,
+    quick: bool,
+    out: PathBuf,
+    json: Option<PathBuf>,
+    list: bool,
+    seed: u64,
+    checked: bool,
+) -> Result<(), Failure> {
+    if list {
+        for n in experiments::names() {
+            println!("{n}");
+        }
+        return Ok(());
+    }
+    let names: Vec<String> = if names.is_empty() {
+        experiments::names().iter().map(|s| s.to_string()).collect()
+    } else {
+        names
+    };
+    let defs = names
+        .iter()
+        .map(|n| experiments::get(n, quick))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(input)?;
+    let total: u64 = defs
+        .iter()
+        .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
+        .sum();
+    let pb = progress_bar(total);
+    let opts = experiments::Options {
+        quick,
+        seed,
+        checked,
+    };
+    let started = Instant::now();
+    let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
+        .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    pb.finish_and_clear();
+    let mut text = String::new();
+    for (d, r) in defs.iter().zip(&results) {
+        text.push_str(&format!(
+            "== {} on {} ({}; {} repetitions{})\n",
+            d.name,
+            d.machine,
+            d.setup,
+            d.repetitions,
+            if quick { ", quick" } else { "" }
+        ));
+        text.push_str(&render_experiment(r, &TableOptions::default()));
+        text.push('\n');
+        let published = schedlab_exp::published::published_absolute(d.name);
+        if !published.is_empty() {
+            text.push_str("Published (cover letter), Hmean:\n");
+            for (p, m, base, patched) in published {
+                text.push_str(&format!(
+                    "  {m:<6}-{p:<3} {:>12.2} {:>12.2} ({:+.2}%)\n",
+                    base,
+                    patched,
+                    (patched / base - 1.0) * 100.0
+                ));
+            }
+            text.push('\n');
+        }
+        for n in &r.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str("== Summary: ours vs published change (positive = better)\n");
+    text.push_str(&render_summary(&results, &SummaryOptions::default()));
+    print!("{text}");
+    eprintln!(
+        "({} simulations in {:.1} s)",
+        total,
+        started.elapsed().as_secs_f64()
+    );
+    let mut res = Results::new(env!("CARGO_PKG_VERSION"));
+    res.experiments = results;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    res.write_json(&out.join("results.json"))
+        .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+    std::fs::write(out.join("tables.txt"), &text)
+        .with_context(|| format!("writing {}/tables.txt", out.display()))?;
+    if let Some(j) = json {
+        res.write_json(&j)
+            .with_context(|| format!("writing {}", j.display()))?;
+    }
+    Ok(())
+}
+
+fn topo(machine: Option<String>, json: bool, config: String, list: bool) -> Result<(), Failure> {
+    if list {
+        for n in schedlab_topo::PRESET_NAMES {
+            println!("{n}");
+        }
+        return Ok(());
+    }
+    let Some(machine) = machine else {
+        return Err(input(
+            "topo: give a MACHINE (preset name or file), or --list",
+        ));
+    };
+    let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
+    let cfg = configs::resolve(&config).map_err(input)?;
+    let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
+    if json {
+        let v = schedlab_topo::topo_json(&m, &d);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).context("serialising")?
+        );
+    } else {
+        print!("{}", schedlab_topo::format_topo(&m, &d));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    machine: String,
+    workload: String,
+    config: String,
+    features: Vec<String>,
+    seed: u64,
+    cpus: Option<String>,
+    mem_node: Option<u32>,
+    json: Option<PathBuf>,
+    checked: bool,
+) -> Result<(), Failure> {
+    let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
+    let mut cfg = configs::resolve(&config).map_err(input)?;
+    for f in &features {
+        cfg.features.apply(f).map_err(input)?;
+    }
+    let w = Builtin::parse(&workload).map_err(|e| input(e.to_string()))?;
+    let affinity = match &cpus {
+        Some(list) => {
+            let mask = CpuMask::parse_list(list).ok_or_else(|| {
+                input(format!(
+                    "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
+                ))
+            })?;
+            let mask = mask.and(&m.all_cpus());
+            if mask.is_empty() {
+                return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
+            }
+            Some(mask)
+        }
+        None => None,
+    };
+    if let Some(n) = mem_node {
+        if !m.nodes.iter().any(|x| x.id == n) {
+            return Err(input(format!(
+                "--mem-node {n}: {} has no such node",
+                m.name
+            )));
+        }
+    }
+    let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
+    let spec = w.build(affinity, mem_node);
+    let sim_cfg = SimConfig {
+        seed,
+        features: cfg.features.clone(),
+        checked,
+        ..SimConfig::default()
+    };
+    let mut sim = Sim::new(m, d, spec, sim_cfg);
+    let stop = sim.run();
+    let metrics = w.metrics(&sim);
+    print!("{}", w.report(&metrics));
+    let c = &sim.counters;
+    println!(
+        "\nschedlab: {} on {} ({}), seed {}: {:?} after {:.3} ms simulated, {} events",
+        w.name(),
+        sim.machine.name,
+        config,
+        seed,
+        stop,
+        sim.now as f64 / 1e6,
+        sim.events
+    );
+    println!(
+        "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",
+        c.wakeups,
+        c.wakeups_local,
+        c.wakeups_remote,
+        c.wakeups_affine,
+        c.migrations,
+        c.context_switches,
+        c.mean_cluster_corunners()
+    );
+    for l in &c.levels {
+        println!(
+            "  balance {:<10} attempts {:>8} moved {:>6}",
+            l.name, l.lb_count, l.lb_moved
+        );
+    }
+    if let Some(path) = json {
+        let tasks: Vec<serde_json::Value> = sim
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| {
+                serde_json::json!({
+                    "name": &*t.name, "pid": 1, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
+                    "wait_time_ns": t.stats.wait_time_ns, "migrations": t.stats.migrations,
+                    "wakeups": t.stats.wakeups,
+                })
+            })
+            .collect();
+        let cpus: Vec<serde_json::Value> = sim
+            .rqs
+            .iter()
+            .map(|r| serde_json::json!({"cpu": r.cpu, "busy_ns": r.busy_ns, "idle_ns": r.idle_ns}))
+            .collect();
+        let metrics: serde_json::Map<String, serde_json::Value> = metrics
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+            .collect();
+        let v = serde_json::json!({
+            "schema": "schedlab.run/1",
+            "machine": sim.machine.name, "workload": workload, "config": config, "seed": seed,
+            "sim_time_ns": sim.now, "stop": format!("{stop:?}"), "metrics": metrics,
+            "tasks": tasks, "cpus": cpus, "counters": c,
+            "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
+        });
+        let text = serde_json::to_string_pretty(&v).context("serialising")?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn bench(quick: bool) -> Result<(), Failure> {
+    let def = experiments::get("kunpeng920-stream", quick).map_err(input)?;
+    println!(
+        "{:<28} {:>9} {:>12} {:>14} {:>12} {:>10}",
+        "run", "events", "sim ms", "events/s", "sim/wall", "wall ms"
+    );
+    let (mut tot_ev, mut tot_wall) = (0u64, 0f64);
+    for p in &def.points {
+        for &c in def.configs {
+            let t0 = Instant::now();
+            let o = experiments::run_point(def.machine, p, c, 1, false)
+                .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+            let wall = t0.elapsed().as_secs_f64();
+            tot_ev += o.events;
+            tot_wall += wall;
+            println!(
+                "{:<28} {:>9} {:>12.1} {:>14.0} {:>12.1} {:>10.1}",
+                format!(
+                    "stream {} {c}",
+                    schedlab_report::table::params_text(&p.params)
+                ),
+                o.events,
+                o.sim_time_ns as f64 / 1e6,
+                o.events as f64 / wall,
+                o.sim_time_ns as f64 / 1e9 / wall,
+                wall * 1e3
+            );
+        }
+    }
+    println!(
+        "total: {tot_ev} events in {:.3} s = {:.0} events/s",
+        tot_wall,
+        tot_ev as f64 / tot_wall
+    );
+    Ok(())
+}

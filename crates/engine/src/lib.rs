@@ -1,1 +1,28 @@
-//! The simulator: deterministic event engine, core scheduler, the fair class, features.
+//! The simulator: a deterministic discrete-event model of the Linux scheduler.
+//!
+//! Mechanism and policy are split as in kernel/sched: [`sim`] is the core
+//! (runqueues, `schedule()`, the tick, wakeups, fork, context switches),
+//! [`fair`] is the fair class (EEVDF, PELT, wakeup placement, load balancing),
+//! [`features`] is the switchable features table, [`exec`] interprets task
+//! programs (the simulated user space). Time is integer nanoseconds; one seed
+//! derives every random stream ([`rng`]); the event queue orders by
+//! (time, sequence), so a run depends only on its inputs.
+
+pub mod check;
+pub mod event;
+mod exec;
+pub mod fair;
+pub mod features;
+pub mod rng;
+pub mod rq;
+#[cfg(test)]
+mod scenarios;
+pub mod sim;
+pub mod stats;
+pub mod task;
+
+pub use event::TaskId;
+pub use features::{Feat, Features, FEATURES};
+pub use sim::{Sim, SimConfig, StopReason};
+pub use stats::Counters;
+pub use task::{Task, TaskState};

@@ -1,1 +1,18 @@
 //! Statistics (mmtests conventions), comparison tables and results.json.
+//!
+//! - [`stats`]: means, spreads, best-95% means, percentiles, percent changes and
+//!   the significance rule of mmtests' compare-kernels.
+//! - [`results`]: the `schedlab.results/1` document and a builder from raw samples.
+//! - [`table`]: compare-kernels-style text tables and a cross-experiment summary.
+
+pub mod results;
+pub mod stats;
+pub mod table;
+
+pub use results::{
+    params, ExperimentResult, MetricSpec, Params, ReportError, Results, Row, SampleRow, SCHEMA,
+};
+pub use stats::{MeanKind, Summary};
+pub use table::{
+    render_experiment, render_experiments, render_summary, SummaryOptions, TableOptions,
+};

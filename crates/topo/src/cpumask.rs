@@ -178,7 +178,10 @@ impl CpuMask {
         for part in s.split(',') {
             let part = part.trim();
             let (a, b) = match part.split_once('-') {
-                Some((a, b)) => (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?),
+                Some((a, b)) => (
+                    a.trim().parse::<usize>().ok()?,
+                    b.trim().parse::<usize>().ok()?,
+                ),
                 None => {
                     let v = part.parse::<usize>().ok()?;
                     (v, v)
@@ -237,7 +240,9 @@ impl<'de> Deserialize<'de> for CpuMask {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v: Vec<CpuId> = Vec::deserialize(d)?;
         if let Some(bad) = v.iter().find(|&&c| c as usize >= MAX_CPUS) {
-            return Err(serde::de::Error::custom(format!("cpu {bad} beyond {MAX_CPUS}")));
+            return Err(serde::de::Error::custom(format!(
+                "cpu {bad} beyond {MAX_CPUS}"
+            )));
         }
         Ok(CpuMask::from_cpus(v))
     }
@@ -253,7 +258,10 @@ mod tests {
         assert_eq!(m.weight(), 7);
         assert_eq!(m.to_list_string(), "0-3,8,10-11");
         assert_eq!(m.next_from(4), Some(8));
-        assert_eq!(m.iter_wrap(9).collect::<Vec<_>>(), vec![10, 11, 0, 1, 2, 3, 8]);
+        assert_eq!(
+            m.iter_wrap(9).collect::<Vec<_>>(),
+            vec![10, 11, 0, 1, 2, 3, 8]
+        );
         assert!(CpuMask::parse_list("3-1").is_none());
         assert!(CpuMask::parse_list("x").is_none());
         assert!(CpuMask::parse_list("600").is_none());

@@ -6,7 +6,7 @@
 //! (`cpu_attach_domain()`), and the per-CPU shortcuts (`update_top_cache_domain()`).
 
 use crate::cpumask::{CpuId, CpuMask};
-use crate::machine::Machine;
+
 use serde::{Deserialize, Serialize};
 
 /// `SD_*` flags (include/linux/sched/sd_flags.h), as a bit set.
@@ -187,4 +187,103 @@ pub struct Domains {
     pub cluster_active: bool,
     /// `sched_asym_cpucapacity`: the machine has CPUs of different capacity.
     pub asym_cpucapacity: bool,
+}
+
+impl SdFlags {
+    /// Flags that need at least two groups to mean anything
+    /// (`SD_DEGENERATE_GROUPS_MASK`: every flag but SD_WAKE_AFFINE).
+    pub const DEGENERATE_GROUPS_MASK: SdFlags = SdFlags(
+        Self::BALANCE_NEWIDLE.0
+            | Self::BALANCE_EXEC.0
+            | Self::BALANCE_FORK.0
+            | Self::BALANCE_WAKE.0
+            | Self::ASYM_CPUCAPACITY.0
+            | Self::ASYM_CPUCAPACITY_FULL.0
+            | Self::SHARE_CPUCAPACITY.0
+            | Self::CLUSTER.0
+            | Self::SHARE_LLC.0
+            | Self::SERIALIZE.0
+            | Self::ASYM_PACKING.0
+            | Self::PREFER_SIBLING.0
+            | Self::OVERLAP.0
+            | Self::NUMA.0,
+    );
+    /// SDF_SHARED_CHILD flags: set from the base domain up to some level.
+    pub const SHARED_CHILD_MASK: SdFlags = SdFlags(
+        Self::BALANCE_NEWIDLE.0
+            | Self::BALANCE_EXEC.0
+            | Self::BALANCE_FORK.0
+            | Self::BALANCE_WAKE.0
+            | Self::WAKE_AFFINE.0
+            | Self::SHARE_CPUCAPACITY.0
+            | Self::SHARE_LLC.0,
+    );
+
+    /// Parses a kernel flag name (`SD_SHARE_LLC`; the old name
+    /// `SD_SHARE_PKG_RESOURCES` is accepted too).
+    pub fn from_name(name: &str) -> Option<SdFlags> {
+        if name == "SD_SHARE_PKG_RESOURCES" {
+            return Some(Self::SHARE_LLC);
+        }
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(f, _)| *f)
+    }
+}
+
+/// The configuration names of `shared/contract.md` that change the topology.
+pub const CONFIG_NAMES: &[&str] = &[
+    "vanilla",
+    "cluster",
+    "mc-llc",
+    "patchset",
+    "cluster-naive",
+    "cache-aware",
+    "linaro-mp",
+    "hperf-hmp",
+];
+
+impl DomainConfig {
+    /// The topology part of a named schedlab configuration (`shared/contract.md`):
+    /// - `vanilla`, `cache-aware`, `linaro-mp`, `hperf-hmp`: the upstream topology
+    ///   without a CLS level (cache-aware scheduling and the HMP schemes change
+    ///   policies, not domains);
+    /// - `cluster`: CONFIG_SCHED_CLUSTER, a CLS level (S1, S3);
+    /// - `cluster-naive`: CLS but SMT group flags lost when a degenerate parent is
+    ///   removed (5.16 behaviour, S3's baseline);
+    /// - `mc-llc`: MC marked SD_SHARE_LLC (S2's competing RFC; changes powerpc only,
+    ///   where MC lies above the LLC);
+    /// - `patchset`: the upstream topology plus SD_FALLBACK_LLC above the LLC (S2).
+    pub fn named(name: &str) -> Option<DomainConfig> {
+        let base = DomainConfig::default();
+        Some(match name {
+            "vanilla" | "cache-aware" | "linaro-mp" | "hperf-hmp" => base,
+            "cluster" => DomainConfig {
+                cluster: true,
+                ..base
+            },
+            "cluster-naive" => DomainConfig {
+                cluster: true,
+                propagate_smt_flags: false,
+                ..base
+            },
+            "mc-llc" => DomainConfig {
+                mc_is_llc: true,
+                ..base
+            },
+            "patchset" => DomainConfig {
+                fallback_llc: true,
+                ..base
+            },
+            _ => return None,
+        })
+    }
+}
+
+impl CpuDomains {
+    /// The `sd_llc` domain, if any.
+    pub fn llc(&self) -> Option<&SchedDomain> {
+        self.sd_llc.and_then(|i| self.domains.get(i))
+    }
 }

@@ -4,12 +4,24 @@
 //! `build_sched_domains()` would make of it. It knows nothing about tasks,
 //! runqueues or performance: those live in `schedlab-engine` and `schedlab-hw`.
 
+pub mod build;
 pub mod cpumask;
 pub mod domains;
+pub mod error;
+pub mod format;
+pub mod load;
 pub mod machine;
+pub mod presets;
 
+pub use build::{build_domains, kernel_capacities, RECLAIM_DISTANCE};
 pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
-pub use domains::{CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags};
-pub use machine::{
-    C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
+pub use domains::{
+    CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,
 };
+pub use error::TopoError;
+pub use format::{format_cpu, format_machine, format_topo, topo_json};
+pub use load::{load_machine_file, load_machine_str};
+pub use machine::{
+    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
+};
+pub use presets::{preset, resolve_machine, PRESET_NAMES};

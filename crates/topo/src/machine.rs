@@ -106,11 +106,46 @@ pub struct WakeupCosts {
     pub wakeup_path_ns: u32,
 }
 
+/// Which architecture's sched-domain topology table the machine gets.
+///
+/// The kernel's levels differ per architecture: x86 (`arch/x86/kernel/smpboot.c`
+/// `build_sched_topology()`), powerpc (`arch/powerpc/kernel/smp.c`, with its CACHE
+/// level and an MC level above the LLC), and the generic table of
+/// `kernel/sched/topology.c` (`default_topology`) that arm, arm64 and riscv use with
+/// the masks of `drivers/base/arch_topology.c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    /// x86: SMT, CLS (L2 siblings), MC (LLC), PKG (dropped with NUMA in package);
+    /// ITMT adds SD_ASYM_PACKING to CLS/MC (and PKG on hybrid parts).
+    X86,
+    /// arm / arm64 / riscv default topology: SMT, CLS, MC, PKG with the
+    /// arch_topology.c masks.
+    #[default]
+    Arm64,
+    /// powerpc: SMT (the small core on big-core chips), CACHE (L2), MC (coregroup =
+    /// the CPUs' `die`), PKG; shared-processor LPARs add SD_ASYM_PACKING to MC/PKG.
+    PowerPc,
+}
+
+impl Arch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::X86 => "x86",
+            Arch::Arm64 => "arm64",
+            Arch::PowerPc => "powerpc",
+        }
+    }
+}
+
 /// A whole machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
     pub name: String,
     pub description: String,
+    /// Topology table the kernel would use (added field; defaults to `arm64`).
+    #[serde(default)]
+    pub arch: Arch,
     /// Indexed by CPU id; ids are dense `0..cpus.len()`.
     pub cpus: Vec<CpuInfo>,
     pub core_types: Vec<CoreType>,
@@ -159,6 +194,33 @@ impl Machine {
     pub fn llc_mask(&self, cpu: CpuId) -> CpuMask {
         let l = self.cpus[cpu as usize].llc;
         CpuMask::from_cpus(self.cpus.iter().filter(|c| c.llc == l).map(|c| c.id))
+    }
+
+    /// The CPUs of `cpu`'s die.
+    pub fn die_mask(&self, cpu: CpuId) -> CpuMask {
+        let d = self.cpus[cpu as usize].die;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.die == d).map(|c| c.id))
+    }
+
+    /// The CPUs of `cpu`'s package.
+    pub fn package_mask(&self, cpu: CpuId) -> CpuMask {
+        let p = self.cpus[cpu as usize].package;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.package == p).map(|c| c.id))
+    }
+
+    /// The CPUs of `cpu`'s NUMA node.
+    pub fn cpu_node_mask(&self, cpu: CpuId) -> CpuMask {
+        let n = self.cpus[cpu as usize].node;
+        CpuMask::from_cpus(self.cpus.iter().filter(|c| c.node == n).map(|c| c.id))
+    }
+
+    /// SLIT distance between two nodes (10 when out of range, as for a 1-node table).
+    pub fn node_distance(&self, a: u32, b: u32) -> u32 {
+        self.distance
+            .get(a as usize)
+            .and_then(|row| row.get(b as usize))
+            .copied()
+            .unwrap_or(if a == b { 10 } else { 20 })
     }
 
     /// Core-to-core cache-line transfer latency between two CPUs, by the closest

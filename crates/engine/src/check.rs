@@ -1,0 +1,119 @@
+//! Invariant checks, run after every event in checked mode.
+//!
+//! Every task is on exactly one runqueue or blocked; runqueue counts and
+//! weights match their tasks; queues are sorted by deadline; the current task
+//! of a CPU is running there; CPU time is conserved.
+
+use crate::sim::Sim;
+use crate::task::TaskState;
+
+impl Sim {
+    /// Returns the first violated invariant.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let n = self.nr_cpus();
+        let mut nr = vec![0u32; n];
+        let mut weight = vec![0u64; n];
+        // How many runqueues (as curr or queued) each task appears on.
+        let mut seen = vec![0u32; self.tasks.len()];
+        for rq in &self.rqs {
+            for &t in rq.cfs.queue.iter().chain(rq.curr.iter()) {
+                match seen.get_mut(t as usize) {
+                    Some(c) => *c += 1,
+                    None => return Err(format!("cpu {}: unknown task {t}", rq.cpu)),
+                }
+            }
+        }
+        for t in &self.tasks {
+            let cpu = t.cpu as usize;
+            if cpu >= n {
+                return Err(format!("task {} on cpu {} beyond the machine", t.id, cpu));
+            }
+            let rq = &self.rqs[cpu];
+            let in_queue = rq.cfs.queue.contains(&t.id);
+            let is_curr = rq.curr == Some(t.id);
+            match t.state {
+                TaskState::Running => {
+                    if !is_curr || rq.cfs.curr != Some(t.id) || in_queue || !t.se.on_rq {
+                        return Err(format!("running task {} is not curr of cpu {cpu}", t.id));
+                    }
+                }
+                TaskState::Runnable => {
+                    if !in_queue || is_curr || !t.se.on_rq || t.se.sched_delayed {
+                        return Err(format!("runnable task {} not queued on cpu {cpu}", t.id));
+                    }
+                }
+                TaskState::Blocked => {
+                    if is_curr || (t.se.on_rq && !(t.se.sched_delayed && in_queue)) {
+                        return Err(format!("blocked task {} still on cpu {cpu}", t.id));
+                    }
+                }
+                TaskState::Dead => {
+                    if is_curr || in_queue || t.se.on_rq {
+                        return Err(format!("dead task {} still on cpu {cpu}", t.id));
+                    }
+                }
+            }
+            if t.se.on_rq {
+                nr[cpu] += 1;
+                weight[cpu] += t.se.weight;
+                if !t.affinity.test(t.cpu) {
+                    return Err(format!(
+                        "task {} queued on cpu {cpu} outside its affinity",
+                        t.id
+                    ));
+                }
+            }
+            // On its own runqueue at most once, and on no other.
+            let here = u32::from(in_queue) + u32::from(is_curr);
+            if seen[t.id as usize] != here || here > 1 {
+                return Err(format!(
+                    "task {} is on {} runqueues",
+                    t.id, seen[t.id as usize]
+                ));
+            }
+        }
+        for (c, rq) in self.rqs.iter().enumerate() {
+            if rq.cfs.nr_queued != nr[c] {
+                return Err(format!(
+                    "cpu {c}: nr_queued {} but {} tasks",
+                    rq.cfs.nr_queued, nr[c]
+                ));
+            }
+            if rq.cfs.load_weight != weight[c] {
+                return Err(format!(
+                    "cpu {c}: load weight {} but tasks sum {}",
+                    rq.cfs.load_weight, weight[c]
+                ));
+            }
+            let q = &rq.cfs.queue;
+            for w in q.windows(2) {
+                let (a, b) = (&self.tasks[w[0] as usize].se, &self.tasks[w[1] as usize].se);
+                if (a.deadline, w[0]) > (b.deadline, w[1]) {
+                    return Err(format!("cpu {c}: queue not sorted by deadline"));
+                }
+            }
+            if rq.curr.is_some() != rq.cfs.curr.is_some() {
+                return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
+            }
+        }
+        Ok(())
+    }
+
+    /// CPU time conservation: tasks never ran longer than their CPUs were busy.
+    pub fn check_time_conservation(&self) -> Result<(), String> {
+        let busy: u64 = self.rqs.iter().map(|r| r.busy_ns).sum();
+        let ran: u64 = self.tasks.iter().map(|t| t.stats.cpu_time_ns).sum();
+        let total: u64 = self.rqs.iter().map(|r| r.busy_ns + r.idle_ns).sum();
+        if ran > busy {
+            return Err(format!("tasks ran {ran} ns but CPUs were busy {busy} ns"));
+        }
+        if total != self.now * self.nr_cpus() as u64 {
+            return Err(format!(
+                "busy+idle {total} ns != {} CPUs × {} ns",
+                self.nr_cpus(),
+                self.now
+            ));
+        }
+        Ok(())
+    }
+}

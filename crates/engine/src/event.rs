@@ -1,0 +1,93 @@
+//! The event queue: a binary heap ordered by (time, sequence).
+//!
+//! The sequence number makes equal-time events FIFO, so the order of the whole
+//! simulation depends only on its inputs. Cancelled events are not removed:
+//! their handlers check a generation number and drop stale ones.
+
+use schedlab_topo::CpuId;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Task ids are dense indices into the engine's task arena.
+pub type TaskId = u32;
+
+/// What happens when an event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventKind {
+    /// The periodic scheduler tick of a busy CPU (`sched_tick()`); `gen` drops
+    /// ticks of a CPU that went idle (nohz) in between.
+    Tick { cpu: CpuId, gen: u32 },
+    /// A CPU reschedules (`need_resched` honoured, or a reschedule IPI arrived).
+    Resched { cpu: CpuId },
+    /// The running task finished the work of its current step.
+    StepDone { task: TaskId, gen: u32 },
+    /// A sleeping task's timer expired.
+    Timer { task: TaskId, gen: u32 },
+    /// A spinning task gives up its active wait and blocks.
+    SpinEnd { task: TaskId, gen: u32 },
+    /// The stopper on `src` runs an active balance towards `dst`.
+    ActiveBalance { src: CpuId, dst: CpuId },
+    /// A kicked idle CPU runs nohz idle balancing for all tick-stopped CPUs.
+    NohzBalance { ilb: CpuId },
+    /// A per-CPU system kthread (OS noise) wakes up.
+    NoiseWake { task: TaskId },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    time_ns: u64,
+    seq: u64,
+    kind: EventKind,
+}
+
+/// Min-heap of events.
+#[derive(Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+}
+
+impl EventQueue {
+    pub fn push(&mut self, time_ns: u64, kind: EventKind) {
+        self.seq += 1;
+        self.heap.push(Reverse(Entry {
+            time_ns,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    pub fn pop(&mut self) -> Option<(u64, EventKind)> {
+        self.heap.pop().map(|Reverse(e)| (e.time_ns, e.kind))
+    }
+
+    /// The next event's (time, kind) without removing it.
+    pub fn peek(&self) -> Option<(u64, EventKind)> {
+        self.heap.peek().map(|Reverse(e)| (e.time_ns, e.kind))
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_times_pop_in_push_order() {
+        let mut q = EventQueue::default();
+        q.push(5, EventKind::Resched { cpu: 2 });
+        q.push(1, EventKind::Resched { cpu: 9 });
+        q.push(5, EventKind::Resched { cpu: 1 });
+        assert_eq!(q.pop(), Some((1, EventKind::Resched { cpu: 9 })));
+        assert_eq!(q.pop(), Some((5, EventKind::Resched { cpu: 2 })));
+        assert_eq!(q.pop(), Some((5, EventKind::Resched { cpu: 1 })));
+        assert!(q.is_empty());
+    }
+}

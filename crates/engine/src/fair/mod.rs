@@ -1,0 +1,575 @@
+//! The fair class (kernel/sched/fair.c): EEVDF, load tracking, wakeup
+//! placement (`wakeup.rs`) and load balancing (`balance.rs`).
+//!
+//! This module holds the per-runqueue EEVDF mechanics: vruntime accounting,
+//! the weighted average V, lag, eligibility, placement, the earliest-eligible-
+//! virtual-deadline pick, enqueue/dequeue with delayed dequeue, and the glue
+//! between entities and PELT.
+
+pub mod balance;
+pub mod pelt;
+pub mod wakeup;
+
+use crate::event::TaskId;
+use crate::features::Feat;
+use crate::sim::{EnqueueKind, Sim};
+use crate::task::TaskState;
+use schedlab_topo::CpuId;
+
+/// NICE_0_LOAD.
+pub const NICE_0_LOAD: u64 = 1024;
+/// Capacity scale.
+pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+
+/// `delta · NICE_0_LOAD / weight` (mirrors calc_delta_fair()).
+pub fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
+    if weight == NICE_0_LOAD {
+        delta
+    } else {
+        ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as u64
+    }
+}
+
+/// sysctl_sched_base_slice: 0.70 ms scaled by 1 + log2(min(ncpus, 8))
+/// (SCHED_TUNABLESCALING_LOG).
+pub fn base_slice_ns(ncpus: usize) -> u64 {
+    let n = ncpus.clamp(1, 8) as u64;
+    let factor = 1 + (63 - n.leading_zeros() as u64);
+    700_000 * factor
+}
+
+impl Sim {
+    fn key(&self, cpu: CpuId, v: u64) -> i128 {
+        v.wrapping_sub(self.rqs[cpu as usize].cfs.zero_vruntime) as i64 as i128
+    }
+
+    /// Σ w·key and Σ w including curr (the inputs of avg_vruntime()).
+    fn avg_parts(&self, cpu: CpuId) -> (i128, i128) {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        let (mut avg, mut load) = (cfs.sum_w_key, cfs.sum_weight);
+        if let Some(c) = cfs.curr {
+            let se = &self.tasks[c as usize].se;
+            if se.on_rq {
+                let w = se.weight as i128;
+                avg += self.key(cpu, se.vruntime) * w;
+                load += w;
+            }
+        }
+        (avg, load)
+    }
+
+    /// The weighted average vruntime V (mirrors avg_vruntime()).
+    pub(crate) fn avg_vruntime(&self, cpu: CpuId) -> u64 {
+        let (avg, load) = self.avg_parts(cpu);
+        let zero = self.rqs[cpu as usize].cfs.zero_vruntime;
+        if load == 0 {
+            return match self.rqs[cpu as usize].cfs.curr {
+                Some(c) => self.tasks[c as usize].se.vruntime,
+                None => zero,
+            };
+        }
+        // Floor division, so V never exceeds the true average.
+        let q = avg.div_euclid(load);
+        zero.wrapping_add(q as i64 as u64)
+    }
+
+    /// v ≤ V, computed without division (mirrors vruntime_eligible()).
+    pub(crate) fn vruntime_eligible(&self, cpu: CpuId, v: u64) -> bool {
+        let (avg, load) = self.avg_parts(cpu);
+        avg >= self.key(cpu, v) * load
+    }
+
+    /// Moves the key reference to the current V to keep keys small
+    /// (mirrors update_zero_vruntime()).
+    fn update_zero_vruntime(&mut self, cpu: CpuId) {
+        let v = self.avg_vruntime(cpu);
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        let d = v.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
+        cfs.sum_w_key -= d * cfs.sum_weight;
+        cfs.zero_vruntime = v;
+    }
+
+    fn queue_insert(&mut self, cpu: CpuId, t: TaskId) {
+        let se = self.tasks[t as usize].se;
+        let key = (se.deadline, t);
+        let tasks = &self.tasks;
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        let pos = cfs
+            .queue
+            .partition_point(|&o| (tasks[o as usize].se.deadline, o) < key);
+        cfs.queue.insert(pos, t);
+        let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
+        cfs.sum_w_key += k * se.weight as i128;
+        cfs.sum_weight += se.weight as i128;
+    }
+
+    fn queue_remove(&mut self, cpu: CpuId, t: TaskId) {
+        let se = self.tasks[t as usize].se;
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        if let Some(i) = cfs.queue.iter().position(|&o| o == t) {
+            cfs.queue.remove(i);
+            let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
+            cfs.sum_w_key -= k * se.weight as i128;
+            cfs.sum_weight -= se.weight as i128;
+        }
+    }
+
+    /// Charges the running task for the time since it last was (mirrors
+    /// update_curr()): sum_exec_runtime, vruntime, and a new deadline when the
+    /// request is used up.
+    pub(crate) fn update_curr(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let Some(c) = self.rqs[cpu as usize].cfs.curr else {
+            return;
+        };
+        let slice = base_slice_ns(self.nr_cpus());
+        let tk = &mut self.tasks[c as usize];
+        let delta = now.saturating_sub(tk.se.exec_start);
+        if delta == 0 {
+            return;
+        }
+        tk.se.exec_start = now;
+        tk.se.sum_exec_runtime += delta;
+        tk.stats.cpu_time_ns += delta;
+        tk.se.vruntime = tk
+            .se
+            .vruntime
+            .wrapping_add(calc_delta_fair(delta, tk.se.weight));
+        // update_deadline()
+        if tk.se.vruntime.wrapping_sub(tk.se.deadline) as i64 >= 0 {
+            tk.se.slice = slice;
+            tk.se.deadline = tk.se.vruntime + calc_delta_fair(slice, tk.se.weight);
+            if self.rqs[cpu as usize].cfs.nr_queued > 1 {
+                self.resched_cpu(cpu, cpu);
+            }
+        }
+    }
+
+    /// Earliest eligible virtual deadline first (mirrors pick_eevdf()); with
+    /// `protect`, RUN_TO_PARITY keeps curr until its protected vruntime.
+    pub(crate) fn pick_eevdf(&self, cpu: CpuId, protect: bool) -> Option<TaskId> {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        let first = cfs.queue.first().copied();
+        let mut curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
+        if cfs.nr_queued == 1 {
+            return curr.or(first);
+        }
+        if let Some(c) = curr {
+            if !self.vruntime_eligible(cpu, self.tasks[c as usize].se.vruntime) {
+                curr = None;
+            }
+        }
+        if let Some(c) = curr {
+            let se = &self.tasks[c as usize].se;
+            if protect
+                && self.feat(Feat::RUN_TO_PARITY)
+                && (se.vruntime.wrapping_sub(se.vprot) as i64) < 0
+            {
+                return Some(c);
+            }
+        }
+        let best = cfs
+            .queue
+            .iter()
+            .copied()
+            .find(|&t| self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime));
+        match (best, curr) {
+            (None, c) => c.or(first),
+            (Some(b), Some(c))
+                if (self.tasks[c as usize].se.deadline as i64)
+                    .wrapping_sub(self.tasks[b as usize].se.deadline as i64)
+                    < 0 =>
+            {
+                Some(c)
+            }
+            (Some(b), _) => Some(b),
+        }
+    }
+
+    /// Places an entity being enqueued (mirrors place_entity()): keep its lag,
+    /// inflated for its own effect on V; new tasks start half a slice early.
+    fn place_entity(&mut self, cpu: CpuId, t: TaskId, initial: bool) {
+        let v = self.avg_vruntime(cpu);
+        let slice = base_slice_ns(self.nr_cpus());
+        let (sum_weight, curr_w) = {
+            let cfs = &self.rqs[cpu as usize].cfs;
+            let cw = cfs
+                .curr
+                .map(|c| &self.tasks[c as usize].se)
+                .filter(|se| se.on_rq)
+                .map(|se| se.weight as i128)
+                .unwrap_or(0);
+            (cfs.sum_weight, cw)
+        };
+        let nr_queued = self.rqs[cpu as usize].cfs.nr_queued;
+        let place_lag = self.feat(Feat::PLACE_LAG);
+        let initial_half = self.feat(Feat::PLACE_DEADLINE_INITIAL);
+        let se = &mut self.tasks[t as usize].se;
+        se.slice = slice;
+        let mut vslice = calc_delta_fair(slice, se.weight);
+        let mut lag: i64 = 0;
+        if place_lag && nr_queued > 0 && se.vlag != 0 {
+            let load = (sum_weight + curr_w).max(1);
+            lag = ((se.vlag as i128 * (load + se.weight as i128)) / load) as i64;
+        }
+        se.vruntime = v.wrapping_sub(lag as u64);
+        if initial && initial_half {
+            vslice /= 2;
+        }
+        se.deadline = se.vruntime.wrapping_add(vslice);
+    }
+
+    /// Saves the lag of an entity leaving the runqueue, clamped to a slice plus
+    /// a tick (mirrors update_entity_lag()).
+    fn update_entity_lag(&mut self, cpu: CpuId, t: TaskId) {
+        let v = self.avg_vruntime(cpu);
+        let max_slice = base_slice_ns(self.nr_cpus()) + self.tick_ns;
+        let se = &mut self.tasks[t as usize].se;
+        let limit = calc_delta_fair(max_slice, se.weight) as i64;
+        let mut vlag = (v.wrapping_sub(se.vruntime) as i64).clamp(-limit, limit);
+        if se.sched_delayed {
+            vlag = vlag.max(se.vlag).min(0);
+        }
+        se.vlag = vlag;
+    }
+
+    /// Puts a task on `cpu`'s runqueue (mirrors enqueue_task_fair() →
+    /// enqueue_entity()).
+    pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
+        debug_assert!(!self.tasks[t as usize].se.on_rq);
+        self.update_curr(cpu);
+        self.tasks[t as usize].cpu = cpu;
+        self.place_entity(cpu, t, kind == EnqueueKind::New);
+        // Sleeping time decays the task's signals; its blocked contribution is
+        // already part of the runqueue's.
+        self.update_load_avg(cpu, t);
+        let util_est = self.tasks[t as usize].util_est();
+        let w = self.tasks[t as usize].se.weight;
+        self.tasks[t as usize].se.on_rq = true;
+        self.queue_insert(cpu, t);
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        cfs.nr_queued += 1;
+        cfs.load_weight += w;
+        cfs.util_est += util_est;
+        self.update_cfs_avg(cpu);
+        self.update_zero_vruntime(cpu);
+    }
+
+    /// Takes a task off its runqueue (mirrors dequeue_task_fair()); a
+    /// sleeping, not-eligible task is only marked delayed when DELAY_DEQUEUE
+    /// is on. Returns false when the dequeue was delayed.
+    pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
+        self.update_curr(cpu);
+        self.update_load_avg(cpu, t);
+        let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
+        if sleep
+            && self.feat(Feat::DELAY_DEQUEUE)
+            && !self.tasks[t as usize].se.sched_delayed
+            && !self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime)
+            && self.rqs[cpu as usize].cfs.nr_queued > 1
+        {
+            self.tasks[t as usize].se.sched_delayed = true;
+            self.rqs[cpu as usize].cfs.nr_delayed += 1;
+            if is_curr {
+                // put_prev_entity() puts a delayed curr back into the tree.
+                self.rqs[cpu as usize].cfs.curr = None;
+                self.queue_insert(cpu, t);
+            }
+            self.update_util_est_dequeue(t);
+            self.update_cfs_avg(cpu);
+            return false;
+        }
+        self.update_entity_lag(cpu, t);
+        let was_delayed = self.tasks[t as usize].se.sched_delayed;
+        if is_curr {
+            self.rqs[cpu as usize].cfs.curr = None;
+        } else {
+            self.queue_remove(cpu, t);
+        }
+        let util_est = self.tasks[t as usize].util_est();
+        let se = &mut self.tasks[t as usize].se;
+        se.on_rq = false;
+        se.sched_delayed = false;
+        let w = se.weight;
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        cfs.nr_queued -= 1;
+        if was_delayed {
+            cfs.nr_delayed -= 1;
+        }
+        cfs.load_weight -= w;
+        cfs.util_est = cfs.util_est.saturating_sub(util_est);
+        if sleep && !was_delayed {
+            self.update_util_est_dequeue(t);
+        }
+        self.update_cfs_avg(cpu);
+        self.update_zero_vruntime(cpu);
+        true
+    }
+
+    /// A delayed task is woken while still queued (mirrors ttwu_runnable() →
+    /// requeue_delayed_entity()).
+    pub(crate) fn requeue_delayed(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_curr(cpu);
+        self.update_load_avg(cpu, t);
+        let se = &mut self.tasks[t as usize].se;
+        debug_assert!(se.sched_delayed);
+        se.sched_delayed = false;
+        self.rqs[cpu as usize].cfs.nr_delayed -= 1;
+        self.update_cfs_avg(cpu);
+    }
+
+    /// A delayed entity reached the front: finish its dequeue.
+    fn finish_delayed_dequeue(&mut self, cpu: CpuId, t: TaskId) {
+        self.dequeue_task(cpu, t, true);
+        debug_assert!(!self.tasks[t as usize].se.on_rq);
+        debug_assert_eq!(self.tasks[t as usize].state, TaskState::Blocked);
+    }
+
+    /// The next task to run on `cpu`, finishing delayed dequeues on the way
+    /// (mirrors pick_next_entity()).
+    pub(crate) fn pick_next_entity(&mut self, cpu: CpuId) -> Option<TaskId> {
+        loop {
+            let t = self.pick_eevdf(cpu, true)?;
+            if self.tasks[t as usize].se.sched_delayed {
+                self.finish_delayed_dequeue(cpu, t);
+                continue;
+            }
+            return Some(t);
+        }
+    }
+
+    /// Makes `t` the runqueue's current entity (mirrors set_next_entity()).
+    pub(crate) fn set_next_entity(&mut self, cpu: CpuId, t: TaskId) {
+        if self.rqs[cpu as usize].cfs.curr != Some(t) {
+            self.queue_remove(cpu, t);
+        }
+        self.update_load_avg(cpu, t);
+        self.rqs[cpu as usize].cfs.curr = Some(t);
+        let now = self.now;
+        // set_protect_slice(): protect until the deadline, or the shortest
+        // queued slice with RUN_TO_PARITY.
+        let se = &mut self.tasks[t as usize].se;
+        se.exec_start = now;
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        se.vprot = se.deadline;
+    }
+
+    /// Puts the running task back into the tree (mirrors put_prev_entity()).
+    pub(crate) fn put_prev_entity(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_load_avg(cpu, t);
+        if self.rqs[cpu as usize].cfs.curr == Some(t) {
+            self.rqs[cpu as usize].cfs.curr = None;
+            if self.tasks[t as usize].se.on_rq {
+                self.queue_insert(cpu, t);
+            }
+        }
+    }
+
+    /// Wakeup preemption (mirrors check_preempt_wakeup_fair()): reschedule when
+    /// the EEVDF pick is the wakee, or with PREEMPT_SHORT when the eligible
+    /// wakee has a shorter slice.
+    pub(crate) fn wakeup_preempt(&mut self, cpu: CpuId, wakee: TaskId, from: CpuId) {
+        let Some(curr) = self.rqs[cpu as usize].curr else {
+            self.resched_cpu(cpu, from);
+            return;
+        };
+        if curr == wakee || !self.feat(Feat::WAKEUP_PREEMPTION) {
+            return;
+        }
+        // A per-CPU kthread (system noise) is short: let it run at once, as
+        // its wakeup would for the real task that stands for it.
+        let kthread = self.tasks[wakee as usize].kthread;
+        self.update_curr(cpu);
+        if kthread {
+            self.resched_cpu(cpu, from);
+            return;
+        }
+        if self.pick_eevdf(cpu, false) == Some(wakee) {
+            self.resched_cpu(cpu, from);
+        }
+    }
+
+    // ----- load tracking glue ---------------------------------------------
+
+    /// Updates a task's PELT signals and then its runqueue's (mirrors
+    /// update_load_avg()).
+    pub(crate) fn update_load_avg(&mut self, cpu: CpuId, t: TaskId) {
+        let now = self.rqs[cpu as usize].clock_pelt;
+        let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
+        let tk = &mut self.tasks[t as usize];
+        if tk.cpu == cpu {
+            let on = tk.se.on_rq as u64;
+            let runnable = (tk.se.on_rq && !tk.se.sched_delayed) as u64;
+            if tk.avg.update_sum(now, on, runnable, is_curr) {
+                tk.avg.update_avg(tk.se.weight);
+            }
+        }
+        self.update_cfs_avg(cpu);
+    }
+
+    /// Updates the runqueue's own signals.
+    pub(crate) fn update_cfs_avg(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        let now = rq.clock_pelt;
+        let load = rq.cfs.load_weight;
+        let runnable = rq.cfs.nr_runnable() as u64;
+        let running = rq.cfs.curr.is_some();
+        if rq.cfs.avg.update_sum(now, load, runnable, running) {
+            rq.cfs.avg.update_avg(1);
+        }
+    }
+
+    /// Removes a task's signals from its runqueue (migration, exit).
+    pub(crate) fn detach_entity_load(&mut self, cpu: CpuId, t: TaskId) {
+        let now = self.rqs[cpu as usize].clock_pelt;
+        let tk = &mut self.tasks[t as usize];
+        if tk.avg.update_sum(now, 0, 0, false) {
+            tk.avg.update_avg(tk.se.weight);
+        }
+        let (avg, w) = (tk.avg, tk.se.weight);
+        self.update_cfs_avg(cpu);
+        self.rqs[cpu as usize].cfs.avg.detach(&avg, w);
+    }
+
+    /// Adds a task's signals to its new runqueue.
+    pub(crate) fn attach_entity_load(&mut self, cpu: CpuId, t: TaskId) {
+        let now = self.rqs[cpu as usize].clock_pelt;
+        self.update_cfs_avg(cpu);
+        let tk = &mut self.tasks[t as usize];
+        tk.avg.last_update_time = now;
+        let (avg, w) = (tk.avg, tk.se.weight);
+        self.rqs[cpu as usize].cfs.avg.attach(&avg, w);
+    }
+
+    /// Initial signals of a new task (mirrors init_entity_runnable_average()
+    /// and post_init_entity_util_avg()): full load, and half the spare
+    /// capacity of the runqueue as utilisation.
+    pub(crate) fn init_entity_util(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_cfs_avg(cpu);
+        let cap = self.machine.cpus[cpu as usize].capacity as u64;
+        let rq_avg = self.rqs[cpu as usize].cfs.avg;
+        let tk = &mut self.tasks[t as usize];
+        let w = tk.se.weight;
+        let half_spare = (cap as i64 - rq_avg.util_avg as i64) / 2;
+        let mut util = 0;
+        if half_spare > 0 {
+            util = if rq_avg.util_avg != 0 {
+                (rq_avg.util_avg * w / (rq_avg.load_avg + 1)).min(half_spare as u64)
+            } else {
+                half_spare as u64
+            };
+        }
+        let div = tk.avg.divider();
+        tk.avg.util_avg = util;
+        tk.avg.util_sum = util * div;
+        tk.avg.runnable_avg = util;
+        tk.avg.runnable_sum = util * div;
+        tk.avg.load_avg = w;
+        tk.avg.load_sum = div;
+        self.attach_entity_load(cpu, t);
+    }
+
+    /// util_est update at dequeue (mirrors util_est_update()): EWMA with
+    /// weight 1/4, and the last value.
+    fn update_util_est_dequeue(&mut self, t: TaskId) {
+        if !self.feat(Feat::UTIL_EST) {
+            return;
+        }
+        let tk = &mut self.tasks[t as usize];
+        let u = tk.avg.util_avg;
+        tk.util_est_enqueued = u;
+        let e = tk.util_est_ewma as i64;
+        tk.util_est_ewma = (e + (u as i64 - e) / 4).max(0) as u64;
+    }
+
+    // ----- per-CPU load and utilisation accessors ---------------------------
+
+    /// `cpu_load()`.
+    pub(crate) fn cpu_load(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu as usize].cfs.avg.load_avg
+    }
+
+    /// `cpu_runnable()`.
+    pub(crate) fn cpu_runnable(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu as usize].cfs.avg.runnable_avg
+    }
+
+    /// `capacity_of()`: no RT/IRQ pressure is modelled.
+    pub(crate) fn capacity_of(&self, cpu: CpuId) -> u64 {
+        self.machine.cpus[cpu as usize].capacity as u64
+    }
+
+    /// `cpu_util_cfs()`: max of util_avg and util_est, capped at capacity.
+    pub(crate) fn cpu_util(&self, cpu: CpuId) -> u64 {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        let mut u = cfs.avg.util_avg;
+        if self.feat(Feat::UTIL_EST) {
+            u = u.max(cfs.util_est);
+        }
+        u.min(self.capacity_of(cpu))
+    }
+
+    /// Does `t` count in `cpu`'s signals (its last CPU)?
+    fn counted_on(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.tasks[t as usize].cpu == cpu
+    }
+
+    /// `cpu_load_without()`.
+    pub(crate) fn cpu_load_without(&self, cpu: CpuId, t: TaskId) -> u64 {
+        let l = self.cpu_load(cpu);
+        if self.counted_on(cpu, t) {
+            l.saturating_sub(self.tasks[t as usize].avg.load_avg)
+        } else {
+            l
+        }
+    }
+
+    /// `cpu_runnable_without()`.
+    pub(crate) fn cpu_runnable_without(&self, cpu: CpuId, t: TaskId) -> u64 {
+        let r = self.cpu_runnable(cpu);
+        if self.counted_on(cpu, t) {
+            r.saturating_sub(self.tasks[t as usize].avg.runnable_avg)
+        } else {
+            r
+        }
+    }
+
+    /// `cpu_util_without()`.
+    pub(crate) fn cpu_util_without(&self, cpu: CpuId, t: TaskId) -> u64 {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        let mut u = cfs.avg.util_avg;
+        let tk = &self.tasks[t as usize];
+        if self.counted_on(cpu, t) {
+            u = u.saturating_sub(tk.avg.util_avg);
+        }
+        if self.feat(Feat::UTIL_EST) {
+            let mut e = cfs.util_est;
+            if self.counted_on(cpu, t) && tk.se.on_rq {
+                e = e.saturating_sub(tk.util_est());
+            }
+            u = u.max(e);
+        }
+        u.min(self.capacity_of(cpu))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_scales_with_log2_cpus() {
+        assert_eq!(base_slice_ns(1), 700_000);
+        assert_eq!(base_slice_ns(2), 1_400_000);
+        assert_eq!(base_slice_ns(4), 2_100_000);
+        assert_eq!(base_slice_ns(8), 2_800_000);
+        assert_eq!(base_slice_ns(96), 2_800_000);
+    }
+
+    #[test]
+    fn delta_fair_scales_by_weight() {
+        assert_eq!(calc_delta_fair(1000, 1024), 1000);
+        assert_eq!(calc_delta_fair(1000, 2048), 500);
+        assert_eq!(calc_delta_fair(1000, 512), 2000);
+    }
+}

@@ -1,0 +1,588 @@
+//! Task placement on wakeup and fork (kernel/sched/fair.c):
+//! select_task_rq_fair(), wake_wide(), wake_affine(), the fork/exec slow path
+//! (sched_balance_find_dst_group/cpu) and select_idle_sibling() with its scans.
+
+use crate::event::TaskId;
+use crate::fair::balance::{classify, GroupStats, GroupType};
+use crate::features::Feat;
+use crate::sim::{Sim, WF_FORK, WF_SYNC, WF_TTWU};
+use schedlab_topo::{CpuId, CpuMask, SdFlags};
+
+/// NUMA_IMBALANCE_MIN: small NUMA imbalances are allowed.
+pub const NUMA_IMBALANCE_MIN: u32 = 2;
+
+impl Sim {
+    /// Chooses the CPU for a waking or new task (mirrors select_task_rq_fair()).
+    pub(crate) fn select_task_rq_fair(
+        &mut self,
+        t: TaskId,
+        prev: CpuId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        wake_flags: u32,
+    ) -> CpuId {
+        let sync = wake_flags & WF_SYNC != 0;
+        let sd_flag = if wake_flags & WF_FORK != 0 {
+            SdFlags::BALANCE_FORK
+        } else {
+            SdFlags::BALANCE_WAKE
+        };
+        let affinity = self.tasks[t as usize].affinity;
+        let mut want_affine = false;
+        if wake_flags & WF_TTWU != 0 {
+            want_affine = !self.wake_wide(t, waker) && affinity.test(this_cpu);
+        }
+        let mut new_cpu = prev;
+        let mut slow_sd: Option<usize> = None;
+        let n_dom = self.domains.cpus[this_cpu as usize].domains.len();
+        for i in 0..n_dom {
+            let d = &self.domains.cpus[this_cpu as usize].domains[i];
+            if want_affine && d.flags.contains(SdFlags::WAKE_AFFINE) && d.span.test(prev) {
+                if this_cpu != prev {
+                    new_cpu = self.wake_affine(i, t, this_cpu, prev, sync);
+                }
+                slow_sd = None;
+                break;
+            }
+            if d.flags.contains(sd_flag) {
+                slow_sd = Some(i);
+            } else if !want_affine {
+                break;
+            }
+        }
+        let cpu = if let Some(level) = slow_sd {
+            self.counters.wake_slow_path += 1;
+            self.find_dst_cpu(this_cpu, level, t, prev, sd_flag)
+        } else if wake_flags & WF_TTWU != 0 {
+            if new_cpu != prev {
+                self.counters.wakeups_affine += 1;
+            }
+            self.select_idle_sibling(t, prev, new_cpu, this_cpu, waker)
+        } else {
+            new_cpu
+        };
+        if affinity.test(cpu) {
+            cpu
+        } else {
+            // select_fallback_rq(): any allowed CPU.
+            affinity.first().unwrap_or(prev)
+        }
+    }
+
+    /// Does the waker switch wakees so often that wakeups should spread
+    /// (mirrors wake_wide())?
+    fn wake_wide(&self, t: TaskId, waker: Option<TaskId>) -> bool {
+        let Some(w) = waker else {
+            return false;
+        };
+        let master = self.tasks[w as usize].wakee_flips;
+        let slave = self.tasks[t as usize].wakee_flips;
+        let factor = self.domains.cpus[self.tasks[w as usize].cpu as usize]
+            .llc_size
+            .max(1);
+        let (master, slave) = if master < slave {
+            (slave, master)
+        } else {
+            (master, slave)
+        };
+        !(slave < factor || master < slave * factor)
+    }
+
+    /// Waker's CPU or the previous one (mirrors wake_affine(): WA_IDLE, then WA_WEIGHT).
+    fn wake_affine(
+        &mut self,
+        _level: usize,
+        t: TaskId,
+        this_cpu: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> CpuId {
+        let mut target = None;
+        if self.feat(Feat::WA_IDLE) {
+            target = self.wake_affine_idle(this_cpu, prev, sync);
+        }
+        if target.is_none() && self.feat(Feat::WA_WEIGHT) {
+            target = self.wake_affine_weight(t, this_cpu, prev, sync);
+        }
+        match target {
+            Some(c) if c == this_cpu => {
+                self.counters.wake_affine_this += 1;
+                this_cpu
+            }
+            _ => prev,
+        }
+    }
+
+    /// mirrors wake_affine_idle().
+    fn wake_affine_idle(&self, this_cpu: CpuId, prev: CpuId, sync: bool) -> Option<CpuId> {
+        if self.is_idle_cpu(this_cpu) && self.cpus_share_cache(this_cpu, prev) {
+            return Some(if self.is_idle_cpu(prev) {
+                prev
+            } else {
+                this_cpu
+            });
+        }
+        if sync && self.rqs[this_cpu as usize].nr_running() == 1 {
+            return Some(this_cpu);
+        }
+        if self.is_idle_cpu(prev) {
+            return Some(prev);
+        }
+        None
+    }
+
+    /// mirrors wake_affine_weight().
+    fn wake_affine_weight(
+        &self,
+        t: TaskId,
+        this_cpu: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> Option<CpuId> {
+        let task_load = self.tasks[t as usize].avg.load_avg as i128;
+        let mut this_eff_load = self.cpu_load(this_cpu) as i128;
+        if sync {
+            if let Some(cur) = self.rqs[this_cpu as usize].curr {
+                let current_load = self.tasks[cur as usize].avg.load_avg as i128;
+                if current_load > this_eff_load {
+                    return Some(this_cpu);
+                }
+                this_eff_load -= current_load;
+            }
+        }
+        if this_eff_load > 0 {
+            this_eff_load += task_load;
+        } else {
+            this_eff_load = task_load;
+        }
+        let pct = self.domains.cpus[this_cpu as usize]
+            .domains
+            .first()
+            .map(|d| d.imbalance_pct)
+            .unwrap_or(117) as i128;
+        if self.feat(Feat::WA_BIAS) {
+            this_eff_load *= 100;
+        }
+        this_eff_load *= self.capacity_of(prev) as i128;
+        let mut prev_eff_load = self.cpu_load(prev) as i128 - task_load;
+        if self.feat(Feat::WA_BIAS) {
+            prev_eff_load *= 100 + (pct - 100) / 2;
+        }
+        prev_eff_load *= self.capacity_of(this_cpu) as i128;
+        if sync {
+            prev_eff_load += 1;
+        }
+        if this_eff_load < prev_eff_load {
+            Some(this_cpu)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn cpus_share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        a == b || self.domains.cpus[a as usize].llc_id == self.domains.cpus[b as usize].llc_id
+    }
+
+    /// `cpus_share_resources()`: same cluster (or same LLC without clusters).
+    fn cpus_share_resources(&self, a: CpuId, b: CpuId) -> bool {
+        a == b || self.domains.cpus[a as usize].share_id == self.domains.cpus[b as usize].share_id
+    }
+
+    /// A CPU running only SCHED_IDLE-weight tasks (`sched_idle_cpu()`); not
+    /// modelled yet: no SCHED_IDLE policy.
+    fn sched_idle_cpu(&self, _cpu: CpuId) -> bool {
+        false
+    }
+
+    fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
+        self.is_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
+    }
+
+    /// Finds an idle CPU near `target` (mirrors select_idle_sibling()).
+    pub(crate) fn select_idle_sibling(
+        &mut self,
+        t: TaskId,
+        prev: CpuId,
+        target: CpuId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+    ) -> CpuId {
+        let cluster_active = self.domains.cluster_active;
+        if self.idle_or_sched_idle(target) {
+            self.counters.sis_target += 1;
+            return target;
+        }
+        let mut prev_aff: Option<CpuId> = None;
+        if prev != target && self.cpus_share_cache(prev, target) && self.idle_or_sched_idle(prev) {
+            if !cluster_active || self.cpus_share_resources(prev, target) {
+                self.counters.sis_prev += 1;
+                return prev;
+            }
+            prev_aff = Some(prev);
+        }
+        // A per-CPU kthread waking its partner on its own CPU: stack them.
+        if let Some(w) = waker {
+            if self.tasks[w as usize].kthread
+                && prev == this_cpu
+                && self.rqs[this_cpu as usize].nr_running() <= 1
+            {
+                return prev;
+            }
+        }
+        let recent = self.tasks[t as usize].recent_used_cpu;
+        self.tasks[t as usize].recent_used_cpu = prev;
+        let mut recent_aff = None;
+        if recent != prev
+            && recent != target
+            && self.cpus_share_cache(recent, target)
+            && self.idle_or_sched_idle(recent)
+            && self.tasks[t as usize].affinity.test(recent)
+        {
+            if !cluster_active || self.cpus_share_resources(recent, target) {
+                self.counters.sis_recent += 1;
+                return recent;
+            }
+            recent_aff = Some(recent);
+        }
+        let Some(llc_idx) = self.domains.cpus[target as usize].sd_llc else {
+            return target;
+        };
+        let smt = self.machine.smt_mask(target).weight() > 1;
+        let llc_id = self.domains.cpus[target as usize].llc_id as usize;
+        let mut has_idle_core = false;
+        if smt {
+            has_idle_core = self.llc[llc_id].has_idle_cores;
+            if !has_idle_core && self.cpus_share_cache(prev, target) {
+                if let Some(i) = self.select_idle_smt(t, prev) {
+                    self.counters.sis_smt += 1;
+                    return i;
+                }
+            }
+        }
+        if let Some(i) = self.select_idle_cpu(t, target, llc_idx, has_idle_core) {
+            self.counters.sis_scan_found += 1;
+            return i;
+        }
+        self.counters.sis_scan_failed += 1;
+        prev_aff.or(recent_aff).unwrap_or(target)
+    }
+
+    /// An idle SMT sibling of `prev` (mirrors select_idle_smt()).
+    fn select_idle_smt(&self, t: TaskId, prev: CpuId) -> Option<CpuId> {
+        let aff = self.tasks[t as usize].affinity;
+        self.machine
+            .smt_mask(prev)
+            .iter()
+            .find(|&c| c != prev && aff.test(c) && self.idle_or_sched_idle(c))
+    }
+
+    /// A core whose every SMT thread is idle (mirrors select_idle_core());
+    /// remembers the first idle CPU seen in `idle_cpu`.
+    fn select_idle_core(
+        &self,
+        core_cpu: CpuId,
+        cpus: &CpuMask,
+        idle_cpu: &mut Option<CpuId>,
+    ) -> Option<CpuId> {
+        let mut idle = true;
+        for s in self.machine.smt_mask(core_cpu).iter() {
+            if !self.idle_or_sched_idle(s) {
+                idle = false;
+                if idle_cpu.is_none() {
+                    continue;
+                }
+                break;
+            }
+            if idle_cpu.is_none() && cpus.test(s) {
+                *idle_cpu = Some(s);
+            }
+        }
+        if idle {
+            Some(core_cpu)
+        } else {
+            None
+        }
+    }
+
+    /// Scans the LLC for an idle CPU (mirrors select_idle_cpu()): SIS_UTIL limits
+    /// the scan, the target's cluster is scanned first when clusters exist, and
+    /// in idle-core mode only whole idle cores count.
+    fn select_idle_cpu(
+        &mut self,
+        t: TaskId,
+        target: CpuId,
+        llc_idx: usize,
+        has_idle_core: bool,
+    ) -> Option<CpuId> {
+        let dom = &self.domains.cpus[target as usize].domains[llc_idx];
+        let mut cpus = dom.span.and(&self.tasks[t as usize].affinity);
+        let llc_id = self.domains.cpus[target as usize].llc_id as usize;
+        let mut nr: i64 = i64::MAX;
+        if self.feat(Feat::SIS_UTIL) {
+            nr = self.llc[llc_id].nr_idle_scan as i64 + 1;
+            if nr == 1 {
+                self.counters.sis_scan_skipped += 1;
+                return None;
+            }
+        }
+        let mut idle_cpu: Option<CpuId> = None;
+        let start = (target + 1) % self.nr_cpus() as CpuId;
+        let mut scanned = 0u64;
+        if self.domains.cluster_active && self.feat(Feat::CLUSTER_SCAN) {
+            let first = &dom.groups[0];
+            if first.flags.contains(SdFlags::CLUSTER) {
+                let cl_span = first.span;
+                for c in cl_span.iter_wrap(start) {
+                    if !cpus.test(c) {
+                        continue;
+                    }
+                    scanned += 1;
+                    if has_idle_core {
+                        if let Some(i) = self.select_idle_core(c, &cpus, &mut idle_cpu) {
+                            self.counters.sis_scanned += scanned;
+                            return Some(i);
+                        }
+                    } else {
+                        nr -= 1;
+                        if nr <= 0 {
+                            self.counters.sis_scanned += scanned;
+                            return None;
+                        }
+                        if self.idle_or_sched_idle(c) {
+                            self.counters.sis_scanned += scanned;
+                            return Some(c);
+                        }
+                    }
+                }
+                cpus = cpus.and_not(&cl_span);
+            }
+        }
+        let mut found = None;
+        for c in cpus.iter_wrap(start) {
+            scanned += 1;
+            if has_idle_core {
+                if let Some(i) = self.select_idle_core(c, &cpus, &mut idle_cpu) {
+                    found = Some(i);
+                    break;
+                }
+            } else {
+                nr -= 1;
+                if nr <= 0 {
+                    break;
+                }
+                if self.idle_or_sched_idle(c) {
+                    idle_cpu = Some(c);
+                    break;
+                }
+            }
+        }
+        self.counters.sis_scanned += scanned;
+        if found.is_some() {
+            return found;
+        }
+        if has_idle_core {
+            self.llc[llc_id].has_idle_cores = false;
+        }
+        idle_cpu
+    }
+
+    // ----- the fork/exec slow path ---------------------------------------------
+
+    /// Walks down from domain `level` of `cpu` choosing the idlest group and
+    /// CPU at each level (mirrors sched_balance_find_dst_cpu()).
+    fn find_dst_cpu(
+        &mut self,
+        cpu: CpuId,
+        level: usize,
+        t: TaskId,
+        prev: CpuId,
+        sd_flag: SdFlags,
+    ) -> CpuId {
+        let aff = self.tasks[t as usize].affinity;
+        if !self.domains.cpus[cpu as usize].domains[level]
+            .span
+            .intersects(&aff)
+        {
+            return prev;
+        }
+        let mut cpu = cpu;
+        let mut new_cpu = cpu;
+        let mut sd: Option<usize> = Some(level);
+        // Each step descends or moves to a smaller domain: bounded by the depth.
+        while let Some(l) = sd {
+            let d = &self.domains.cpus[cpu as usize].domains[l];
+            if !d.flags.contains(sd_flag) {
+                sd = l.checked_sub(1);
+                continue;
+            }
+            let Some(g) = self.find_dst_group(cpu, l, t) else {
+                sd = l.checked_sub(1);
+                continue;
+            };
+            let gspan = self.domains.cpus[cpu as usize].domains[l].groups[g].span;
+            new_cpu = self.find_dst_group_cpu(&gspan, t, cpu);
+            if new_cpu == cpu {
+                sd = l.checked_sub(1);
+                continue;
+            }
+            let weight = self.domains.cpus[cpu as usize].domains[l].span.weight();
+            cpu = new_cpu;
+            sd = None;
+            for (i, d2) in self.domains.cpus[cpu as usize].domains.iter().enumerate() {
+                if weight <= d2.span.weight() {
+                    break;
+                }
+                if d2.flags.contains(sd_flag) {
+                    sd = Some(i);
+                }
+            }
+        }
+        new_cpu
+    }
+
+    /// Group statistics as the wakeup path sees them, without `t`'s own
+    /// contribution (mirrors update_sg_wakeup_stats()).
+    fn sg_wakeup_stats(&self, span: &CpuMask, capacity: u64, pct: u32, t: TaskId) -> GroupStats {
+        let aff = self.tasks[t as usize].affinity;
+        let mut s = GroupStats {
+            group_capacity: capacity,
+            group_weight: span.weight(),
+            ..Default::default()
+        };
+        for c in span.and(&aff).iter() {
+            s.group_load += self.cpu_load_without(c, t);
+            s.group_util += self.cpu_util_without(c, t);
+            s.group_runnable += self.cpu_runnable_without(c, t);
+            let mut nr = self.rqs[c as usize].cfs.nr_runnable();
+            let tk = &self.tasks[t as usize];
+            if tk.cpu == c && tk.se.on_rq {
+                nr = nr.saturating_sub(1);
+            }
+            s.sum_h_nr_running += nr;
+            s.sum_nr_running += nr;
+            if nr == 0 && self.is_idle_cpu(c) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.group_type = classify(pct, &s);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * 1024 / s.group_capacity.max(1);
+        }
+        s
+    }
+
+    /// The idlest group of domain `level` of `this_cpu`, or `None` to stay local
+    /// (mirrors sched_balance_find_dst_group() with update_pick_idlest()).
+    fn find_dst_group(&self, this_cpu: CpuId, level: usize, t: TaskId) -> Option<usize> {
+        let d = &self.domains.cpus[this_cpu as usize].domains[level];
+        let aff = self.tasks[t as usize].affinity;
+        let mut idlest: Option<(usize, GroupStats)> = None;
+        let mut local: Option<GroupStats> = None;
+        for (gi, g) in d.groups.iter().enumerate() {
+            if !g.span.intersects(&aff) {
+                continue;
+            }
+            let s = self.sg_wakeup_stats(&g.span, g.capacity as u64, d.imbalance_pct, t);
+            if g.span.test(this_cpu) {
+                local = Some(s);
+                continue;
+            }
+            let better = match &idlest {
+                None => true,
+                Some((_, is)) => pick_idlest(is, &s),
+            };
+            if better {
+                idlest = Some((gi, s));
+            }
+        }
+        let (gi, is) = idlest?;
+        let Some(ls) = local else {
+            return Some(gi);
+        };
+        if ls.group_type < is.group_type {
+            return None;
+        }
+        if ls.group_type > is.group_type {
+            return Some(gi);
+        }
+        match ls.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imbalance = 1024 * (d.imbalance_pct as u64 - 100) / 100;
+                if is.avg_load >= ls.avg_load + imbalance {
+                    return None;
+                }
+                if 100 * ls.avg_load <= d.imbalance_pct as u64 * is.avg_load {
+                    return None;
+                }
+            }
+            GroupType::HasSpare => {
+                if d.flags.contains(SdFlags::NUMA) {
+                    // Allow a small imbalance while the local node is lightly used
+                    // (adjust_numa_imbalance()).
+                    let imb = is.idle_cpus.abs_diff(ls.idle_cpus);
+                    if ls.sum_nr_running + 1 <= d.imb_numa_nr && imb <= NUMA_IMBALANCE_MIN {
+                        return None;
+                    }
+                }
+                if ls.idle_cpus >= is.idle_cpus {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        Some(gi)
+    }
+
+    /// The idlest CPU of a group: an idle one that went idle most recently
+    /// (all idle states are equally shallow here), else the least loaded
+    /// (mirrors sched_balance_find_dst_group_cpu()).
+    fn find_dst_group_cpu(&self, span: &CpuMask, t: TaskId, this_cpu: CpuId) -> CpuId {
+        if span.weight() == 1 {
+            return span.first().unwrap_or(this_cpu);
+        }
+        let aff = self.tasks[t as usize].affinity;
+        let mut shallowest: Option<CpuId> = None;
+        let mut latest_idle = 0u64;
+        let mut least: Option<CpuId> = None;
+        let mut min_load = u64::MAX;
+        for c in span.and(&aff).iter() {
+            if self.sched_idle_cpu(c) {
+                return c;
+            }
+            if self.is_idle_cpu(c) {
+                let stamp = self.rqs[c as usize].idle_stamp;
+                if shallowest.is_none() || stamp > latest_idle {
+                    latest_idle = stamp;
+                    shallowest = Some(c);
+                }
+            } else if shallowest.is_none() {
+                let l = self.cpu_load(c);
+                if l < min_load {
+                    min_load = l;
+                    least = Some(c);
+                }
+            }
+        }
+        shallowest.or(least).unwrap_or(this_cpu)
+    }
+}
+
+/// Is `s` a better idlest group than `best` (mirrors update_pick_idlest())?
+fn pick_idlest(best: &GroupStats, s: &GroupStats) -> bool {
+    if s.group_type < best.group_type {
+        return true;
+    }
+    if s.group_type > best.group_type {
+        return false;
+    }
+    match s.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => s.avg_load < best.avg_load,
+        GroupType::HasSpare => {
+            if best.idle_cpus > s.idle_cpus {
+                return false;
+            }
+            !(best.idle_cpus == s.idle_cpus && best.group_util <= s.group_util)
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,126 @@
+//! The scheduler features table, like kernel/sched/features.h.
+//!
+//! Every entry has a name, a default and a one-line meaning, and can be switched
+//! by name (`schedlab run --feature NAME=off`). Entries marked (schedlab) are
+//! the reference patch sets' mechanisms, off by default.
+
+/// One feature's description.
+#[derive(Clone, Copy, Debug)]
+pub struct FeatureInfo {
+    pub name: &'static str,
+    pub default: bool,
+    pub meaning: &'static str,
+}
+
+macro_rules! features {
+    ($( $id:ident = $name:literal, $default:expr, $meaning:literal; )*) => {
+        /// Feature indices.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Feat { $( $id, )* }
+
+        /// The table, in declaration order.
+        pub const FEATURES: &[FeatureInfo] = &[
+            $( FeatureInfo { name: $name, default: $default, meaning: $meaning }, )*
+        ];
+    };
+}
+
+features! {
+    PLACE_LAG = "PLACE_LAG", true, "keep a waking task's lag (EEVDF placement strategy)";
+    PLACE_DEADLINE_INITIAL = "PLACE_DEADLINE_INITIAL", true, "a new task starts with half a slice to its deadline";
+    RUN_TO_PARITY = "RUN_TO_PARITY", true, "current runs until its deadline (or the shortest slice) before a switch";
+    PREEMPT_SHORT = "PREEMPT_SHORT", true, "a waking task with a shorter slice may preempt";
+    DELAY_DEQUEUE = "DELAY_DEQUEUE", true, "a sleeping task with negative lag stays queued until eligible";
+    WAKEUP_PREEMPTION = "WAKEUP_PREEMPTION", true, "a wakeup may preempt the current task";
+    CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "a task just picked as next buddy is cache hot";
+    WA_IDLE = "WA_IDLE", true, "wake_affine prefers an idle waker or previous CPU";
+    WA_WEIGHT = "WA_WEIGHT", true, "wake_affine compares the loads of waker and previous CPU";
+    WA_BIAS = "WA_BIAS", true, "wake_affine_weight biases towards the previous CPU by imbalance_pct";
+    SIS_UTIL = "SIS_UTIL", true, "select_idle_cpu scans a number of CPUs that shrinks with LLC utilisation";
+    UTIL_EST = "UTIL_EST", true, "utilisation estimation keeps a sleeping task's utilisation";
+    LB_MIN = "LB_MIN", false, "the balancer ignores tasks with tiny load";
+    NI_RANDOM = "NI_RANDOM", true, "newidle balance is skipped at random by its past success";
+    NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
+    NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
+    CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
+}
+
+/// The on/off state of every feature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    on: Vec<bool>,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            on: FEATURES.iter().map(|f| f.default).collect(),
+        }
+    }
+}
+
+impl Features {
+    pub fn enabled(&self, f: Feat) -> bool {
+        self.on[f as usize]
+    }
+
+    /// Switches a feature by name; `Err` lists the valid names.
+    pub fn set(&mut self, name: &str, on: bool) -> Result<(), String> {
+        match FEATURES
+            .iter()
+            .position(|f| f.name.eq_ignore_ascii_case(name))
+        {
+            Some(i) => {
+                self.on[i] = on;
+                Ok(())
+            }
+            None => Err(format!(
+                "unknown feature '{name}' (valid: {})",
+                FEATURES
+                    .iter()
+                    .map(|f| f.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// Parses `NAME=on|off` (also `true/false/1/0`).
+    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        let (name, val) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("feature '{spec}': expected NAME=on|off"))?;
+        let on = match val.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => true,
+            "off" | "false" | "0" => false,
+            v => return Err(format!("feature '{name}': value '{v}' is not on/off")),
+        };
+        self.set(name.trim(), on)
+    }
+
+    /// `(name, on)` for every feature, in table order.
+    pub fn list(&self) -> Vec<(&'static str, bool)> {
+        FEATURES
+            .iter()
+            .zip(&self.on)
+            .map(|(f, &o)| (f.name, o))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_by_name() {
+        let mut f = Features::default();
+        assert!(f.enabled(Feat::SIS_UTIL));
+        f.apply("sis_util=off").unwrap();
+        assert!(!f.enabled(Feat::SIS_UTIL));
+        assert!(f.apply("NOPE=on").unwrap_err().contains("valid"));
+        assert!(f.apply("SIS_UTIL=maybe").is_err());
+        assert_eq!(FEATURES.len(), f.list().len());
+    }
+}

@@ -1,0 +1,77 @@
+//! Runqueues (`struct rq` and its `struct cfs_rq`).
+
+use crate::event::TaskId;
+use crate::fair::pelt::SchedAvg;
+use schedlab_topo::CpuId;
+
+/// The fair class's runqueue of one CPU.
+#[derive(Clone, Debug, Default)]
+pub struct CfsRq {
+    /// Queued entities other than `curr`, sorted by (deadline, id).
+    pub queue: Vec<TaskId>,
+    /// The fair task currently running, if any (kept out of `queue`).
+    pub curr: Option<TaskId>,
+    /// Entities on the runqueue including curr and delayed ones (`h_nr_queued`).
+    pub nr_queued: u32,
+    /// Delayed-dequeue entities among them.
+    pub nr_delayed: u32,
+    /// Σ weight of queued entities including curr and delayed (`load.weight`).
+    pub load_weight: u64,
+    /// Reference point of the vruntime keys.
+    pub zero_vruntime: u64,
+    /// Σ w·(v − zero) and Σ w over `queue` (curr is added on the fly).
+    pub sum_w_key: i128,
+    pub sum_weight: i128,
+    pub avg: SchedAvg,
+    /// Σ util_est of enqueued tasks.
+    pub util_est: u64,
+}
+
+impl CfsRq {
+    /// Runnable (not delayed) entities (`h_nr_runnable`).
+    pub fn nr_runnable(&self) -> u32 {
+        self.nr_queued - self.nr_delayed
+    }
+}
+
+/// Per-CPU runqueue.
+#[derive(Clone, Debug, Default)]
+pub struct Rq {
+    pub cpu: CpuId,
+    pub cfs: CfsRq,
+    /// The running task, `None` when the idle task runs.
+    pub curr: Option<TaskId>,
+    /// `rq->clock`, ns.
+    pub clock: u64,
+    /// `rq->clock_pelt`: runs at capacity speed while busy, resyncs when idle.
+    pub clock_pelt: u64,
+    /// When this CPU last went idle (`rq->idle_stamp`), 0 when busy.
+    pub idle_stamp: u64,
+    /// When it last entered idle (for the idle-time counter).
+    pub idle_since: u64,
+    /// Next periodic balance, ns.
+    pub next_balance: u64,
+    pub need_resched: bool,
+    /// A Resched event is pending (avoid duplicates).
+    pub resched_pending: bool,
+    /// A woken task is on its way (`ttwu_pending`): the CPU is not idle.
+    pub ttwu_pending: u32,
+    pub tick_gen: u32,
+    pub tick_running: bool,
+    /// Average idle period (`rq->avg_idle`), ns.
+    pub avg_idle: u64,
+    /// Per-level newidle balance cost (`sd->max_newidle_lb_cost`) is kept per domain.
+    pub active_balance: bool,
+    /// Counters.
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+    /// Time up to which `busy_ns`/`idle_ns` are accounted.
+    pub last_busy_change: u64,
+}
+
+impl Rq {
+    /// `rq->nr_running` (fair tasks only in this simulator).
+    pub fn nr_running(&self) -> u32 {
+        self.cfs.nr_queued
+    }
+}

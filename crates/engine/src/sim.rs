@@ -1,0 +1,911 @@
+//! The simulator: state, the event loop, and the core scheduler (kernel/sched/core.c).
+//!
+//! [`Sim`] owns the machine, its domains, the runqueues and the tasks. The core
+//! here is class-independent mechanism: `schedule()`, the tick, wakeups
+//! (`try_to_wake_up()`), fork (`wake_up_new_task()`), context switches and
+//! idle entry/exit. Policy lives in `fair/`.
+
+use crate::event::{EventKind, EventQueue, TaskId};
+use crate::features::{Feat, Features};
+use crate::rng;
+use crate::rq::Rq;
+use crate::stats::Counters;
+use crate::task::{Activity, Task, TaskState};
+use rand::Rng;
+use rand_pcg::Pcg64;
+use schedlab_hw::{Flow, MemModel};
+use schedlab_topo::{CpuId, CpuMask, Domains, Machine};
+use schedlab_workload::WorkloadSpec;
+
+/// Wake flags (`WF_*`).
+pub const WF_TTWU: u32 = 1 << 3;
+pub const WF_FORK: u32 = 1 << 2;
+pub const WF_SYNC: u32 = 1 << 4;
+
+/// Run configuration.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub features: Features,
+    /// CONFIG_HZ.
+    pub hz: u32,
+    /// Check invariants after every event (slow; tests use it).
+    pub checked: bool,
+    /// Per-CPU system kthreads that wake at random (OS noise).
+    pub noise: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            features: Features::default(),
+            hz: 250,
+            checked: cfg!(debug_assertions),
+            noise: true,
+        }
+    }
+}
+
+/// Balancing state of one domain of one CPU (the mutable part of `struct sched_domain`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SdState {
+    pub balance_interval_ms: u32,
+    pub last_balance_ns: u64,
+    pub nr_balance_failed: u32,
+    pub max_newidle_lb_cost_ns: u64,
+    pub last_decay_ns: u64,
+}
+
+/// Per-LLC shared state (`struct sched_domain_shared`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LlcShared {
+    pub nr_busy_cpus: u32,
+    pub has_idle_cores: bool,
+    pub nr_idle_scan: u32,
+}
+
+/// A reusable barrier's runtime state.
+#[derive(Clone, Debug, Default)]
+pub struct BarrierState {
+    pub parties: u32,
+    pub arrived: u32,
+    pub gen: u32,
+    /// Tasks blocked (not spinning) on the current generation.
+    pub sleepers: Vec<TaskId>,
+    pub spinners: Vec<TaskId>,
+}
+
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every workload thread exited.
+    Finished,
+    /// The workload's time limit was reached.
+    TimeLimit,
+    /// No event left while threads remain (a deadlock in the workload).
+    Stalled,
+}
+
+/// The simulator.
+pub struct Sim {
+    pub machine: Machine,
+    pub domains: Domains,
+    pub cfg: SimConfig,
+    pub now: u64,
+    pub(crate) q: EventQueue,
+    pub tasks: Vec<Task>,
+    pub rqs: Vec<Rq>,
+    /// `[cpu][domain index]`.
+    pub sd: Vec<Vec<SdState>>,
+    /// By LLC id.
+    pub llc: Vec<LlcShared>,
+    pub(crate) spec: WorkloadSpec,
+    pub(crate) barriers: Vec<BarrierState>,
+    pub(crate) mem: MemModel,
+    /// Tasks currently running a memory step, in a stable order.
+    pub(crate) mem_runners: Vec<TaskId>,
+    pub(crate) flows: Vec<Flow>,
+    pub(crate) rates: Vec<f64>,
+    pub counters: Counters,
+    /// Benchmark timer marks: (task, tag, time).
+    pub marks: Vec<(TaskId, u32, u64)>,
+    /// Workload threads not yet exited.
+    pub live: u32,
+    pub events: u64,
+    pub(crate) tick_ns: u64,
+    pub(crate) tick_phase_ns: Vec<u64>,
+    pub(crate) rng_noise: Pcg64,
+    pub(crate) rng_fork: Pcg64,
+    /// Nohz: earliest `next_balance` among idle CPUs.
+    pub(crate) nohz_next_balance: u64,
+    /// Per-cluster / per-LLC busy CPU counts for placement statistics.
+    pub(crate) busy_in_cluster: Vec<u32>,
+    pub(crate) busy_in_llc: Vec<u32>,
+    pub(crate) last_placement_ns: u64,
+    pub stop: Option<StopReason>,
+    started: bool,
+}
+
+/// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
+/// server's per-CPU kworker/ksoftirqd/rcu activity, tens of ms apart).
+const NOISE_PERIOD_MEAN_NS: u64 = 40_000_000;
+/// Work of one system kthread burst, ns (ESTIMATE).
+const NOISE_BURST_NS: u64 = 20_000;
+
+impl Sim {
+    /// A simulator for `spec` on `machine` with `domains`.
+    pub fn new(machine: Machine, domains: Domains, spec: WorkloadSpec, cfg: SimConfig) -> Sim {
+        let n = machine.nr_cpus();
+        let tick_ns = 1_000_000_000 / cfg.hz.max(1) as u64;
+        let mut rng_tick = rng::stream(cfg.seed, "tick-phase");
+        let tick_phase_ns = (0..n).map(|_| rng_tick.gen_range(0..tick_ns)).collect();
+        let rqs = (0..n)
+            .map(|c| Rq {
+                cpu: c as CpuId,
+                avg_idle: 2 * 500_000,
+                ..Default::default()
+            })
+            .collect();
+        let sd = domains
+            .cpus
+            .iter()
+            .map(|cd| {
+                cd.domains
+                    .iter()
+                    .map(|d| SdState {
+                        balance_interval_ms: d.min_interval_ms.max(1),
+                        ..Default::default()
+                    })
+                    .collect()
+            })
+            .collect();
+        let n_llc = domains
+            .cpus
+            .iter()
+            .map(|c| c.llc_id as usize + 1)
+            .max()
+            .unwrap_or(1);
+        let mut llc = vec![LlcShared::default(); n_llc];
+        for cd in &domains.cpus {
+            // An idle machine after boot: every CPU may be scanned (SIS_UTIL's
+            // nr_idle_scan for zero utilisation is the LLC's weight).
+            llc[cd.llc_id as usize].nr_idle_scan = cd.llc_size;
+            llc[cd.llc_id as usize].has_idle_cores = true;
+        }
+        let n_clusters = machine
+            .cpus
+            .iter()
+            .map(|c| c.cluster as usize + 1)
+            .max()
+            .unwrap_or(1);
+        let n_llcs = machine
+            .cpus
+            .iter()
+            .map(|c| c.llc as usize + 1)
+            .max()
+            .unwrap_or(1);
+        let barriers = spec
+            .sync
+            .iter()
+            .map(|s| match s {
+                schedlab_workload::SyncObject::Barrier { parties } => BarrierState {
+                    parties: *parties,
+                    ..Default::default()
+                },
+            })
+            .collect();
+        let mem = MemModel::new(&machine);
+        Sim {
+            rng_noise: rng::stream(cfg.seed, "noise"),
+            rng_fork: rng::stream(cfg.seed, "fork"),
+            machine,
+            domains,
+            now: 0,
+            q: EventQueue::default(),
+            tasks: Vec::new(),
+            rqs,
+            sd,
+            llc,
+            spec,
+            barriers,
+            mem,
+            mem_runners: Vec::new(),
+            flows: Vec::new(),
+            rates: Vec::new(),
+            counters: Counters::default(),
+            marks: Vec::new(),
+            live: 0,
+            events: 0,
+            tick_ns,
+            tick_phase_ns,
+            nohz_next_balance: 0,
+            busy_in_cluster: vec![0; n_clusters],
+            busy_in_llc: vec![0; n_llcs],
+            last_placement_ns: 0,
+            stop: None,
+            started: false,
+            cfg,
+        }
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.rqs.len()
+    }
+
+    pub(crate) fn feat(&self, f: Feat) -> bool {
+        self.cfg.features.enabled(f)
+    }
+
+    /// Runs the workload to completion (or its time limit).
+    pub fn run(&mut self) -> StopReason {
+        self.run_until(self.spec.max_time_ns)
+    }
+
+    /// Runs until `limit_ns` (or the end of the workload); a later call
+    /// continues from there. Returns `TimeLimit` when stopped by `limit_ns`.
+    pub fn run_until(&mut self, limit_ns: u64) -> StopReason {
+        if !self.started {
+            self.started = true;
+            self.start();
+        }
+        let limit = limit_ns.min(self.spec.max_time_ns);
+        while self.stop.is_none() {
+            let Some((t, _)) = self.q.peek() else {
+                self.stop = Some(StopReason::Stalled);
+                break;
+            };
+            if t > limit {
+                self.now = limit;
+                self.finish_accounting();
+                if limit >= self.spec.max_time_ns {
+                    self.stop = Some(StopReason::TimeLimit);
+                }
+                return StopReason::TimeLimit;
+            }
+            let Some((t, ev)) = self.q.pop() else {
+                break;
+            };
+            debug_assert!(t >= self.now, "event in the past (seed {})", self.cfg.seed);
+            self.now = t;
+            self.events += 1;
+            self.dispatch(ev);
+            if self.live == 0 {
+                self.stop = Some(StopReason::Finished);
+            }
+            if self.cfg.checked {
+                if let Err(e) = self.check_invariants() {
+                    panic!(
+                        "invariant violated at {} ns (seed {}): {e}",
+                        self.now, self.cfg.seed
+                    );
+                }
+            }
+        }
+        self.finish_accounting();
+        self.stop.unwrap_or(StopReason::Stalled)
+    }
+
+    fn start(&mut self) {
+        if self.cfg.noise {
+            for c in 0..self.nr_cpus() {
+                let id = self.tasks.len() as TaskId;
+                let mut t = Task::new(
+                    id,
+                    &format!("kworker/{c}"),
+                    0,
+                    u32::MAX,
+                    0,
+                    CpuMask::from_cpus([c as CpuId]),
+                );
+                t.kthread = true;
+                t.cpu = c as CpuId;
+                t.recent_used_cpu = c as CpuId;
+                self.tasks.push(t);
+                let first = self.rng_noise.gen_range(0..NOISE_PERIOD_MEAN_NS);
+                self.q.push(first, EventKind::NoiseWake { task: id });
+            }
+        }
+        let initial = self.spec.initial.clone();
+        for tpl in initial {
+            self.spawn(tpl, None, 0);
+        }
+    }
+
+    fn dispatch(&mut self, ev: EventKind) {
+        match ev {
+            EventKind::Tick { cpu, gen } => {
+                if self.rqs[cpu as usize].tick_gen == gen {
+                    self.tick(cpu);
+                }
+            }
+            EventKind::Resched { cpu } => {
+                let rq = &mut self.rqs[cpu as usize];
+                rq.resched_pending = false;
+                rq.ttwu_pending = 0;
+                self.schedule(cpu);
+            }
+            EventKind::StepDone { task, gen } => {
+                if self.tasks[task as usize].gen == gen {
+                    self.step_done(task);
+                }
+            }
+            EventKind::Timer { task, gen } => {
+                if self.tasks[task as usize].gen == gen {
+                    let waker = self.tasks[task as usize].cpu;
+                    self.try_to_wake_up(task, waker, None, 0);
+                }
+            }
+            EventKind::SpinEnd { task, gen } => {
+                if self.tasks[task as usize].gen == gen {
+                    self.spin_end(task);
+                }
+            }
+            EventKind::ActiveBalance { src, dst } => self.active_balance_stop(src, dst),
+            EventKind::NohzBalance { ilb } => self.nohz_idle_balance(ilb),
+            EventKind::NoiseWake { task } => {
+                let t = &self.tasks[task as usize];
+                if t.state == TaskState::Blocked && !t.se.on_rq {
+                    let cpu = t.cpu;
+                    self.tasks[task as usize].remaining = NOISE_BURST_NS as f64;
+                    self.try_to_wake_up(task, cpu, None, 0);
+                }
+                let gap = self.rng_noise.gen_range(1..2 * NOISE_PERIOD_MEAN_NS);
+                self.q.push(self.now + gap, EventKind::NoiseWake { task });
+            }
+        }
+    }
+
+    // ----- clocks -------------------------------------------------------
+
+    /// Advances `rq->clock` and `rq->clock_pelt` (mirrors update_rq_clock() and
+    /// update_rq_clock_pelt()): PELT time runs at capacity speed while busy and
+    /// resynchronises when idle.
+    pub(crate) fn update_rq_clock(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let cap = self.machine.cpus[cpu as usize].capacity as u64;
+        let rq = &mut self.rqs[cpu as usize];
+        let delta = now.saturating_sub(rq.clock);
+        rq.clock = now;
+        if rq.curr.is_none() {
+            rq.clock_pelt = now;
+        } else {
+            rq.clock_pelt += delta * cap / 1024;
+        }
+    }
+
+    // ----- idle entry/exit and placement statistics ----------------------
+
+    fn account_placement(&mut self) {
+        let dt = self.now - self.last_placement_ns;
+        if dt > 0 {
+            let (mut sq, mut s) = (0u64, 0u64);
+            for &b in &self.busy_in_cluster {
+                sq += (b * b) as u64;
+                s += b as u64;
+            }
+            let (mut lsq, mut ls) = (0u64, 0u64);
+            for &b in &self.busy_in_llc {
+                lsq += (b * b) as u64;
+                ls += b as u64;
+            }
+            self.counters.cluster_corun_ns += sq * dt;
+            self.counters.llc_corun_ns += lsq * dt;
+            self.counters.busy_cpu_ns += s * dt;
+            debug_assert_eq!(s, ls);
+            self.last_placement_ns = self.now;
+        }
+    }
+
+    /// The CPU starts running tasks after idling.
+    fn idle_exit(&mut self, cpu: CpuId) {
+        self.account_placement();
+        let now = self.now;
+        let c = &self.machine.cpus[cpu as usize];
+        self.busy_in_cluster[c.cluster as usize] += 1;
+        self.busy_in_llc[c.llc as usize] += 1;
+        let rq = &mut self.rqs[cpu as usize];
+        let idle_for = now - rq.idle_since;
+        rq.idle_ns += now - rq.last_busy_change;
+        // update_avg(&rq->avg_idle, ...): 1/8 EWMA, capped at 2 × max_idle_balance_cost.
+        let ai = rq.avg_idle as i64 + (idle_for as i64 - rq.avg_idle as i64) / 8;
+        rq.avg_idle = (ai.max(0) as u64).min(2 * 500_000);
+        rq.last_busy_change = now;
+        rq.idle_stamp = 0;
+        let llc = self.domains.cpus[cpu as usize].llc_id as usize;
+        self.llc[llc].nr_busy_cpus += 1;
+        self.start_tick(cpu);
+        self.smt_sibling_changed(cpu);
+    }
+
+    /// The CPU goes idle (mirrors the idle entry bookkeeping: idle_stamp,
+    /// nohz tick stop, nr_busy_cpus and has_idle_cores).
+    fn idle_enter(&mut self, cpu: CpuId) {
+        self.account_placement();
+        let now = self.now;
+        let c = &self.machine.cpus[cpu as usize];
+        self.busy_in_cluster[c.cluster as usize] -= 1;
+        self.busy_in_llc[c.llc as usize] -= 1;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.busy_ns += now - rq.last_busy_change;
+        rq.last_busy_change = now;
+        rq.idle_since = now;
+        rq.idle_stamp = now;
+        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        rq.tick_running = false;
+        let nb = rq.next_balance;
+        let llc = self.domains.cpus[cpu as usize].llc_id as usize;
+        self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
+        // set_idle_cores(): the whole core is idle now.
+        if self
+            .machine
+            .smt_mask(cpu)
+            .iter()
+            .all(|s| self.is_idle_cpu(s))
+        {
+            self.llc[llc].has_idle_cores = true;
+        }
+        if self.nohz_next_balance == 0 || nb < self.nohz_next_balance {
+            self.nohz_next_balance = nb;
+        }
+        self.smt_sibling_changed(cpu);
+    }
+
+    fn finish_accounting(&mut self) {
+        self.account_placement();
+        let now = self.now;
+        for rq in &mut self.rqs {
+            if rq.curr.is_some() {
+                rq.busy_ns += now - rq.last_busy_change;
+            } else {
+                rq.idle_ns += now - rq.last_busy_change;
+            }
+            rq.last_busy_change = now;
+        }
+        for i in 0..self.tasks.len() {
+            if self.tasks[i].state == TaskState::Running {
+                self.update_curr(self.tasks[i].cpu);
+            }
+        }
+    }
+
+    /// `idle_cpu()`: the idle task runs, nothing is queued and no wakeup is on its way.
+    pub(crate) fn is_idle_cpu(&self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu as usize];
+        rq.curr.is_none() && rq.nr_running() == 0 && rq.ttwu_pending == 0
+    }
+
+    // ----- the tick -------------------------------------------------------
+
+    fn start_tick(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.tick_running {
+            return;
+        }
+        rq.tick_running = true;
+        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        let gen = rq.tick_gen;
+        let phase = self.tick_phase_ns[cpu as usize];
+        let t = self.now;
+        let next = if t < phase {
+            phase
+        } else {
+            phase + ((t - phase) / self.tick_ns + 1) * self.tick_ns
+        };
+        self.q.push(next, EventKind::Tick { cpu, gen });
+    }
+
+    /// The scheduler tick of a busy CPU (mirrors sched_tick() → task_tick_fair(),
+    /// then sched_balance_trigger() and nohz_balancer_kick()).
+    fn tick(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu as usize];
+        if rq.curr.is_none() {
+            self.rqs[cpu as usize].tick_running = false;
+            return;
+        }
+        let gen = rq.tick_gen;
+        self.q
+            .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+        if let Some(t) = self.rqs[cpu as usize].curr {
+            self.update_load_avg(cpu, t);
+            // entity_tick(): the slice is used up and others wait → reschedule.
+            let rq = &self.rqs[cpu as usize];
+            if rq.cfs.nr_queued > 1 && !rq.need_resched {
+                let best = self.pick_eevdf(cpu, true);
+                if best != Some(t) {
+                    self.resched_cpu(cpu, cpu);
+                }
+            }
+        }
+        if self.now >= self.rqs[cpu as usize].next_balance {
+            self.sched_balance_domains(cpu, false);
+        }
+        if self.feat(Feat::NOHZ_BALANCE) {
+            self.nohz_balancer_kick(cpu);
+        }
+    }
+
+    /// Marks `cpu` for rescheduling; the Resched event comes after an IPI when
+    /// the request comes from another CPU (mirrors resched_curr()).
+    pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
+        let delay = if cpu == from {
+            0
+        } else {
+            self.machine.wakeup.ipi_ns as u64
+        };
+        self.resched_after(cpu, delay);
+    }
+
+    pub(crate) fn resched_after(&mut self, cpu: CpuId, delay_ns: u64) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.need_resched = true;
+        if !rq.resched_pending {
+            rq.resched_pending = true;
+            self.q.push(self.now + delay_ns, EventKind::Resched { cpu });
+        }
+    }
+
+    // ----- schedule() -----------------------------------------------------
+
+    /// The main scheduler function (mirrors __schedule()): put the previous
+    /// task back, pick the next one (balancing newly-idle if there is none),
+    /// switch.
+    pub(crate) fn schedule(&mut self, cpu: CpuId) {
+        self.update_rq_clock(cpu);
+        let prev = self.rqs[cpu as usize].curr;
+        if let Some(p) = prev {
+            self.update_curr(cpu);
+            if self.tasks[p as usize].state == TaskState::Running {
+                // Preempted: back into the queue.
+                self.stop_running(p);
+                self.put_prev_entity(cpu, p);
+                let t = &mut self.tasks[p as usize];
+                t.state = TaskState::Runnable;
+                t.stats.wait_start_ns = self.now;
+            }
+            self.rqs[cpu as usize].curr = None;
+        }
+        self.rqs[cpu as usize].need_resched = false;
+        self.pick_and_switch(cpu, prev);
+    }
+
+    /// Picks the next task of `cpu` (balancing newly-idle if there is none) and
+    /// switches to it or to idle; `prev` is the task that ran before.
+    pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
+        let mut next = self.pick_next_entity(cpu);
+        if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) {
+            if self.sched_balance_newidle(cpu) > 0 {
+                next = self.pick_next_entity(cpu);
+            }
+        }
+        match next {
+            Some(n) => {
+                self.set_next_entity(cpu, n);
+                self.rqs[cpu as usize].curr = Some(n);
+                if prev.is_none() {
+                    self.idle_exit(cpu);
+                }
+                let t = &mut self.tasks[n as usize];
+                t.state = TaskState::Running;
+                t.stats.wait_time_ns += self.now - t.stats.wait_start_ns;
+                if prev != Some(n) {
+                    t.stats.nr_switches += 1;
+                    self.counters.context_switches += 1;
+                }
+                self.start_running(n);
+            }
+            None => {
+                if prev.is_some() {
+                    self.idle_enter(cpu);
+                }
+            }
+        }
+    }
+
+    // ----- wakeups ----------------------------------------------------------
+
+    /// Wakes a blocked task (mirrors try_to_wake_up()): a delayed task is
+    /// requeued where it is (ttwu_runnable()), otherwise select_task_rq() picks
+    /// a CPU and the task is enqueued there; an idle target is kicked with an
+    /// IPI and pays the idle-exit latency.
+    pub(crate) fn try_to_wake_up(
+        &mut self,
+        t: TaskId,
+        waker_cpu: CpuId,
+        waker: Option<TaskId>,
+        wake_flags: u32,
+    ) {
+        let task = &self.tasks[t as usize];
+        if task.state != TaskState::Blocked {
+            return;
+        }
+        let (delayed, prev) = (task.se.sched_delayed, task.cpu);
+        self.counters.wakeups += 1;
+        self.tasks[t as usize].stats.wakeups += 1;
+        self.tasks[t as usize].last_waker_cpu = Some(waker_cpu);
+        if delayed {
+            let cpu = prev;
+            self.update_rq_clock(cpu);
+            self.requeue_delayed(cpu, t);
+            let tk = &mut self.tasks[t as usize];
+            tk.state = TaskState::Runnable;
+            tk.stats.wait_start_ns = self.now;
+            self.counters.wakeups_delayed += 1;
+            self.wakeup_preempt(cpu, t, waker_cpu);
+            return;
+        }
+        if let Some(w) = waker {
+            self.record_wakee(w, t);
+        }
+        let cpu = self.select_task_rq_fair(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
+        if cpu == waker_cpu {
+            self.counters.wakeups_local += 1;
+            self.tasks[t as usize].stats.wakeups_local += 1;
+        } else {
+            self.counters.wakeups_remote += 1;
+            self.tasks[t as usize].stats.wakeups_remote += 1;
+        }
+        self.update_rq_clock(cpu);
+        if cpu != prev {
+            self.migrate_blocked(t, prev, cpu);
+        }
+        self.enqueue_task(cpu, t, EnqueueKind::Wakeup);
+        let tk = &mut self.tasks[t as usize];
+        tk.state = TaskState::Runnable;
+        tk.stats.wait_start_ns = self.now;
+        self.kick_or_preempt(cpu, t, waker_cpu);
+    }
+
+    /// After enqueueing a woken/new task on `cpu`: an idle CPU is woken (IPI +
+    /// idle exit when remote), a busy one gets a preemption check.
+    fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId) {
+        if self.rqs[cpu as usize].curr.is_none() {
+            let w = &self.machine.wakeup;
+            let delay = if cpu == waker_cpu {
+                0
+            } else {
+                (w.ipi_ns + w.idle_exit_ns) as u64
+            };
+            self.rqs[cpu as usize].ttwu_pending += 1;
+            self.resched_after(cpu, delay);
+        } else {
+            self.wakeup_preempt(cpu, t, waker_cpu);
+        }
+    }
+
+    /// Moves a sleeping task's PELT contribution and CPU (set_task_cpu() with
+    /// migrate_task_rq_fair()).
+    pub(crate) fn migrate_blocked(&mut self, t: TaskId, from: CpuId, to: CpuId) {
+        self.update_rq_clock(from);
+        self.detach_entity_load(from, t);
+        self.tasks[t as usize].cpu = to;
+        self.tasks[t as usize].stats.migrations += 1;
+        self.counters.migrations += 1;
+        self.attach_entity_load(to, t);
+    }
+
+    /// record_wakee(): count how often the waker switches wakee; decays by
+    /// half every second.
+    fn record_wakee(&mut self, waker: TaskId, wakee: TaskId) {
+        let now = self.now;
+        let w = &mut self.tasks[waker as usize];
+        if now > w.wakee_flip_decay_ns + 1_000_000_000 {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ns = now;
+        }
+        if w.last_wakee != Some(wakee) {
+            w.last_wakee = Some(wakee);
+            w.wakee_flips += 1;
+        }
+    }
+
+    // ----- fork and exit ------------------------------------------------------
+
+    /// Creates a thread from template `tpl` and wakes it (mirrors
+    /// wake_up_new_task(): fork balancing through select_task_rq_fair()).
+    pub(crate) fn spawn(&mut self, tpl: u32, parent: Option<TaskId>, parent_cpu: CpuId) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        let tmpl = &self.spec.templates[tpl as usize];
+        let all = self.machine.all_cpus();
+        let affinity = match (tmpl.affinity, parent) {
+            (Some(a), _) => a.and(&all),
+            (None, Some(p)) => self.tasks[p as usize].affinity,
+            (None, None) => all,
+        };
+        let affinity = if affinity.is_empty() { all } else { affinity };
+        let mut t = Task::new(id, &tmpl.name, 1, tpl, tmpl.nice, affinity);
+        t.cpu = parent_cpu;
+        t.recent_used_cpu = parent_cpu;
+        t.settled_ns = self.now;
+        self.tasks.push(t);
+        self.live += 1;
+        self.counters.forks += 1;
+        let cpu = self.select_task_rq_fair(id, parent_cpu, parent_cpu, parent, WF_FORK);
+        self.tasks[id as usize].cpu = cpu;
+        self.update_rq_clock(cpu);
+        self.init_entity_util(cpu, id);
+        self.enqueue_task(cpu, id, EnqueueKind::New);
+        let tk = &mut self.tasks[id as usize];
+        tk.state = TaskState::Runnable;
+        tk.stats.wait_start_ns = self.now;
+        self.kick_or_preempt(cpu, id, parent_cpu);
+        id
+    }
+
+    /// The running task blocks (sleep, barrier, exit): dequeue and reschedule.
+    pub(crate) fn block_current(&mut self, t: TaskId, dead: bool) {
+        let cpu = self.tasks[t as usize].cpu;
+        debug_assert_eq!(self.rqs[cpu as usize].curr, Some(t));
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+        self.stop_running(t);
+        self.tasks[t as usize].state = if dead {
+            TaskState::Dead
+        } else {
+            TaskState::Blocked
+        };
+        self.dequeue_task(cpu, t, !dead);
+        if dead {
+            self.detach_entity_load(cpu, t);
+            if self.tasks[t as usize].template != u32::MAX {
+                self.live -= 1;
+            }
+        }
+        self.schedule(cpu);
+    }
+
+    // ----- running-task progress ------------------------------------------------
+
+    /// Accounts the progress of a running task up to now.
+    pub(crate) fn settle(&mut self, t: TaskId) {
+        let now = self.now;
+        let tk = &mut self.tasks[t as usize];
+        let dt = now.saturating_sub(tk.settled_ns);
+        if dt > 0 && matches!(tk.activity, Activity::Compute | Activity::Memory) {
+            tk.remaining = (tk.remaining - tk.rate * dt as f64).max(0.0);
+        }
+        tk.settled_ns = now;
+    }
+
+    /// (Re)arms the completion event of a running task at its current rate.
+    pub(crate) fn arm(&mut self, t: TaskId) {
+        let now = self.now;
+        let tk = &mut self.tasks[t as usize];
+        tk.gen = tk.gen.wrapping_add(1);
+        let gen = tk.gen;
+        match tk.activity {
+            Activity::Compute | Activity::Memory => {
+                if tk.rate > 0.0 {
+                    let dt = (tk.remaining / tk.rate).ceil();
+                    let dt = if dt.is_finite() {
+                        dt as u64
+                    } else {
+                        u64::MAX / 4
+                    };
+                    self.q.push(now + dt, EventKind::StepDone { task: t, gen });
+                }
+            }
+            Activity::Spin => {
+                let until = tk.spin_until_ns.max(now);
+                self.q.push(until, EventKind::SpinEnd { task: t, gen });
+            }
+            Activity::Idle => {}
+        }
+    }
+
+    /// The task starts running on its CPU: resume its step.
+    pub(crate) fn start_running(&mut self, t: TaskId) {
+        self.tasks[t as usize].settled_ns = self.now;
+        if self.tasks[t as usize].activity == Activity::Idle {
+            // A task switched in between steps continues its program.
+            self.advance(t);
+            return;
+        }
+        self.begin_activity(t);
+    }
+
+    /// Sets the rate of the running task's current activity and arms its event.
+    pub(crate) fn begin_activity(&mut self, t: TaskId) {
+        match self.tasks[t as usize].activity {
+            Activity::Compute => {
+                let cpu = self.tasks[t as usize].cpu;
+                self.tasks[t as usize].rate = self.compute_rate(cpu);
+                self.arm(t);
+            }
+            Activity::Memory => {
+                self.mem_runners.push(t);
+                self.recompute_mem_rates();
+            }
+            Activity::Spin => self.arm(t),
+            Activity::Idle => {}
+        }
+    }
+
+    /// The task stops running (preempted or blocked): account and park its step.
+    pub(crate) fn stop_running(&mut self, t: TaskId) {
+        self.settle(t);
+        let tk = &mut self.tasks[t as usize];
+        tk.gen = tk.gen.wrapping_add(1);
+        if tk.activity == Activity::Memory {
+            if let Some(i) = self.mem_runners.iter().position(|&x| x == t) {
+                self.mem_runners.remove(i);
+            }
+            self.recompute_mem_rates();
+        }
+    }
+
+    fn compute_rate(&self, cpu: CpuId) -> f64 {
+        let sib_busy = self
+            .machine
+            .smt_mask(cpu)
+            .iter()
+            .any(|s| s != cpu && self.rqs[s as usize].curr.is_some());
+        schedlab_hw::compute_speed(&self.machine, cpu, sib_busy)
+    }
+
+    /// An SMT sibling of `cpu` changed busy state: re-rate compute on the siblings.
+    fn smt_sibling_changed(&mut self, cpu: CpuId) {
+        if self.machine.smt_mask(cpu).weight() < 2 {
+            return;
+        }
+        for s in self.machine.smt_mask(cpu).iter() {
+            if s == cpu {
+                continue;
+            }
+            if let Some(t) = self.rqs[s as usize].curr {
+                if self.tasks[t as usize].activity == Activity::Compute {
+                    self.settle(t);
+                    self.tasks[t as usize].rate = self.compute_rate(s);
+                    self.arm(t);
+                }
+            }
+        }
+    }
+
+    /// Re-shares memory bandwidth among all memory-streaming running tasks
+    /// and re-arms those whose rate changed.
+    pub(crate) fn recompute_mem_rates(&mut self) {
+        self.flows.clear();
+        for &t in &self.mem_runners {
+            let tk = &self.tasks[t as usize];
+            let mem_node = self
+                .spec
+                .mem_node
+                .unwrap_or(self.machine.cpus[tk.cpu as usize].node);
+            self.flows.push(Flow {
+                cpu: tk.cpu,
+                mem_node,
+            });
+        }
+        let mut rates = std::mem::take(&mut self.rates);
+        self.mem.share(&self.flows, &mut rates);
+        for i in 0..self.mem_runners.len() {
+            let t = self.mem_runners[i];
+            if self.tasks[t as usize].rate != rates[i] || self.tasks[t as usize].gen == 0 {
+                self.settle(t);
+                self.tasks[t as usize].rate = rates[i];
+                self.arm(t);
+            }
+        }
+        self.rates = rates;
+        self.counters.mem_reshares += 1;
+    }
+
+    /// Random fork-path jitter (pthread_create and clone costs vary), ns.
+    pub(crate) fn fork_jitter_ns(&mut self) -> u64 {
+        self.rng_fork.gen_range(5_000..30_000)
+    }
+}
+
+/// How an entity is enqueued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueKind {
+    /// A new task (ENQUEUE_INITIAL).
+    New,
+    /// A woken task (ENQUEUE_WAKEUP).
+    Wakeup,
+    /// A migrated runnable task (ENQUEUE_MIGRATED).
+    Migrated,
+}

@@ -1,0 +1,97 @@
+//! Scheduler counters, as schedstat keeps them (system-wide totals).
+
+use serde::Serialize;
+
+/// Most domain levels a CPU can have.
+pub const MAX_LEVELS: usize = 12;
+
+/// Per domain level: balance attempts and tasks moved.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LevelCounters {
+    pub name: String,
+    pub lb_count: u64,
+    pub lb_moved: u64,
+}
+
+/// System-wide counters of one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Counters {
+    pub wakeups: u64,
+    pub wakeups_local: u64,
+    pub wakeups_remote: u64,
+    /// wake_affine() chose the waker's CPU over the previous one.
+    pub wakeups_affine: u64,
+    pub wake_affine_this: u64,
+    /// A woken delayed task was requeued where it was (no placement).
+    pub wakeups_delayed: u64,
+    pub wake_slow_path: u64,
+    /// select_idle_sibling() outcomes.
+    pub sis_target: u64,
+    pub sis_prev: u64,
+    pub sis_recent: u64,
+    pub sis_smt: u64,
+    pub sis_scan_found: u64,
+    pub sis_scan_failed: u64,
+    pub sis_scan_skipped: u64,
+    pub sis_scanned: u64,
+    pub migrations: u64,
+    pub forks: u64,
+    pub context_switches: u64,
+    pub newidle_balance: u64,
+    pub nohz_balance: u64,
+    pub active_balance: u64,
+    pub barrier_releases: u64,
+    pub spin_timeouts: u64,
+    pub mem_reshares: u64,
+    /// ∫ Σ_cluster busy² dt: with `busy_cpu_ns` gives the mean number of busy
+    /// CPUs in a busy CPU's cluster.
+    pub cluster_corun_ns: u64,
+    pub llc_corun_ns: u64,
+    pub busy_cpu_ns: u64,
+    pub levels: Vec<LevelCounters>,
+}
+
+impl Counters {
+    pub(crate) fn lb_count(&mut self, level: usize, name: &str) {
+        let l = self.level(level, name);
+        l.lb_count += 1;
+    }
+
+    pub(crate) fn lb_moved(&mut self, level: usize, n: u64) {
+        if let Some(l) = self.levels.get_mut(level) {
+            l.lb_moved += n;
+        }
+    }
+
+    fn level(&mut self, level: usize, name: &str) -> &mut LevelCounters {
+        let level = level.min(MAX_LEVELS - 1);
+        while self.levels.len() <= level {
+            self.levels.push(LevelCounters::default());
+        }
+        let l = &mut self.levels[level];
+        if l.name.is_empty() {
+            l.name = name.to_string();
+        } else if l.name != name && !l.name.split('/').any(|n| n == name) {
+            l.name = format!("{}/{}", l.name, name);
+        }
+        l
+    }
+
+    /// Mean number of busy CPUs in the cluster of a busy CPU (1 = alone).
+    pub fn mean_cluster_corunners(&self) -> f64 {
+        if self.busy_cpu_ns == 0 {
+            0.0
+        } else {
+            self.cluster_corun_ns as f64 / self.busy_cpu_ns as f64
+        }
+    }
+
+    /// Mean number of busy CPUs in the LLC of a busy CPU.
+    pub fn mean_llc_corunners(&self) -> f64 {
+        if self.busy_cpu_ns == 0 {
+            0.0
+        } else {
+            self.llc_corun_ns as f64 / self.busy_cpu_ns as f64
+        }
+    }
+}

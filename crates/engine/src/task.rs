@@ -1,0 +1,195 @@
+//! Tasks (`struct task_struct` + `struct sched_entity`) and their per-task counters.
+
+use crate::event::TaskId;
+use crate::fair::pelt::SchedAvg;
+use schedlab_topo::{CpuId, CpuMask};
+
+/// Scheduling state of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// On a runqueue and currently running (`rq->curr`).
+    Running,
+    /// On a runqueue, waiting to run.
+    Runnable,
+    /// Not runnable (sleeping). A `sched_delayed` task is blocked but still
+    /// queued on its runqueue until it becomes eligible.
+    Blocked,
+    /// Exited; never runs again.
+    Dead,
+}
+
+/// What a running task's current step consumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Not executing a timed step.
+    Idle,
+    /// Calibrated CPU work.
+    Compute,
+    /// Memory streaming.
+    Memory,
+    /// Active wait (barrier spin): burns CPU, makes no progress.
+    Spin,
+}
+
+/// The fair-class scheduling entity (`struct sched_entity`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedEntity {
+    /// Load weight from the nice level (nice 0 = 1024).
+    pub weight: u64,
+    pub vruntime: u64,
+    pub deadline: u64,
+    /// Requested slice, ns.
+    pub slice: u64,
+    /// Virtual lag saved at dequeue.
+    pub vlag: i64,
+    /// RUN_TO_PARITY protection: the vruntime up to which curr is not preempted.
+    pub vprot: u64,
+    /// When the entity last started running (`exec_start`), ns.
+    pub exec_start: u64,
+    pub sum_exec_runtime: u64,
+    pub prev_sum_exec_runtime: u64,
+    pub on_rq: bool,
+    pub sched_delayed: bool,
+}
+
+/// Per-task counters, as schedstat keeps them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TaskStats {
+    pub cpu_time_ns: u64,
+    pub wait_time_ns: u64,
+    /// When the task last became runnable-but-not-running.
+    pub wait_start_ns: u64,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub wakeups_local: u64,
+    pub wakeups_remote: u64,
+    pub nr_switches: u64,
+}
+
+/// A simulated thread.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub id: TaskId,
+    pub name: Box<str>,
+    /// Process (thread group) id; threads of one process share memory.
+    pub tgid: u32,
+    /// Template in the workload spec, or `u32::MAX` for system tasks.
+    pub template: u32,
+    pub state: TaskState,
+    /// CPU whose runqueue holds the task, or where it last ran.
+    pub cpu: CpuId,
+    pub affinity: CpuMask,
+    pub nice: i8,
+    /// A per-CPU kernel thread (`is_per_cpu_kthread()`).
+    pub kthread: bool,
+    pub se: SchedEntity,
+    pub avg: SchedAvg,
+    /// util_est: EWMA of util at dequeue, and the last dequeue value.
+    pub util_est_ewma: u64,
+    pub util_est_enqueued: u64,
+    // Wakeup bookkeeping (record_wakee()).
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ns: u64,
+    pub last_wakee: Option<TaskId>,
+    pub recent_used_cpu: CpuId,
+    /// The CPU that last woke this task (for cache-line transfer costs).
+    pub last_waker_cpu: Option<CpuId>,
+    // Program interpretation.
+    pub pc: u32,
+    pub loop_counts: [u32; 4],
+    /// Work left in the current step: work-ns (compute) or bytes (memory).
+    pub remaining: f64,
+    /// Progress rate while running: work-ns or bytes per ns.
+    pub rate: f64,
+    /// Time up to which `remaining` is accounted.
+    pub settled_ns: u64,
+    /// Bumped whenever a pending StepDone/SpinEnd/Timer becomes stale.
+    pub gen: u32,
+    pub activity: Activity,
+    /// End of the active wait, when spinning.
+    pub spin_until_ns: u64,
+    /// A thread to create once the running clone cost is paid.
+    pub pending_spawn: Option<u32>,
+    /// Waiting at barrier `id` with generation `gen`.
+    pub barrier_wait: Option<(u32, u32)>,
+    pub stats: TaskStats,
+}
+
+/// Nice level to load weight (mirrors sched_prio_to_weight[]).
+pub const PRIO_TO_WEIGHT: [u64; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+
+/// The weight of a nice level (clamped to -20..=19).
+pub fn nice_to_weight(nice: i8) -> u64 {
+    PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+impl Task {
+    pub fn new(
+        id: TaskId,
+        name: &str,
+        tgid: u32,
+        template: u32,
+        nice: i8,
+        affinity: CpuMask,
+    ) -> Self {
+        Task {
+            id,
+            name: name.into(),
+            tgid,
+            template,
+            state: TaskState::Blocked,
+            cpu: 0,
+            affinity,
+            nice,
+            kthread: false,
+            se: SchedEntity {
+                weight: nice_to_weight(nice),
+                ..Default::default()
+            },
+            avg: SchedAvg::default(),
+            util_est_ewma: 0,
+            util_est_enqueued: 0,
+            wakee_flips: 0,
+            wakee_flip_decay_ns: 0,
+            last_wakee: None,
+            recent_used_cpu: 0,
+            last_waker_cpu: None,
+            pc: 0,
+            loop_counts: [0; 4],
+            remaining: 0.0,
+            rate: 0.0,
+            settled_ns: 0,
+            gen: 0,
+            activity: Activity::Idle,
+            spin_until_ns: 0,
+            pending_spawn: None,
+            barrier_wait: None,
+            stats: TaskStats::default(),
+        }
+    }
+
+    /// task_util_est(): max of the running average and the estimate.
+    pub fn util_est(&self) -> u64 {
+        self.avg
+            .util_avg
+            .max(self.util_est_ewma.max(self.util_est_enqueued))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_follow_the_kernel_table() {
+        assert_eq!(nice_to_weight(0), 1024);
+        assert_eq!(nice_to_weight(-20), 88761);
+        assert_eq!(nice_to_weight(19), 15);
+        assert_eq!(nice_to_weight(100), 15);
+        assert!(std::mem::size_of::<Task>() < 1024);
+    }
+}

@@ -1,0 +1,332 @@
+//! The reference experiments (shared/contract.md) and their runner.
+//!
+//! An experiment is a machine preset, a workload with a parameter sweep, and
+//! a list of configurations (baseline first). Every (params, config,
+//! repetition) is one independent simulation; repetitions use distinct seeds,
+//! and the same repetition uses the same seed under every configuration
+//! (common random numbers), so differences come from the configuration.
+
+use crate::configs;
+use crate::published;
+use crate::workloads::Builtin;
+use rayon::prelude::*;
+use schedlab_engine::{rng, Sim, SimConfig, StopReason};
+use schedlab_report::{ExperimentResult, MetricSpec, Params};
+use schedlab_topo::CpuMask;
+use schedlab_workload::stream::StreamParams;
+use std::collections::BTreeMap;
+
+/// One experiment's definition.
+#[derive(Clone, Debug)]
+pub struct ExperimentDef {
+    pub name: &'static str,
+    pub machine: &'static str,
+    pub workload: &'static str,
+    pub configs: &'static [&'static str],
+    pub metrics: Vec<MetricSpec>,
+    /// Parameter sets, each with the workload to run and where.
+    pub points: Vec<Point>,
+    pub repetitions: usize,
+    /// What the set-up mirrors (printed with the table).
+    pub setup: &'static str,
+}
+
+/// One parameter set of an experiment.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub params: Params,
+    pub workload: Builtin,
+    /// CPUs the workload may use (`numactl -N`), `None` = all.
+    pub affinity: Option<CpuMask>,
+    /// Memory node (`numactl -m`).
+    pub mem_node: Option<u32>,
+}
+
+/// Names of every experiment that can run, in contract order.
+pub fn names() -> Vec<&'static str> {
+    vec!["kunpeng920-stream"]
+}
+
+/// All experiment names of the contract, including those not implemented yet.
+pub const CONTRACT_NAMES: &[&str] = &[
+    "kunpeng920-stream",
+    "kunpeng920-pbzip2",
+    "kunpeng920-pbzip2-node",
+    "kunpeng920-pixz-node",
+    "kunpeng920-kernbench",
+    "power10-pipe",
+    "power10-schbench",
+    "power10-daytrader",
+    "power10-ycsb",
+    "alderlake-single",
+    "alderlake-multi",
+    "spr-hackbench",
+    "spr-schbench",
+    "spr-chacha20",
+    "genoa-hackbench",
+    "genoa-chacha20",
+    "exynos5422-parsec",
+    "exynos5433-mixed",
+];
+
+/// Looks an experiment up; the error names the valid ones.
+pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
+    match name {
+        "kunpeng920-stream" => Ok(kunpeng920_stream(quick)),
+        n if CONTRACT_NAMES.contains(&n) => Err(format!(
+            "experiment '{n}' is not implemented yet (implemented: {})",
+            names().join(", ")
+        )),
+        n => Err(format!(
+            "unknown experiment '{n}' (valid: {})",
+            names().join(", ")
+        )),
+    }
+}
+
+/// S1 STREAM on one Kunpeng 920 node: `numactl -N 0 -m 0`, OpenMP threads
+/// 4, 6, 12, 512 MiB of arrays (patch-sets.md S1).
+fn kunpeng920_stream(quick: bool) -> ExperimentDef {
+    let node0 = CpuMask::first_n(24);
+    let points = [4u32, 6, 12]
+        .iter()
+        .map(|&threads| Point {
+            params: schedlab_report::params([("threads", threads)]),
+            workload: Builtin::Stream(StreamParams {
+                threads,
+                size_mib: 512,
+                iterations: if quick { 5 } else { 10 },
+            }),
+            affinity: Some(node0),
+            mem_node: Some(0),
+        })
+        .collect();
+    ExperimentDef {
+        name: "kunpeng920-stream",
+        machine: "kunpeng920",
+        workload: "stream",
+        configs: &["vanilla", "cluster"],
+        metrics: ["copy", "scale", "add", "triad"]
+            .iter()
+            .map(|m| MetricSpec::new(*m, "MB/s", true))
+            .collect(),
+        points,
+        repetitions: if quick { 3 } else { 5 },
+        setup: "STREAM (OpenMP) bound to node 0 (CPUs 0-23, memory node 0), 512 MiB of arrays",
+    }
+}
+
+/// Options of a reproduction run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub quick: bool,
+    pub seed: u64,
+    /// Check invariants after every event (slow).
+    pub checked: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            quick: false,
+            seed: 1,
+            checked: false,
+        }
+    }
+}
+
+/// What one simulation produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub metrics: Vec<(String, f64)>,
+    pub stop: StopReason,
+    pub events: u64,
+    pub sim_time_ns: u64,
+    pub placement: Placement,
+}
+
+/// Placement evidence of one run, from the scheduler's counters.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// Mean number of busy CPUs in a busy CPU's cluster.
+    pub cluster_corunners: f64,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub wakeups_affine: u64,
+    pub lb_moved: u64,
+    pub active_balance: u64,
+}
+
+/// Runs one simulation of an experiment point under a configuration.
+pub fn run_point(
+    machine: &str,
+    point: &Point,
+    config: &str,
+    seed: u64,
+    checked: bool,
+) -> Result<RunOutcome, String> {
+    let m = schedlab_topo::resolve_machine(machine).map_err(|e| e.to_string())?;
+    let cfg = configs::resolve(config)?;
+    let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
+    let spec = point.workload.build(point.affinity, point.mem_node);
+    let sim_cfg = SimConfig {
+        seed,
+        features: cfg.features.clone(),
+        checked,
+        ..SimConfig::default()
+    };
+    let mut sim = Sim::new(m, d, spec, sim_cfg);
+    let stop = sim.run();
+    let metrics = point.workload.metrics(&sim);
+    let c = &sim.counters;
+    let placement = Placement {
+        cluster_corunners: c.mean_cluster_corunners(),
+        migrations: c.migrations,
+        wakeups: c.wakeups,
+        wakeups_affine: c.wakeups_affine,
+        lb_moved: c.levels.iter().map(|l| l.lb_moved).sum(),
+        active_balance: c.active_balance,
+    };
+    Ok(RunOutcome {
+        metrics,
+        stop,
+        events: sim.events,
+        sim_time_ns: sim.now,
+        placement,
+    })
+}
+
+/// Seed of repetition `rep` of point `point` of experiment `name`: the same
+/// under every configuration.
+pub fn seed_for(base: u64, name: &str, point: usize, rep: usize) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    rng::derive_seed(base ^ h, ((point as u64) << 32) | rep as u64)
+}
+
+/// Runs experiments in parallel (rayon) and returns their results in the
+/// order given. `progress` is called once per finished simulation.
+pub fn run_all(
+    defs: &[ExperimentDef],
+    opts: &Options,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<ExperimentResult>, String> {
+    struct Job {
+        exp: usize,
+        point: usize,
+        config: &'static str,
+        rep: usize,
+    }
+    let mut jobs = Vec::new();
+    for (ei, d) in defs.iter().enumerate() {
+        for pi in 0..d.points.len() {
+            for &config in d.configs {
+                for rep in 0..d.repetitions {
+                    jobs.push(Job {
+                        exp: ei,
+                        point: pi,
+                        config,
+                        rep,
+                    });
+                }
+            }
+        }
+    }
+    let outcomes: Vec<Result<RunOutcome, String>> = jobs
+        .par_iter()
+        .map(|j| {
+            let d = &defs[j.exp];
+            let seed = seed_for(opts.seed, d.name, j.point, j.rep);
+            let r = run_point(d.machine, &d.points[j.point], j.config, seed, opts.checked);
+            progress();
+            r.map_err(|e| format!("{} {} rep {}: {e}", d.name, j.config, j.rep))
+        })
+        .collect();
+    let mut results = Vec::new();
+    for (ei, d) in defs.iter().enumerate() {
+        let mut samples: BTreeMap<(usize, &str, String), Vec<f64>> = BTreeMap::new();
+        let mut placement: BTreeMap<(usize, &str), Vec<Placement>> = BTreeMap::new();
+        let mut incomplete = Vec::new();
+        for (j, o) in jobs.iter().zip(&outcomes) {
+            if j.exp != ei {
+                continue;
+            }
+            let o = o.as_ref().map_err(|e| e.clone())?;
+            if o.stop != StopReason::Finished || o.metrics.is_empty() {
+                incomplete.push(format!(
+                    "point {} {} rep {} stopped: {:?}",
+                    j.point, j.config, j.rep, o.stop
+                ));
+            }
+            for (m, v) in &o.metrics {
+                samples
+                    .entry((j.point, j.config, m.clone()))
+                    .or_default()
+                    .push(*v);
+            }
+            placement
+                .entry((j.point, j.config))
+                .or_default()
+                .push(o.placement.clone());
+        }
+        let rows = d
+            .points
+            .iter()
+            .enumerate()
+            .flat_map(|(pi, p)| {
+                let samples = &samples;
+                d.configs.iter().flat_map(move |&c| {
+                    d.metrics.iter().map(move |m| {
+                        let v = samples
+                            .get(&(pi, c, m.name.clone()))
+                            .cloned()
+                            .unwrap_or_default();
+                        (p.params.clone(), c.to_string(), m.name.clone(), v)
+                    })
+                })
+            })
+            .collect();
+        let mut r = ExperimentResult::from_samples(
+            d.name,
+            d.machine,
+            d.workload,
+            d.configs[0],
+            d.configs.iter().map(|c| c.to_string()).collect(),
+            d.metrics.clone(),
+            rows,
+        );
+        for (pi, p) in d.points.iter().enumerate() {
+            for &c in d.configs {
+                if let Some(pub_pct) = published::published_changes(d.name, &p.params, c) {
+                    for (metric, pct) in pub_pct {
+                        r.set_published(&p.params, c, metric, pct);
+                    }
+                }
+                if let Some(ps) = placement.get(&(pi, c)) {
+                    r.notes.push(placement_note(&p.params, c, ps));
+                }
+            }
+        }
+        r.notes.extend(incomplete);
+        results.push(r);
+    }
+    Ok(results)
+}
+
+fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
+    let n = ps.len().max(1) as f64;
+    let avg = |f: &dyn Fn(&Placement) -> f64| ps.iter().map(f).sum::<f64>() / n;
+    format!(
+        "placement {} {config}: busy CPUs per busy cluster {:.2}, migrations {:.1}, wakeups {:.1} (affine {:.1}), balancer moves {:.1}, active balances {:.1} (mean of {} runs)",
+        schedlab_report::table::params_text(params),
+        avg(&|p| p.cluster_corunners),
+        avg(&|p| p.migrations as f64),
+        avg(&|p| p.wakeups as f64),
+        avg(&|p| p.wakeups_affine as f64),
+        avg(&|p| p.lb_moved as f64),
+        avg(&|p| p.active_balance as f64),
+        ps.len()
+    )
+}

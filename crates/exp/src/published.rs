@@ -1,0 +1,54 @@
+//! Published figures of the reference patch sets (patch-sets.md), used only to
+//! print them next to ours. Nothing in the simulation reads them.
+
+use schedlab_report::Params;
+
+/// Published % change (positive = better) of `config` against the baseline at
+/// `params`, per metric, where the cover letter gives one.
+pub fn published_changes(
+    experiment: &str,
+    params: &Params,
+    config: &str,
+) -> Option<Vec<(&'static str, f64)>> {
+    match (experiment, config) {
+        ("kunpeng920-stream", "cluster") => {
+            let threads = params.get("threads")?.as_u64()?;
+            // S1 cover letter, STREAM on one node, Hmean MB/s change with CLS.
+            let row: [f64; 4] = match threads {
+                4 => [10.03, 9.54, 19.85, 17.41],
+                6 => [5.08, 4.98, 12.11, 12.35],
+                12 => [2.24, 1.73, 2.97, 2.89],
+                _ => return None,
+            };
+            Some(vec![
+                ("copy", row[0]),
+                ("scale", row[1]),
+                ("add", row[2]),
+                ("triad", row[3]),
+            ])
+        }
+        _ => None,
+    }
+}
+
+/// Published absolute baseline figures for experiment tables (MB/s etc.),
+/// `(params value, metric, vanilla, patched)`.
+pub fn published_absolute(experiment: &str) -> &'static [(u64, &'static str, f64, f64)] {
+    match experiment {
+        "kunpeng920-stream" => &[
+            (4, "copy", 29929.64, 32932.68),
+            (4, "scale", 29861.10, 32710.58),
+            (4, "add", 27034.42, 32400.68),
+            (4, "triad", 27225.26, 31965.36),
+            (6, "copy", 40330.24, 42377.68),
+            (6, "scale", 40196.42, 42197.90),
+            (6, "add", 37427.00, 41960.78),
+            (6, "triad", 37841.36, 42513.64),
+            (12, "copy", 52639.82, 53818.04),
+            (12, "scale", 52350.30, 53253.38),
+            (12, "add", 53607.68, 55198.82),
+            (12, "triad", 54776.66, 56360.40),
+        ],
+        _ => &[],
+    }
+}

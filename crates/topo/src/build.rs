@@ -1,0 +1,991 @@
+//! The sched-domain builder: what Linux 7.3's `build_sched_domains()`
+//! (kernel/sched/topology.c) makes of a [`Machine`].
+//!
+//! Steps, each named after the kernel function it mirrors:
+//! 1. the topology table of the machine's architecture (`x86`
+//!    `build_sched_topology()`, powerpc `build_sched_topology()`, the generic
+//!    `default_topology`) followed by the NUMA levels of `sched_init_numa()`;
+//! 2. per CPU, one domain per level (`build_sched_domain()` + `sd_init()`), stopping
+//!    at the first level that spans every CPU;
+//! 3. groups (`build_sched_groups()`, `build_overlap_sched_groups()` for NUMA);
+//! 4. `imb_numa_nr` (the loop at the end of `build_sched_domains()`);
+//! 5. group capacity, cores and `asym_prefer_cpu` (`init_sched_groups_capacity()`);
+//! 6. degenerate-domain removal (`cpu_attach_domain()`, `sd_degenerate()`,
+//!    `sd_parent_degenerate()`);
+//! 7. per-CPU shortcuts (`update_top_cache_domain()`).
+//!
+//! Choices where the kernel's rules did not settle the model are marked CHOICE.
+
+use crate::cpumask::{CpuId, CpuMask};
+use crate::domains::{CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags};
+use crate::error::TopoError;
+use crate::machine::{Arch, Machine};
+
+/// `RECLAIM_DISTANCE` / `node_reclaim_distance`: NUMA levels farther than this lose
+/// SD_BALANCE_EXEC, SD_BALANCE_FORK and SD_WAKE_AFFINE.
+pub const RECLAIM_DISTANCE: u32 = 30;
+
+/// Which mask a topology level uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mask {
+    /// `cpu_smt_mask()` (powerpc big cores: `cpu_smallcore_mask()`).
+    Smt,
+    /// `cpu_clustergroup_mask()`.
+    Cluster,
+    /// `cpu_coregroup_mask()` (x86: LLC siblings; arm64: arch_topology.c rule).
+    Coregroup,
+    /// powerpc CACHE: `cpu_l2_cache_mask()`, the LLC.
+    L2Cache,
+    /// powerpc MC: the coregroup, our `die`.
+    PpcCoregroup,
+    /// PKG: `cpu_cpu_mask()` = the CPU's node on every architecture here.
+    Pkg,
+    /// NODE / NUMA: `sd_numa_mask()` of the given distance level.
+    Numa(usize),
+}
+
+/// One topology level (`struct sched_domain_topology_level`).
+#[derive(Clone, Debug)]
+struct Level {
+    name: &'static str,
+    mask: Mask,
+    /// The level's `sd_flags()` result.
+    flags: SdFlags,
+    /// SDTL_OVERLAP (the NUMA levels above NODE).
+    overlap: bool,
+    /// `sched_domains_numa_distance[numa_level]` for NODE/NUMA levels.
+    distance: u32,
+}
+
+/// A domain as built, before degeneration.
+#[derive(Clone, Debug)]
+struct Raw {
+    level: usize,
+    span: CpuMask,
+    /// `sd_weight` of `sd_init()`: the weight of the level's mask.
+    mask_weight: u32,
+    flags: SdFlags,
+    imbalance_pct: u32,
+    cache_nice_tries: u32,
+    imb_numa_nr: u32,
+    /// Group spans in the kernel's order and their build-time flags (`sg->flags`).
+    groups: Vec<(CpuMask, SdFlags)>,
+}
+
+/// Per-CPU masks precomputed from the machine.
+struct Masks {
+    smt: Vec<CpuMask>,
+    cluster: Vec<CpuMask>,
+    llc: Vec<CpuMask>,
+    die: Vec<CpuMask>,
+    package: Vec<CpuMask>,
+    node: Vec<CpuMask>,
+}
+
+impl Masks {
+    fn new(m: &Machine) -> Masks {
+        let n = m.nr_cpus();
+        let by = |key: fn(&crate::machine::CpuInfo) -> u32| -> Vec<CpuMask> {
+            (0..n)
+                .map(|i| {
+                    let k = key(&m.cpus[i]);
+                    CpuMask::from_cpus(m.cpus.iter().filter(|c| key(c) == k).map(|c| c.id))
+                })
+                .collect()
+        };
+        Masks {
+            smt: by(|c| c.core),
+            cluster: by(|c| c.cluster),
+            llc: by(|c| c.llc),
+            die: by(|c| c.die),
+            package: by(|c| c.package),
+            node: by(|c| c.node),
+        }
+    }
+}
+
+/// The capacity the kernel sees (`arch_scale_cpu_capacity()`).
+///
+/// x86 only enables hybrid capacity scaling when SMT is off
+/// (`hybrid_init_cpu_capacity_scaling()` in intel_pstate.c): with SMT every CPU has
+/// 1024 and ITMT is used instead. Other architectures use the machine's capacities.
+pub fn kernel_capacities(m: &Machine) -> Vec<u32> {
+    let x86_smt = m.arch == Arch::X86 && has_smt(m);
+    m.cpus
+        .iter()
+        .map(|c| if x86_smt { 1024 } else { u32::from(c.capacity) })
+        .collect()
+}
+
+fn has_smt(m: &Machine) -> bool {
+    let mut cores: Vec<u32> = m.cpus.iter().map(|c| c.core).collect();
+    cores.sort_unstable();
+    cores.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Whether SD_ASYM_PACKING is in force: x86 ITMT (`sched_set_itmt_support()` is
+/// called when CPPC priorities differ, and cleared when hybrid capacity scaling
+/// takes over), or a powerpc shared-processor LPAR (`splpar_asym_pack`), which we
+/// model as "the machine gives distinct `asym_prio` values".
+fn asym_packing_on(m: &Machine, cfg: &DomainConfig, caps: &[u32]) -> bool {
+    let prios_differ = m.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+    if !cfg.itmt || !prios_differ {
+        return false;
+    }
+    match m.arch {
+        Arch::X86 => !caps.windows(2).any(|w| w[0] != w[1]),
+        Arch::PowerPc => true,
+        Arch::Arm64 => false,
+    }
+}
+
+/// The topology table (arch part plus `sched_init_numa()` levels) and the sorted
+/// distinct NUMA distances.
+fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
+    let smt_flags = SdFlags::SHARE_CPUCAPACITY | SdFlags::SHARE_LLC; // cpu_smt_flags()
+    let asym_f = if asym {
+        SdFlags::ASYM_PACKING
+    } else {
+        SdFlags::empty()
+    };
+    let lvl = |name, mask, flags| Level {
+        name,
+        mask,
+        flags,
+        overlap: false,
+        distance: 0,
+    };
+    let mut t = Vec::new();
+    match m.arch {
+        Arch::X86 => {
+            // x86 build_sched_topology(): SMT is dropped when there is one thread
+            // per core; CLS only with CONFIG_SCHED_CLUSTER; PKG is dropped with NUMA
+            // inside a package. x86_sched_itmt_flags() adds ASYM_PACKING to CLS and
+            // MC, and to PKG on hybrid parts (x86_die_flags()).
+            if has_smt(m) {
+                t.push(lvl("SMT", Mask::Smt, smt_flags));
+            }
+            if cfg.cluster {
+                t.push(lvl(
+                    "CLS",
+                    Mask::Cluster,
+                    SdFlags::CLUSTER | SdFlags::SHARE_LLC | asym_f,
+                ));
+            }
+            t.push(lvl("MC", Mask::Coregroup, SdFlags::SHARE_LLC | asym_f));
+            let numa_in_package = m.cpus.iter().any(|a| {
+                m.cpus
+                    .iter()
+                    .any(|b| a.package == b.package && a.node != b.node)
+            });
+            if !numa_in_package {
+                let mut used: Vec<u16> = m.cpus.iter().map(|c| c.core_type).collect();
+                used.sort_unstable();
+                used.dedup();
+                let hybrid = used.len() > 1;
+                let f = if hybrid { asym_f } else { SdFlags::empty() };
+                t.push(lvl("PKG", Mask::Pkg, f));
+            }
+        }
+        Arch::PowerPc => {
+            // powerpc build_sched_topology(): SMT (small core), CACHE (L2), MC
+            // (coregroup), PKG. A shared-processor LPAR adds ASYM_PACKING to CACHE,
+            // MC and PKG (powerpc_shared_cache_flags(), powerpc_shared_proc_flags()).
+            // CHOICE: CACHE and MC are always listed; they degenerate when equal to
+            // their child, as the kernel's would when absent.
+            t.push(lvl("SMT", Mask::Smt, smt_flags));
+            t.push(lvl("CACHE", Mask::L2Cache, SdFlags::SHARE_LLC | asym_f));
+            let mc_llc = if cfg.mc_is_llc {
+                SdFlags::SHARE_LLC
+            } else {
+                SdFlags::empty()
+            };
+            t.push(lvl("MC", Mask::PpcCoregroup, mc_llc | asym_f));
+            t.push(lvl("PKG", Mask::Pkg, asym_f));
+        }
+        Arch::Arm64 => {
+            // default_topology[] of kernel/sched/topology.c.
+            t.push(lvl("SMT", Mask::Smt, smt_flags));
+            if cfg.cluster {
+                t.push(lvl(
+                    "CLS",
+                    Mask::Cluster,
+                    SdFlags::CLUSTER | SdFlags::SHARE_LLC,
+                ));
+            }
+            t.push(lvl("MC", Mask::Coregroup, SdFlags::SHARE_LLC));
+            t.push(lvl("PKG", Mask::Pkg, SdFlags::empty()));
+        }
+    }
+    // sched_init_numa(): the distinct distances; NODE for the identity distance,
+    // one NUMA level (SD_NUMA, SDTL_OVERLAP) per larger one.
+    for (j, &d) in numa_distances(m).iter().enumerate() {
+        if j == 0 {
+            t.push(Level {
+                name: "NODE",
+                mask: Mask::Numa(0),
+                flags: SdFlags::empty(),
+                overlap: false,
+                distance: d,
+            });
+        } else {
+            t.push(Level {
+                name: "NUMA",
+                mask: Mask::Numa(j),
+                flags: SdFlags::NUMA,
+                overlap: true,
+                distance: d,
+            });
+        }
+    }
+    t
+}
+
+/// Sorted distinct node distances (`sched_domains_numa_distance[]`).
+fn numa_distances(m: &Machine) -> Vec<u32> {
+    let n = m.nodes.len().max(1) as u32;
+    let mut d: Vec<u32> = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .map(|(a, b)| m.node_distance(a, b))
+        .collect();
+    d.push(10);
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// The level's mask for `cpu` (`tl->mask(tl, cpu)`).
+fn level_mask(
+    m: &Machine,
+    mk: &Masks,
+    dists: &[u32],
+    cfg: &DomainConfig,
+    mask: Mask,
+    cpu: usize,
+) -> CpuMask {
+    match mask {
+        Mask::Smt => mk.smt[cpu],
+        Mask::Cluster => match m.arch {
+            // x86: cpu_l2c_shared_mask().
+            Arch::X86 => mk.cluster[cpu],
+            // arch_topology.c cpu_clustergroup_mask(): never as wide as the
+            // coregroup; then the SMT siblings.
+            _ => {
+                if coregroup(m, mk, cfg, cpu).is_subset(&mk.cluster[cpu]) {
+                    mk.smt[cpu]
+                } else {
+                    mk.cluster[cpu]
+                }
+            }
+        },
+        Mask::Coregroup => coregroup(m, mk, cfg, cpu),
+        Mask::L2Cache => mk.llc[cpu],
+        Mask::PpcCoregroup => mk.die[cpu],
+        Mask::Pkg => mk.node[cpu],
+        Mask::Numa(j) => {
+            let limit = dists.get(j).copied().unwrap_or(u32::MAX);
+            let my = m.cpus[cpu].node;
+            CpuMask::from_cpus(
+                m.cpus
+                    .iter()
+                    .filter(|c| m.node_distance(my, c.node) <= limit)
+                    .map(|c| c.id),
+            )
+        }
+    }
+}
+
+/// `cpu_coregroup_mask()`: x86 returns the LLC siblings; arch_topology.c takes the
+/// smallest of node, package and LLC siblings, widened to the cluster when the
+/// result fits in it and CONFIG_SCHED_CLUSTER is on.
+fn coregroup(m: &Machine, mk: &Masks, cfg: &DomainConfig, cpu: usize) -> CpuMask {
+    match m.arch {
+        Arch::X86 | Arch::PowerPc => mk.llc[cpu],
+        Arch::Arm64 => {
+            let mut core = mk.node[cpu];
+            if mk.package[cpu].is_subset(&core) {
+                core = mk.package[cpu];
+            }
+            if mk.llc[cpu].is_subset(&core) {
+                core = mk.llc[cpu];
+            }
+            if cfg.cluster && core.is_subset(&mk.cluster[cpu]) {
+                core = mk.cluster[cpu];
+            }
+            core
+        }
+    }
+}
+
+/// `asym_cpu_capacity_classify()`: ASYM_CPUCAPACITY when the span holds two or more
+/// distinct capacities, plus _FULL when it holds all of the machine's.
+fn asym_classify(span: &CpuMask, caps: &[u32]) -> SdFlags {
+    let mut all: Vec<u32> = caps.to_vec();
+    all.sort_unstable();
+    all.dedup();
+    let mut mine: Vec<u32> = span.iter().map(|c| caps[c as usize]).collect();
+    mine.sort_unstable();
+    mine.dedup();
+    if mine.len() < 2 {
+        SdFlags::empty()
+    } else if mine.len() < all.len() {
+        SdFlags::ASYM_CPUCAPACITY
+    } else {
+        SdFlags::ASYM_CPUCAPACITY | SdFlags::ASYM_CPUCAPACITY_FULL
+    }
+}
+
+/// Builds the per-CPU domain hierarchies. Mirrors `build_sched_domains()`.
+pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoError> {
+    let n = m.nr_cpus();
+    let origin = format!("machine {}", m.name);
+    if n == 0 || m.cpus.iter().enumerate().any(|(i, c)| c.id as usize != i) {
+        return Err(TopoError::Domains {
+            origin,
+            reason: "CPU ids must be dense 0..N".into(),
+        });
+    }
+    let all = m.all_cpus();
+    let mk = Masks::new(m);
+    let caps = kernel_capacities(m);
+    let asym = asym_packing_on(m, cfg, &caps);
+    let levels = topology_levels(m, cfg, asym);
+    let dists = numa_distances(m);
+
+    // 2. Domains per CPU: build_sched_domain() + sd_init().
+    let mut raw: Vec<Vec<Raw>> = Vec::with_capacity(n);
+    for cpu in 0..n {
+        let mut chain: Vec<Raw> = Vec::new();
+        for (li, l) in levels.iter().enumerate() {
+            let mask = level_mask(m, &mk, &dists, cfg, l.mask, cpu);
+            let mut span = mask.and(&all);
+            if let Some(child) = chain.last() {
+                // "BUG: arch topology borken" fix-up: a domain covers its child.
+                span = span.or(&child.span);
+            }
+            let mut d = sd_init(l, li, span, mask.weight(), &caps);
+            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY) {
+                // Don't attempt to spread across CPUs of different capacities.
+                if let Some(child) = chain.last_mut() {
+                    child.flags = child.flags.without(SdFlags::PREFER_SIBLING);
+                }
+            }
+            if l.overlap {
+                d.flags = d.flags | SdFlags::OVERLAP;
+            }
+            let done = d.span == all;
+            chain.push(d);
+            if done {
+                break;
+            }
+        }
+        raw.push(chain);
+    }
+    check_spans(&origin, &raw, &levels)?;
+
+    // 3. Groups.
+    for cpu in 0..n {
+        for li in 0..raw[cpu].len() {
+            let groups = if levels[raw[cpu][li].level].overlap {
+                overlap_groups(&raw, cpu, li)
+            } else {
+                plain_groups(&raw, cpu, li)
+            };
+            raw[cpu][li].groups = groups;
+        }
+    }
+
+    // 4. imb_numa_nr, on the tree before degeneration.
+    for chain in raw.iter_mut() {
+        let mut imb: u32 = 0;
+        let mut imb_span: u32 = 1;
+        for i in 0..chain.len() {
+            let w = chain[i].span.weight();
+            let child_llc = i > 0 && chain[i - 1].flags.contains(SdFlags::SHARE_LLC);
+            if !chain[i].flags.contains(SdFlags::SHARE_LLC) && child_llc {
+                let nr_llcs = w / chain[i - 1].span.weight().max(1);
+                imb = if nr_llcs == 1 { w >> 3 } else { nr_llcs };
+                imb = imb.max(1);
+                chain[i].imb_numa_nr = imb;
+                imb_span = chain[i + 1..]
+                    .iter()
+                    .find(|p| p.flags.contains(SdFlags::NUMA))
+                    .map_or(w, |p| p.span.weight());
+            } else {
+                let factor = (w / imb_span.max(1)).max(1);
+                chain[i].imb_numa_nr = imb * factor;
+            }
+        }
+    }
+
+    // 6. Degeneration: cpu_attach_domain().
+    let attached: Vec<Attached> = raw.iter().map(|c| attach(c, cfg)).collect();
+
+    // Shortcut keys need every CPU's final chain: assemble.
+    let cluster_active = raw
+        .iter()
+        .flatten()
+        .any(|d| d.flags.contains(SdFlags::CLUSTER));
+    let asym_cpucapacity = raw
+        .iter()
+        .flatten()
+        .any(|d| d.flags.contains(SdFlags::ASYM_CPUCAPACITY));
+
+    let mut cpus: Vec<CpuDomains> = Vec::with_capacity(n);
+    for cpu in 0..n {
+        let at = &attached[cpu];
+        let mut domains = Vec::with_capacity(at.alive.len());
+        for (k, &ri) in at.alive.iter().enumerate() {
+            let r = &raw[cpu][ri];
+            let l = &levels[r.level];
+            let overlap = l.overlap;
+            let groups = r
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(gi, (span, build_flags))| {
+                    // 5. init_sched_groups_capacity() + the group flags after attach:
+                    // plain groups are shared by all CPUs of the group, so their flags
+                    // are what the group's CPUs left in them; overlap groups are
+                    // private, only the local one is rewritten.
+                    let flags = if gi == 0 {
+                        at.lg_flags[k]
+                    } else if overlap {
+                        *build_flags
+                    } else {
+                        let first = span.first().unwrap_or(0) as usize;
+                        group_flags_of(&attached[first], ri).unwrap_or(*build_flags)
+                    };
+                    make_group(m, &caps, *span, flags)
+                })
+                .collect();
+            let w = r.mask_weight;
+            domains.push(SchedDomain {
+                name: l.name.to_string(),
+                level: r.level as u8,
+                span: r.span,
+                flags: at.flags[k],
+                groups,
+                min_interval_ms: w,
+                max_interval_ms: 2 * w,
+                busy_factor: 16,
+                imbalance_pct: r.imbalance_pct,
+                cache_nice_tries: r.cache_nice_tries,
+                imb_numa_nr: r.imb_numa_nr,
+                numa_distance: if r.flags.contains(SdFlags::NUMA) {
+                    l.distance
+                } else {
+                    0
+                },
+            });
+        }
+        cpus.push(shortcuts(cpu as CpuId, domains, cfg));
+    }
+    dense_llc_ids(&mut cpus);
+    Ok(Domains {
+        config: cfg.clone(),
+        cpus,
+        cluster_active,
+        asym_cpucapacity,
+    })
+}
+
+/// `sd_init()`: defaults and the topology flags turned into behaviour.
+fn sd_init(l: &Level, li: usize, span: CpuMask, mask_weight: u32, caps: &[u32]) -> Raw {
+    let mut flags = SdFlags::BALANCE_NEWIDLE
+        | SdFlags::BALANCE_EXEC
+        | SdFlags::BALANCE_FORK
+        | SdFlags::WAKE_AFFINE
+        | SdFlags::PREFER_SIBLING
+        | l.flags;
+    flags = flags | asym_classify(&span, caps);
+    let mut imbalance_pct = 117;
+    let cache_nice_tries;
+    if flags.contains(SdFlags::SHARE_CPUCAPACITY) {
+        imbalance_pct = 110;
+        cache_nice_tries = 0;
+    } else if flags.contains(SdFlags::SHARE_LLC) {
+        imbalance_pct = 117;
+        cache_nice_tries = 1;
+    } else if flags.contains(SdFlags::NUMA) {
+        cache_nice_tries = 2;
+        flags = flags.without(SdFlags::PREFER_SIBLING) | SdFlags::SERIALIZE;
+        if l.distance > RECLAIM_DISTANCE {
+            flags = flags
+                .without(SdFlags::BALANCE_EXEC)
+                .without(SdFlags::BALANCE_FORK)
+                .without(SdFlags::WAKE_AFFINE);
+        }
+    } else {
+        cache_nice_tries = 1;
+    }
+    Raw {
+        level: li,
+        span,
+        mask_weight,
+        flags,
+        imbalance_pct,
+        cache_nice_tries,
+        imb_numa_nr: 0,
+        groups: Vec::new(),
+    }
+}
+
+/// `topology_span_sane()`: on non-NUMA levels, two CPUs' spans are equal or
+/// disjoint; the kernel refuses to build domains otherwise.
+fn check_spans(origin: &str, raw: &[Vec<Raw>], levels: &[Level]) -> Result<(), TopoError> {
+    for (li, l) in levels.iter().enumerate() {
+        if l.overlap {
+            continue;
+        }
+        for a in raw {
+            let Some(da) = a.get(li) else { continue };
+            for b in raw {
+                let Some(db) = b.get(li) else { continue };
+                if da.span != db.span && da.span.intersects(&db.span) {
+                    return Err(TopoError::Domains {
+                        origin: origin.to_string(),
+                        reason: format!(
+                            "{} level: spans {} and {} overlap (topology_span_sane)",
+                            l.name,
+                            da.span.to_list_string(),
+                            db.span.to_list_string()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `build_sched_groups()`: walk the span from `cpu` wrapping around; each CPU not
+/// yet covered contributes its child domain's span (`get_group()`).
+fn plain_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFlags)> {
+    let span = raw[cpu][li].span;
+    let mut covered = CpuMask::new();
+    let mut out = Vec::new();
+    for i in span.iter_wrap(cpu as CpuId) {
+        if covered.test(i) {
+            continue;
+        }
+        let (g, f) = match li.checked_sub(1).and_then(|c| raw[i as usize].get(c)) {
+            Some(child) => (child.span, child.flags),
+            None => (CpuMask::from_cpus([i]), SdFlags::empty()),
+        };
+        covered = covered.or(&g);
+        out.push((g, f));
+    }
+    out
+}
+
+/// `build_overlap_sched_groups()`: each uncovered CPU `i` of the span contributes
+/// the child span of its own domain at this level (`sibling`), descending first
+/// (`find_descended_sibling()`) when that child reaches outside the span. CPUs
+/// whose hierarchy ended below this level are skipped, as in the kernel.
+fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFlags)> {
+    let span = raw[cpu][li].span;
+    let mut covered = CpuMask::new();
+    let mut out = Vec::new();
+    for i in span.iter_wrap(cpu as CpuId) {
+        if covered.test(i) {
+            continue;
+        }
+        let chain = &raw[i as usize];
+        let Some(sib) = chain.get(li) else { continue };
+        if !sib.span.test(i) {
+            continue;
+        }
+        let mut s = li;
+        if s > 0 && !chain[s - 1].span.is_subset(&span) {
+            while s > 0 && !chain[s - 1].span.is_subset(&span) {
+                s -= 1;
+            }
+            while s > 0 && chain[s - 1].span == chain[s].span {
+                s -= 1;
+            }
+        }
+        let (g, f) = if s > 0 {
+            (chain[s - 1].span, chain[s - 1].flags)
+        } else {
+            (chain[s].span, SdFlags::empty())
+        };
+        covered = covered.or(&g);
+        out.push((g, f));
+    }
+    out
+}
+
+/// One CPU's hierarchy after `cpu_attach_domain()`.
+struct Attached {
+    /// Raw indices of the surviving domains, bottom-up.
+    alive: Vec<usize>,
+    /// Their final flags.
+    flags: Vec<SdFlags>,
+    /// Their local group's flags (`sd->groups->flags`).
+    lg_flags: Vec<SdFlags>,
+}
+
+fn group_flags_of(a: &Attached, raw_index: usize) -> Option<SdFlags> {
+    a.alive
+        .iter()
+        .position(|&r| r == raw_index)
+        .map(|k| a.lg_flags[k])
+}
+
+/// `sd_degenerate()`.
+fn sd_degenerate(span: &CpuMask, flags: SdFlags, nr_groups: usize) -> bool {
+    if span.weight() == 1 {
+        return true;
+    }
+    if flags.intersects(SdFlags::DEGENERATE_GROUPS_MASK) && nr_groups > 1 {
+        return false;
+    }
+    !flags.intersects(SdFlags::WAKE_AFFINE)
+}
+
+/// `cpu_attach_domain()`: remove parents that add nothing (`sd_parent_degenerate()`),
+/// moving SD_PREFER_SIBLING down and (since 6.6, `propagate_smt_flags`) giving the
+/// grandparent's local group the survivor's flags; then drop a degenerate base
+/// domain and clear its parent's local group flags.
+fn attach(chain: &[Raw], cfg: &DomainConfig) -> Attached {
+    let len = chain.len();
+    let mut alive: Vec<bool> = vec![true; len];
+    let mut flags: Vec<SdFlags> = chain.iter().map(|d| d.flags).collect();
+    let mut lg: Vec<SdFlags> = chain
+        .iter()
+        .map(|d| d.groups.first().map_or(SdFlags::empty(), |g| g.1))
+        .collect();
+    let next_alive = |alive: &[bool], from: usize| (from + 1..len).find(|&j| alive[j]);
+    let mut t = 0usize;
+    while let Some(p) = next_alive(&alive, t) {
+        let parent = &chain[p];
+        let degenerate = if sd_degenerate(&parent.span, flags[p], parent.groups.len()) {
+            true
+        } else if chain[t].span != parent.span {
+            false
+        } else {
+            let mut pflags = flags[p];
+            if parent.groups.len() == 1 {
+                pflags = pflags.without(SdFlags::DEGENERATE_GROUPS_MASK);
+            }
+            pflags.without(flags[t]).0 == 0
+        };
+        if degenerate {
+            if let Some(gp) = next_alive(&alive, p) {
+                if cfg.propagate_smt_flags {
+                    lg[gp] = flags[t];
+                }
+            }
+            if flags[p].contains(SdFlags::PREFER_SIBLING) {
+                flags[t] = flags[t] | SdFlags::PREFER_SIBLING;
+            }
+            alive[p] = false;
+        } else {
+            t = p;
+        }
+    }
+    if len > 0 && sd_degenerate(&chain[0].span, flags[0], chain[0].groups.len()) {
+        alive[0] = false;
+        if let Some(nb) = next_alive(&alive, 0) {
+            lg[nb] = SdFlags::empty();
+        }
+    }
+    let keep: Vec<usize> = (0..len).filter(|&i| alive[i]).collect();
+    Attached {
+        flags: keep.iter().map(|&i| flags[i]).collect(),
+        lg_flags: keep.iter().map(|&i| lg[i]).collect(),
+        alive: keep,
+    }
+}
+
+/// A group with `init_sched_groups_capacity()`'s data.
+fn make_group(m: &Machine, caps: &[u32], span: CpuMask, flags: SdFlags) -> SchedGroup {
+    let capacity = span.iter().map(|c| caps[c as usize]).sum();
+    let mut cores: Vec<u32> = span.iter().map(|c| m.cpus[c as usize].core).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    // sched_asym_prefer(): strictly higher priority wins, ties keep the lower CPU.
+    let mut best: Option<CpuId> = None;
+    for c in span.iter() {
+        best = match best {
+            Some(b) if m.cpus[c as usize].asym_prio <= m.cpus[b as usize].asym_prio => Some(b),
+            _ => Some(c),
+        };
+    }
+    SchedGroup {
+        span,
+        flags,
+        capacity,
+        cores: cores.len() as u32,
+        asym_prefer_cpu: best.unwrap_or(0),
+    }
+}
+
+/// `highest_flag_domain()`: the highest domain with `flag`; for SHARED_CHILD flags
+/// the walk stops at the first domain without it.
+fn highest_flag(d: &[SchedDomain], flag: SdFlags) -> Option<usize> {
+    let mut h = None;
+    for (i, s) in d.iter().enumerate() {
+        if s.flags.contains(flag) {
+            h = Some(i);
+        } else if flag.intersects(SdFlags::SHARED_CHILD_MASK) {
+            break;
+        }
+    }
+    h
+}
+
+/// `lowest_flag_domain()`.
+fn lowest_flag(d: &[SchedDomain], flag: SdFlags) -> Option<usize> {
+    d.iter().position(|s| s.flags.contains(flag))
+}
+
+/// `update_top_cache_domain()` (the LLC id is made dense afterwards), plus
+/// SD_FALLBACK_LLC for the S2 patch set.
+fn shortcuts(cpu: CpuId, mut domains: Vec<SchedDomain>, cfg: &DomainConfig) -> CpuDomains {
+    let sd_llc = highest_flag(&domains, SdFlags::SHARE_LLC);
+    if cfg.fallback_llc {
+        // CHOICE: S2 marks the level above the LLC (POWER10's MC); we put the flag
+        // on the first domain above sd_llc after degeneration.
+        let above = sd_llc.map_or(0, |i| i + 1);
+        if let Some(d) = domains.get_mut(above) {
+            d.flags = d.flags | SdFlags::FALLBACK_LLC;
+        }
+    }
+    let (llc_first, llc_size) = match sd_llc {
+        Some(i) => (
+            domains[i].span.first().unwrap_or(cpu),
+            domains[i].span.weight(),
+        ),
+        None => (cpu, 1),
+    };
+    let sd_cluster = lowest_flag(&domains, SdFlags::CLUSTER);
+    let share_id = match sd_cluster {
+        Some(i) => domains[i].span.first().unwrap_or(cpu),
+        None => llc_first,
+    };
+    CpuDomains {
+        cpu,
+        sd_numa: lowest_flag(&domains, SdFlags::NUMA),
+        sd_asym_packing: highest_flag(&domains, SdFlags::ASYM_PACKING),
+        sd_asym_cpucapacity: lowest_flag(&domains, SdFlags::ASYM_CPUCAPACITY_FULL),
+        sd_cluster,
+        sd_llc,
+        llc_size,
+        // Temporarily the first CPU of the LLC; made dense by dense_llc_ids().
+        llc_id: u32::from(llc_first),
+        share_id,
+        domains,
+    }
+}
+
+/// `sd_llc_id` as a dense index, in order of the LLCs' first CPUs.
+fn dense_llc_ids(cpus: &mut [CpuDomains]) {
+    let mut firsts: Vec<u32> = cpus.iter().map(|c| c.llc_id).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    for c in cpus.iter_mut() {
+        c.llc_id = firsts.binary_search(&c.llc_id).unwrap_or(0) as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets::preset;
+
+    fn doms(machine: &str, cfg: &str) -> Domains {
+        let m = preset(machine).unwrap();
+        build_domains(&m, &DomainConfig::named(cfg).unwrap()).unwrap()
+    }
+
+    /// `NAME span` per domain of one CPU.
+    fn chain(d: &Domains, cpu: usize) -> Vec<String> {
+        d.cpus[cpu]
+            .domains
+            .iter()
+            .map(|s| format!("{} {}", s.name, s.span.to_list_string()))
+            .collect()
+    }
+
+    fn groups(d: &Domains, cpu: usize, k: usize) -> Vec<String> {
+        d.cpus[cpu].domains[k]
+            .groups
+            .iter()
+            .map(|g| g.span.to_list_string())
+            .collect()
+    }
+
+    #[test]
+    fn kunpeng920_cluster() {
+        let d = doms("kunpeng920", "cluster");
+        assert_eq!(
+            chain(&d, 0),
+            ["CLS 0-3", "MC 0-23", "NUMA 0-47", "NUMA 0-71", "NUMA 0-95"]
+        );
+        assert_eq!(groups(&d, 0, 0), ["0", "1", "2", "3"]);
+        assert_eq!(
+            groups(&d, 0, 1),
+            ["0-3", "4-7", "8-11", "12-15", "16-19", "20-23"]
+        );
+        assert_eq!(groups(&d, 0, 2), ["0-23", "24-47"]);
+        assert_eq!(groups(&d, 0, 3), ["0-47", "48-71"]);
+        // cpu72 (node 3) has NUMA(20) = nodes {2,3} = 48-95 as the child of its
+        // NUMA(22) domain, so the kernel's overlap groups overlap on 48-71.
+        assert_eq!(groups(&d, 0, 4), ["0-71", "48-95"]);
+        assert!(d.cluster_active);
+        assert!(!d.asym_cpucapacity);
+        let c = &d.cpus[5];
+        assert_eq!(c.sd_llc, Some(1));
+        assert_eq!(c.llc_size, 24);
+        assert_eq!(c.share_id, 4);
+        assert_eq!(c.sd_cluster, Some(0));
+        assert_eq!(c.sd_numa, Some(2));
+        assert_eq!(d.cpus[30].llc_id, 1);
+        let cls = &c.domains[0];
+        assert_eq!(cls.flags.names().join(" "), "SD_BALANCE_NEWIDLE SD_BALANCE_EXEC SD_BALANCE_FORK SD_WAKE_AFFINE SD_CLUSTER SD_SHARE_LLC SD_PREFER_SIBLING");
+        let numa = &c.domains[2];
+        assert_eq!(numa.flags.names().join(" "), "SD_BALANCE_NEWIDLE SD_BALANCE_EXEC SD_BALANCE_FORK SD_WAKE_AFFINE SD_SERIALIZE SD_OVERLAP SD_NUMA");
+        assert_eq!((numa.cache_nice_tries, numa.imbalance_pct), (2, 117));
+        assert_eq!(numa.numa_distance, 12);
+        // imb_numa_nr: 1 LLC per node => 24 >> 3 = 3, scaled by |A| / 48 above.
+        let imb: Vec<u32> = c.domains.iter().map(|s| s.imb_numa_nr).collect();
+        assert_eq!(imb, [0, 0, 3, 3, 6]);
+        // cpu24 (node 1): NUMA(20) equals NUMA(12) and degenerates.
+        assert_eq!(
+            chain(&d, 24),
+            [
+                "CLS 24-27",
+                "MC 24-47",
+                "NUMA 0-47",
+                "NUMA 0-71",
+                "NUMA 0-95"
+            ]
+        );
+    }
+
+    #[test]
+    fn kunpeng920_vanilla() {
+        let d = doms("kunpeng920", "vanilla");
+        assert_eq!(
+            chain(&d, 0),
+            ["MC 0-23", "NUMA 0-47", "NUMA 0-71", "NUMA 0-95"]
+        );
+        assert_eq!(d.cpus[0].domains[0].groups.len(), 24);
+        assert!(!d.cluster_active);
+        assert_eq!(d.cpus[7].share_id, 0);
+        assert_eq!(d.cpus[7].sd_cluster, None);
+    }
+
+    #[test]
+    fn genoa() {
+        let d = doms("genoa", "vanilla");
+        assert_eq!(
+            chain(&d, 0),
+            ["SMT 0-1", "MC 0-15", "NODE 0-31", "NUMA 0-127"]
+        );
+        assert_eq!(groups(&d, 0, 2), ["0-15", "16-31"]);
+        assert_eq!(groups(&d, 33, 3), ["32-63", "64-95", "96-127", "0-31"]);
+        let node = &d.cpus[0].domains[2];
+        assert!(!node.flags.contains(SdFlags::NUMA));
+        assert_eq!(node.imb_numa_nr, 2);
+        // 2 LLCs per node => imb 2 on NODE; NUMA spans 128 = the first NUMA domain.
+        assert_eq!(d.cpus[0].domains[3].imb_numa_nr, 2);
+        assert!(d.cpus[0].domains[1].groups[0]
+            .flags
+            .contains(SdFlags::SHARE_CPUCAPACITY));
+    }
+
+    #[test]
+    fn sapphirerapids() {
+        let d = doms("sapphirerapids", "vanilla");
+        assert_eq!(chain(&d, 0), ["SMT 0-1", "MC 0-59", "PKG 0-119"]);
+        assert_eq!(groups(&d, 1, 0), ["1", "0"]);
+        let g = groups(&d, 2, 1);
+        assert_eq!((g[0].as_str(), g[29].as_str()), ("2-3", "0-1"));
+        assert_eq!(groups(&d, 2, 2), ["0-59", "60-119"]);
+        assert_eq!(groups(&d, 60, 2), ["60-119", "0-59"]);
+        assert_eq!(d.cpus[0].domains[1].groups[0].capacity, 2048);
+        assert_eq!(d.cpus[0].domains[2].groups[0].capacity, 61440);
+    }
+
+    #[test]
+    fn exynos_asym_capacity() {
+        for name in ["exynos5422", "exynos5433"] {
+            let d = doms(name, "vanilla");
+            assert_eq!(chain(&d, 0), ["MC 0-3", "PKG 0-7"]);
+            let pkg = &d.cpus[0].domains[1];
+            assert!(pkg
+                .flags
+                .contains(SdFlags::ASYM_CPUCAPACITY | SdFlags::ASYM_CPUCAPACITY_FULL));
+            // sd_init() takes SD_PREFER_SIBLING off the child of an asym domain.
+            assert!(!d.cpus[0].domains[0].flags.contains(SdFlags::PREFER_SIBLING));
+            assert_eq!(d.cpus[0].sd_asym_cpucapacity, Some(1));
+            assert!(d.asym_cpucapacity);
+            assert_eq!(d.cpus[4].llc_id, 1);
+            // CLS never spans the coregroup on arm64: it degenerates.
+            let c = doms(name, "cluster");
+            assert_eq!(chain(&c, 0), ["MC 0-3", "PKG 0-7"]);
+        }
+    }
+
+    #[test]
+    fn power10() {
+        let v = doms("power10", "vanilla");
+        assert_eq!(chain(&v, 0), ["SMT 0,2,4,6", "MC 0-39", "PKG 0-79"]);
+        assert_eq!(v.cpus[0].llc_size, 4);
+        assert_eq!(v.cpus[0].sd_llc, Some(0));
+        assert!(!v.cpus[0].domains[1].flags.contains(SdFlags::SHARE_LLC));
+        let l = doms("power10", "mc-llc");
+        assert_eq!(l.cpus[0].sd_llc, Some(1));
+        assert_eq!(l.cpus[0].llc_size, 40);
+        let p = doms("power10", "patchset");
+        assert_eq!(p.cpus[0].llc_size, 4);
+        assert!(p.cpus[0].domains[1].flags.contains(SdFlags::FALLBACK_LLC));
+    }
+
+    #[test]
+    fn alderlake() {
+        let c = doms("alderlake", "cluster");
+        assert_eq!(chain(&c, 0), ["SMT 0-1", "MC 0-19"]);
+        assert_eq!(chain(&c, 12), ["CLS 12-15", "MC 0-19"]);
+        let mc = &c.cpus[0].domains[1];
+        assert!(mc.flags.contains(SdFlags::ASYM_PACKING));
+        assert!(!mc.flags.contains(SdFlags::ASYM_CPUCAPACITY));
+        assert!(!c.asym_cpucapacity);
+        assert_eq!(c.cpus[0].sd_asym_packing, Some(1));
+        assert_eq!(c.cpus[12].sd_asym_packing, Some(1));
+        assert!(c.cpus[12].domains[0].flags.contains(SdFlags::ASYM_PACKING));
+        assert!(!c.cpus[0].domains[0].flags.contains(SdFlags::ASYM_PACKING));
+        let g = groups(&c, 0, 1);
+        assert_eq!(
+            g,
+            ["0-1", "2-3", "4-5", "6-7", "8-9", "10-11", "12-15", "16-19"]
+        );
+        // The P-core groups keep SD_SHARE_CPUCAPACITY (propagate_smt_flags)...
+        assert!(mc.groups[1].flags.contains(SdFlags::SHARE_CPUCAPACITY));
+        assert!(mc.groups[6].flags.contains(SdFlags::CLUSTER));
+        assert_eq!(mc.groups[6].capacity, 4096);
+        assert_eq!(mc.groups[0].asym_prefer_cpu, 0);
+        // ...and lose it in cluster-naive (5.16): they carry the dead CLS's flags.
+        let n = doms("alderlake", "cluster-naive");
+        let mcn = &n.cpus[0].domains[1];
+        assert!(!mcn.groups[1].flags.contains(SdFlags::SHARE_CPUCAPACITY));
+        assert!(mcn.groups[1].flags.contains(SdFlags::CLUSTER));
+        // The E-core CLS's groups: the removed SMT base domain clears them.
+        assert_eq!(c.cpus[12].domains[0].groups[0].flags, SdFlags::empty());
+        let v = doms("alderlake", "vanilla");
+        assert_eq!(chain(&v, 12), ["MC 0-19"]);
+        assert!(!v.cluster_active);
+        assert!(c.cluster_active);
+    }
+
+    #[test]
+    fn configs_named() {
+        for n in crate::domains::CONFIG_NAMES {
+            assert!(DomainConfig::named(n).is_some());
+        }
+        assert!(DomainConfig::named("nope").is_none());
+    }
+}

@@ -1,0 +1,1531 @@
+//! Machine files: the TOML format of `docs/machine-format.md`, its loader and its
+//! validation.
+//!
+//! A file describes the CPUs in one of three ways, exactly one of which must be
+//! present:
+//! - `[shape]`: a regular machine by counts (packages, dies, LLCs, clusters, cores,
+//!   threads), e.g. Kunpeng 920;
+//! - `[[core_group]]`: a list of homogeneous groups of cores, each with its own core
+//!   type and placement, e.g. Alder Lake's P-cores and E-core clusters;
+//! - `[[cpu]]`: one entry per CPU with explicit ids (what `machine_to_toml` and the
+//!   sysfs import write).
+//!
+//! Everything else (core types, caches, memory, links, latencies) is shared by the
+//! three forms. Loading never panics: every problem becomes a one-line
+//! [`TopoError`] naming the origin, the field and the reason.
+
+use crate::cpumask::{CpuId, CpuMask, MAX_CPUS};
+use crate::error::TopoError;
+use crate::machine::{
+    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
+};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Largest accepted bandwidth, bytes/s (10 TB/s): anything above is a typo.
+const MAX_BW_BYTES_PER_S: f64 = 1e13;
+/// Largest accepted latency or cost, ns (1 s).
+const MAX_NS: u32 = 1_000_000_000;
+/// Largest accepted frequency, MHz.
+const MAX_FREQ_MHZ: u32 = 100_000;
+/// Largest accepted cache size (1 TiB) and line size.
+const MAX_CACHE_BYTES: u64 = 1 << 40;
+const MAX_LINE_BYTES: u32 = 4096;
+/// Largest SLIT entry (255 means "unreachable" in ACPI and is refused).
+const MAX_DISTANCE: u32 = 254;
+
+// ---------------------------------------------------------------------------
+// The file format (serde side).
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMachine {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    arch: Option<String>,
+    #[serde(default)]
+    core_type: Vec<FileCoreType>,
+    #[serde(default)]
+    shape: Option<FileShape>,
+    #[serde(default)]
+    core_group: Vec<FileCoreGroup>,
+    #[serde(default)]
+    cpu: Vec<FileCpu>,
+    #[serde(default)]
+    cache: Vec<FileCache>,
+    #[serde(default)]
+    memory: Option<FileMemory>,
+    #[serde(default)]
+    node: Vec<FileNode>,
+    #[serde(default)]
+    numa: Option<FileNuma>,
+    #[serde(default)]
+    link: Vec<FileLink>,
+    c2c: FileC2c,
+    wakeup: FileWakeup,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCoreType {
+    name: String,
+    capacity: i64,
+    freq_max_mhz: i64,
+    #[serde(default)]
+    smt_thread_speed: Option<f64>,
+    core_bw_bytes_per_s: f64,
+    #[serde(default)]
+    asym_prio: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShape {
+    #[serde(default = "one")]
+    packages: i64,
+    #[serde(default = "one")]
+    dies_per_package: i64,
+    #[serde(default = "one")]
+    llcs_per_die: i64,
+    #[serde(default = "one")]
+    clusters_per_llc: i64,
+    #[serde(default = "one")]
+    cores_per_cluster: i64,
+    #[serde(default = "one")]
+    threads_per_core: i64,
+    #[serde(default = "one")]
+    nodes_per_package: i64,
+    #[serde(default = "one")]
+    packages_per_node: i64,
+    core_type: String,
+    #[serde(default)]
+    numbering: Option<String>,
+}
+
+fn one() -> i64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCoreGroup {
+    core_type: String,
+    cores: i64,
+    #[serde(default = "one")]
+    threads_per_core: i64,
+    #[serde(default = "one")]
+    cores_per_cluster: i64,
+    #[serde(default)]
+    package: i64,
+    #[serde(default)]
+    die: i64,
+    #[serde(default)]
+    node: i64,
+    #[serde(default)]
+    llc: Option<i64>,
+    #[serde(default)]
+    llc_per: Option<String>,
+    #[serde(default)]
+    cpus: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCpu {
+    id: i64,
+    core: i64,
+    #[serde(default)]
+    cluster: Option<i64>,
+    llc: i64,
+    #[serde(default)]
+    die: i64,
+    #[serde(default)]
+    package: i64,
+    #[serde(default)]
+    node: i64,
+    core_type: String,
+    #[serde(default)]
+    capacity: Option<i64>,
+    #[serde(default)]
+    freq_max_mhz: Option<i64>,
+    #[serde(default)]
+    asym_prio: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SizeSpec {
+    Bytes(i64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCache {
+    level: i64,
+    #[serde(default)]
+    kind: Option<String>,
+    size: SizeSpec,
+    #[serde(default)]
+    line_bytes: Option<i64>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    cpus: Option<String>,
+    #[serde(default)]
+    core_type: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMemory {
+    mem_bw_peak_bytes_per_s: f64,
+    mem_half_concurrency: f64,
+    mem_latency_ns: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileNode {
+    id: i64,
+    #[serde(default)]
+    mem_bw_peak_bytes_per_s: Option<f64>,
+    #[serde(default)]
+    mem_half_concurrency: Option<f64>,
+    #[serde(default)]
+    mem_latency_ns: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileNuma {
+    distance: Vec<Vec<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLink {
+    name: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    cpus: Option<String>,
+    #[serde(default)]
+    core_type: Option<String>,
+    bw_bytes_per_s: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileC2c {
+    #[serde(default)]
+    smt_ns: Option<i64>,
+    #[serde(default)]
+    cluster_ns: Option<i64>,
+    llc_ns: i64,
+    #[serde(default)]
+    die_ns: Option<i64>,
+    #[serde(default)]
+    node_ns: Option<i64>,
+    #[serde(default)]
+    package_ns: Option<i64>,
+    remote_package_ns: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWakeup {
+    ipi_ns: i64,
+    idle_exit_ns: i64,
+    wakeup_path_ns: i64,
+}
+
+// ---------------------------------------------------------------------------
+// Public entry points.
+
+/// Parses and validates a machine file's text. `origin` names the input in error
+/// messages (a path, `preset:NAME`, ...).
+pub fn load_machine_str(text: &str, origin: &str) -> Result<Machine, TopoError> {
+    let file: FileMachine = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
+    build_machine(file, origin)
+}
+
+/// Reads, parses and validates a machine file.
+pub fn load_machine_file(path: &Path) -> Result<Machine, TopoError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| TopoError::Io {
+        origin: origin.clone(),
+        reason: e.to_string(),
+    })?;
+    load_machine_str(&text, &origin)
+}
+
+/// One-line rendering of a TOML error: the key at the error's span (when the span
+/// covers a key or value), the line number and toml's own message.
+fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
+    let msg = e.message().replace('\n', " ");
+    let (field, line) = match e.span() {
+        Some(span) => {
+            let start = span.start.min(text.len());
+            let end = span.end.min(text.len()).max(start);
+            let line = text
+                .get(..start)
+                .map(|s| s.matches('\n').count() + 1)
+                .unwrap_or(1);
+            // The key whose value or name the span points into: the text before `=` on
+            // the span's line, or the span itself when it is a bare key.
+            let line_start = text
+                .get(..start)
+                .and_then(|s| s.rfind('\n'))
+                .map_or(0, |p| p + 1);
+            let line_end = text
+                .get(start..)
+                .and_then(|s| s.find('\n'))
+                .map_or(text.len(), |p| start + p);
+            let line_text = text.get(line_start..line_end).unwrap_or("");
+            let spanned = text.get(start..end).unwrap_or("").trim();
+            let key = match line_text.split_once('=') {
+                Some((k, _)) if !k.trim().is_empty() => k.trim().to_string(),
+                _ => spanned.trim_matches(|c| c == '[' || c == ']').to_string(),
+            };
+            let key = if key.is_empty() || key.len() > 60 {
+                "?".to_string()
+            } else {
+                key
+            };
+            (key, line)
+        }
+        None => ("?".to_string(), 0),
+    };
+    TopoError::Parse {
+        origin: origin.to_string(),
+        field,
+        reason: if line > 0 {
+            format!("{msg} (line {line})")
+        } else {
+            msg
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Validation helpers.
+
+fn int_in(origin: &str, field: &str, v: i64, lo: i64, hi: i64) -> Result<i64, TopoError> {
+    if v < lo || v > hi {
+        Err(TopoError::invalid(
+            origin,
+            field,
+            format!("{v} is out of range {lo}..={hi}"),
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+fn u32_in(origin: &str, field: &str, v: i64, lo: u32, hi: u32) -> Result<u32, TopoError> {
+    int_in(origin, field, v, i64::from(lo), i64::from(hi)).map(|v| v as u32)
+}
+
+fn float_in(origin: &str, field: &str, v: f64, lo: f64, hi: f64) -> Result<f64, TopoError> {
+    if !v.is_finite() || v < lo || v > hi {
+        Err(TopoError::invalid(
+            origin,
+            field,
+            format!("{v} is out of range {lo:e}..={hi:e}"),
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+fn positive_bw(origin: &str, field: &str, v: f64) -> Result<f64, TopoError> {
+    if !v.is_finite() || v <= 0.0 || v > MAX_BW_BYTES_PER_S {
+        Err(TopoError::invalid(
+            origin,
+            field,
+            format!("{v} must be a bandwidth in bytes/s in (0, {MAX_BW_BYTES_PER_S:e}]"),
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+fn parse_cpulist(origin: &str, field: &str, s: &str) -> Result<Vec<CpuId>, TopoError> {
+    // Ordered list (order matters for core groups), kernel list syntax.
+    let mut out = Vec::new();
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(out);
+    }
+    for part in t.split(',') {
+        let part = part.trim();
+        let bad = || {
+            TopoError::invalid(
+                origin,
+                field,
+                format!("`{part}` is not a CPU or range below {MAX_CPUS} (e.g. `0-3,8`)"),
+            )
+        };
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().map_err(|_| bad())?,
+                b.trim().parse::<usize>().map_err(|_| bad())?,
+            ),
+            None => {
+                let v = part.parse::<usize>().map_err(|_| bad())?;
+                (v, v)
+            }
+        };
+        if a > b || b >= MAX_CPUS {
+            return Err(bad());
+        }
+        if out.len() + (b - a + 1) > MAX_CPUS {
+            return Err(TopoError::invalid(
+                origin,
+                field,
+                format!("more than {MAX_CPUS} CPUs"),
+            ));
+        }
+        for c in a..=b {
+            out.push(c as CpuId);
+        }
+    }
+    Ok(out)
+}
+
+/// `64K`, `1.25M`, `24MiB`, `512 KiB`, `2G` (binary units) or a plain byte count.
+fn parse_size(origin: &str, field: &str, s: &SizeSpec) -> Result<u64, TopoError> {
+    let bytes = match s {
+        SizeSpec::Bytes(b) => {
+            if *b <= 0 {
+                return Err(TopoError::invalid(origin, field, "must be positive"));
+            }
+            *b as u64
+        }
+        SizeSpec::Text(t) => {
+            let t = t.trim();
+            let split = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len());
+            let (num, unit) = t.split_at(split);
+            let v: f64 = num.parse().map_err(|_| {
+                TopoError::invalid(origin, field, format!("`{t}` is not a size like `64K`"))
+            })?;
+            let mult: f64 = match unit.trim().to_ascii_uppercase().as_str() {
+                "" | "B" => 1.0,
+                "K" | "KB" | "KIB" => 1024.0,
+                "M" | "MB" | "MIB" => 1024.0 * 1024.0,
+                "G" | "GB" | "GIB" => 1024.0 * 1024.0 * 1024.0,
+                _ => {
+                    return Err(TopoError::invalid(
+                        origin,
+                        field,
+                        format!("unknown unit in `{t}` (use K, M or G)"),
+                    ))
+                }
+            };
+            let b = v * mult;
+            if !b.is_finite() || b < 1.0 {
+                return Err(TopoError::invalid(origin, field, "must be positive"));
+            }
+            if b > MAX_CACHE_BYTES as f64 {
+                return Err(TopoError::invalid(origin, field, "larger than 1 TiB"));
+            }
+            b.round() as u64
+        }
+    };
+    if bytes > MAX_CACHE_BYTES {
+        return Err(TopoError::invalid(origin, field, "larger than 1 TiB"));
+    }
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------
+// Building the CPU list.
+
+/// One CPU before densification: user-visible keys for every level.
+#[derive(Clone, Debug)]
+struct RawCpu {
+    core: u64,
+    cluster: u64,
+    llc: u64,
+    die: u64,
+    package: u64,
+    node: u64,
+    core_type: u16,
+    capacity: Option<u16>,
+    freq: Option<u32>,
+    prio: Option<u32>,
+}
+
+fn core_type_index(
+    origin: &str,
+    field: &str,
+    types: &[CoreType],
+    name: &str,
+) -> Result<u16, TopoError> {
+    types
+        .iter()
+        .position(|t| t.name == name)
+        .map(|i| i as u16)
+        .ok_or_else(|| {
+            let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+            TopoError::invalid(
+                origin,
+                field,
+                format!(
+                    "no core type named `{name}` (defined: {})",
+                    names.join(", ")
+                ),
+            )
+        })
+}
+
+/// Places `cpus` (in order) into the table, checking overlaps.
+fn place(
+    origin: &str,
+    field: &str,
+    table: &mut BTreeMap<u16, RawCpu>,
+    id: CpuId,
+    cpu: RawCpu,
+) -> Result<(), TopoError> {
+    if table.insert(id, cpu).is_some() {
+        return Err(TopoError::invalid(
+            origin,
+            field,
+            format!("CPU {id} is described twice"),
+        ));
+    }
+    Ok(())
+}
+
+fn cpus_from_shape(
+    origin: &str,
+    s: &FileShape,
+    types: &[CoreType],
+    table: &mut BTreeMap<u16, RawCpu>,
+) -> Result<(), TopoError> {
+    let m = MAX_CPUS as i64;
+    let packages = int_in(origin, "shape.packages", s.packages, 1, m)?;
+    let dies = int_in(origin, "shape.dies_per_package", s.dies_per_package, 1, m)?;
+    let llcs = int_in(origin, "shape.llcs_per_die", s.llcs_per_die, 1, m)?;
+    let clusters = int_in(origin, "shape.clusters_per_llc", s.clusters_per_llc, 1, m)?;
+    let cores = int_in(origin, "shape.cores_per_cluster", s.cores_per_cluster, 1, m)?;
+    let threads = int_in(origin, "shape.threads_per_core", s.threads_per_core, 1, 64)?;
+    let npp = int_in(origin, "shape.nodes_per_package", s.nodes_per_package, 1, m)?;
+    let ppn = int_in(origin, "shape.packages_per_node", s.packages_per_node, 1, m)?;
+    let total = [packages, dies, llcs, clusters, cores, threads]
+        .iter()
+        .try_fold(1i64, |acc, &v| acc.checked_mul(v).filter(|&p| p <= m));
+    let Some(total) = total else {
+        return Err(TopoError::invalid(
+            origin,
+            "shape",
+            format!("more than {MAX_CPUS} CPUs"),
+        ));
+    };
+    if npp > 1 && ppn > 1 {
+        return Err(TopoError::invalid(
+            origin,
+            "shape.packages_per_node",
+            "cannot be combined with nodes_per_package > 1",
+        ));
+    }
+    let llcs_per_pkg = dies * llcs;
+    if llcs_per_pkg % npp != 0 {
+        return Err(TopoError::invalid(
+            origin,
+            "shape.nodes_per_package",
+            format!("{npp} does not divide the package's {llcs_per_pkg} LLCs"),
+        ));
+    }
+    if packages % ppn != 0 {
+        return Err(TopoError::invalid(
+            origin,
+            "shape.packages_per_node",
+            format!("{ppn} does not divide the {packages} packages"),
+        ));
+    }
+    let ct = core_type_index(origin, "shape.core_type", types, &s.core_type)?;
+    let split = match s.numbering.as_deref().unwrap_or("adjacent") {
+        "adjacent" => false,
+        "split" => true,
+        other => {
+            return Err(TopoError::invalid(
+                origin,
+                "shape.numbering",
+                format!("`{other}` is not `adjacent` or `split`"),
+            ))
+        }
+    };
+    let nr_cores = total / threads;
+    let mut core = 0i64;
+    for p in 0..packages {
+        for d in 0..dies {
+            for l in 0..llcs {
+                let llc_in_pkg = d * llcs + l;
+                let node = if ppn > 1 {
+                    p / ppn
+                } else {
+                    p * npp + llc_in_pkg / (llcs_per_pkg / npp)
+                };
+                let llc = (p * dies + d) * llcs + l;
+                for c in 0..clusters {
+                    let cluster = llc * clusters + c;
+                    for _ in 0..cores {
+                        for t in 0..threads {
+                            let id = if split {
+                                t * nr_cores + core
+                            } else {
+                                core * threads + t
+                            };
+                            let raw = RawCpu {
+                                core: core as u64,
+                                cluster: cluster as u64,
+                                llc: llc as u64,
+                                die: (p * dies + d) as u64,
+                                package: p as u64,
+                                node: node as u64,
+                                core_type: ct,
+                                capacity: None,
+                                freq: None,
+                                prio: None,
+                            };
+                            place(origin, "shape", table, id as CpuId, raw)?;
+                        }
+                        core += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cpus_from_groups(
+    origin: &str,
+    groups: &[FileCoreGroup],
+    types: &[CoreType],
+    table: &mut BTreeMap<u16, RawCpu>,
+) -> Result<(), TopoError> {
+    let m = MAX_CPUS as i64;
+    // Keys are made unique across groups by an offset per group.
+    let mut core_base: u64 = 0;
+    let mut cluster_base: u64 = 0;
+    let mut next_free: i64 = 0;
+    // Per-core / per-cluster LLCs get keys above any explicit LLC id.
+    let mut llc_auto: u64 = 1 << 32;
+    for (gi, g) in groups.iter().enumerate() {
+        let f = |name: &str| format!("core_group[{gi}].{name}");
+        let cores = int_in(origin, &f("cores"), g.cores, 1, m)?;
+        let threads = int_in(origin, &f("threads_per_core"), g.threads_per_core, 1, 64)?;
+        let cpc = int_in(origin, &f("cores_per_cluster"), g.cores_per_cluster, 1, m)?;
+        if cores % cpc != 0 {
+            return Err(TopoError::invalid(
+                origin,
+                f("cores_per_cluster"),
+                format!("{cpc} does not divide the group's {cores} cores"),
+            ));
+        }
+        let n = cores
+            .checked_mul(threads)
+            .filter(|&n| n <= m)
+            .ok_or_else(|| {
+                TopoError::invalid(origin, f("cores"), format!("more than {MAX_CPUS} CPUs"))
+            })?;
+        let package = int_in(origin, &f("package"), g.package, 0, m)? as u64;
+        let die = int_in(origin, &f("die"), g.die, 0, m)? as u64;
+        let node = int_in(origin, &f("node"), g.node, 0, m)? as u64;
+        let llc_id = match g.llc {
+            Some(v) => int_in(origin, &f("llc"), v, 0, m)? as u64,
+            None => (1u64 << 40) + gi as u64,
+        };
+        let llc_per = match g.llc_per.as_deref() {
+            None | Some("group") => 0u8,
+            Some("cluster") => 1,
+            Some("core") => 2,
+            Some(other) => {
+                return Err(TopoError::invalid(
+                    origin,
+                    f("llc_per"),
+                    format!("`{other}` is not `group`, `cluster` or `core`"),
+                ))
+            }
+        };
+        if llc_per != 0 && g.llc.is_some() {
+            return Err(TopoError::invalid(
+                origin,
+                f("llc"),
+                "cannot be combined with llc_per",
+            ));
+        }
+        let ct = core_type_index(origin, &f("core_type"), types, &g.core_type)?;
+        let ids: Vec<CpuId> = match &g.cpus {
+            Some(list) => {
+                let ids = parse_cpulist(origin, &f("cpus"), list)?;
+                if ids.len() as i64 != n {
+                    return Err(TopoError::invalid(
+                        origin,
+                        f("cpus"),
+                        format!(
+                            "lists {} CPUs but the group has {cores}x{threads} = {n}",
+                            ids.len()
+                        ),
+                    ));
+                }
+                ids
+            }
+            None => {
+                if next_free + n > m {
+                    return Err(TopoError::invalid(
+                        origin,
+                        f("cores"),
+                        format!("more than {MAX_CPUS} CPUs"),
+                    ));
+                }
+                (next_free..next_free + n).map(|c| c as CpuId).collect()
+            }
+        };
+        for (k, &id) in ids.iter().enumerate() {
+            let k = k as u64;
+            let core_in_group = k / threads as u64;
+            let cluster_in_group = core_in_group / cpc as u64;
+            let llc = match llc_per {
+                0 => llc_id,
+                1 => llc_auto + cluster_in_group,
+                _ => llc_auto + core_in_group,
+            };
+            let raw = RawCpu {
+                core: core_base + core_in_group,
+                cluster: cluster_base + cluster_in_group,
+                llc,
+                die,
+                package,
+                node,
+                core_type: ct,
+                capacity: None,
+                freq: None,
+                prio: None,
+            };
+            place(origin, &f("cpus"), table, id, raw)?;
+            next_free = next_free.max(i64::from(id) + 1);
+        }
+        core_base += cores as u64;
+        cluster_base += (cores / cpc) as u64;
+        llc_auto += cores as u64;
+    }
+    Ok(())
+}
+
+fn cpus_from_list(
+    origin: &str,
+    list: &[FileCpu],
+    types: &[CoreType],
+    table: &mut BTreeMap<u16, RawCpu>,
+) -> Result<(), TopoError> {
+    let m = MAX_CPUS as i64;
+    if list.len() > MAX_CPUS {
+        return Err(TopoError::invalid(
+            origin,
+            "cpu",
+            format!("more than {MAX_CPUS} CPUs"),
+        ));
+    }
+    for (i, c) in list.iter().enumerate() {
+        let f = |name: &str| format!("cpu[{i}].{name}");
+        let id = int_in(origin, &f("id"), c.id, 0, m - 1)? as CpuId;
+        let big = i64::from(u32::MAX);
+        let core = int_in(origin, &f("core"), c.core, 0, big)? as u64;
+        let cluster = match c.cluster {
+            Some(v) => int_in(origin, &f("cluster"), v, 0, big)? as u64,
+            None => core + (1 << 40),
+        };
+        let ct = core_type_index(origin, &f("core_type"), types, &c.core_type)?;
+        let raw = RawCpu {
+            core,
+            cluster,
+            llc: int_in(origin, &f("llc"), c.llc, 0, big)? as u64,
+            die: int_in(origin, &f("die"), c.die, 0, big)? as u64,
+            package: int_in(origin, &f("package"), c.package, 0, big)? as u64,
+            node: int_in(origin, &f("node"), c.node, 0, m)? as u64,
+            core_type: ct,
+            capacity: match c.capacity {
+                Some(v) => Some(u32_in(origin, &f("capacity"), v, 1, 1024)? as u16),
+                None => None,
+            },
+            freq: match c.freq_max_mhz {
+                Some(v) => Some(u32_in(origin, &f("freq_max_mhz"), v, 1, MAX_FREQ_MHZ)?),
+                None => None,
+            },
+            prio: match c.asym_prio {
+                Some(v) => Some(u32_in(origin, &f("asym_prio"), v, 0, u32::MAX)?),
+                None => None,
+            },
+        };
+        place(origin, &f("id"), table, id, raw)?;
+    }
+    Ok(())
+}
+
+/// Renumbers keys densely in order of first appearance by CPU id.
+fn densify(keys: impl Iterator<Item = u64>) -> Vec<u32> {
+    let mut map: BTreeMap<u64, u32> = BTreeMap::new();
+    keys.map(|k| {
+        let next = map.len() as u32;
+        *map.entry(k).or_insert(next)
+    })
+    .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The whole machine.
+
+fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
+    if f.name.trim().is_empty() {
+        return Err(TopoError::invalid(origin, "name", "must not be empty"));
+    }
+    let arch = match f.arch.as_deref().unwrap_or("arm64") {
+        "x86" | "x86_64" => Arch::X86,
+        "arm64" | "arm" | "aarch64" | "riscv" => Arch::Arm64,
+        "powerpc" | "ppc64" | "ppc64le" => Arch::PowerPc,
+        other => {
+            return Err(TopoError::invalid(
+                origin,
+                "arch",
+                format!("`{other}` is not `x86`, `arm64` or `powerpc`"),
+            ))
+        }
+    };
+
+    // Core types.
+    if f.core_type.is_empty() {
+        return Err(TopoError::invalid(
+            origin,
+            "core_type",
+            "at least one [[core_type]] is needed",
+        ));
+    }
+    if f.core_type.len() > 64 {
+        return Err(TopoError::invalid(
+            origin,
+            "core_type",
+            "more than 64 core types",
+        ));
+    }
+    let mut types = Vec::new();
+    let mut type_attr = Vec::new();
+    for (i, t) in f.core_type.iter().enumerate() {
+        let fl = |name: &str| format!("core_type[{i}].{name}");
+        if t.name.trim().is_empty() {
+            return Err(TopoError::invalid(origin, fl("name"), "must not be empty"));
+        }
+        if types.iter().any(|x: &CoreType| x.name == t.name) {
+            return Err(TopoError::invalid(
+                origin,
+                fl("name"),
+                format!("`{}` defined twice", t.name),
+            ));
+        }
+        let cap = u32_in(origin, &fl("capacity"), t.capacity, 1, 1024)? as u16;
+        let freq = u32_in(origin, &fl("freq_max_mhz"), t.freq_max_mhz, 1, MAX_FREQ_MHZ)?;
+        let prio = u32_in(origin, &fl("asym_prio"), t.asym_prio, 0, u32::MAX)?;
+        let speed = match t.smt_thread_speed {
+            Some(v) => {
+                if !v.is_finite() || v <= 0.0 || v > 1.0 {
+                    return Err(TopoError::invalid(
+                        origin,
+                        fl("smt_thread_speed"),
+                        format!("{v} is not in (0, 1]"),
+                    ));
+                }
+                v
+            }
+            None => 1.0,
+        };
+        let bw = positive_bw(origin, &fl("core_bw_bytes_per_s"), t.core_bw_bytes_per_s)?;
+        types.push(CoreType {
+            name: t.name.clone(),
+            smt_thread_speed: speed,
+            core_bw_bytes_per_s: bw,
+        });
+        type_attr.push((cap, freq, prio));
+    }
+
+    // CPUs.
+    let forms = [
+        f.shape.is_some(),
+        !f.core_group.is_empty(),
+        !f.cpu.is_empty(),
+    ];
+    let nforms = forms.iter().filter(|&&b| b).count();
+    if nforms == 0 {
+        return Err(TopoError::invalid(
+            origin,
+            "shape",
+            "no CPUs: give one of [shape], [[core_group]] or [[cpu]]",
+        ));
+    }
+    if nforms > 1 {
+        return Err(TopoError::invalid(
+            origin,
+            "shape",
+            "give only one of [shape], [[core_group]] or [[cpu]]",
+        ));
+    }
+    let mut table: BTreeMap<u16, RawCpu> = BTreeMap::new();
+    if let Some(s) = &f.shape {
+        cpus_from_shape(origin, s, &types, &mut table)?;
+    } else if !f.core_group.is_empty() {
+        cpus_from_groups(origin, &f.core_group, &types, &mut table)?;
+    } else {
+        cpus_from_list(origin, &f.cpu, &types, &mut table)?;
+    }
+    let n = table.len();
+    if n == 0 {
+        return Err(TopoError::invalid(origin, "cpu", "no CPUs"));
+    }
+    if n > MAX_CPUS {
+        return Err(TopoError::invalid(
+            origin,
+            "cpu",
+            format!("{n} CPUs, more than {MAX_CPUS}"),
+        ));
+    }
+    // Dense ids 0..n.
+    for (expect, &id) in table.keys().enumerate() {
+        if id as usize != expect {
+            return Err(TopoError::invalid(
+                origin,
+                "cpus",
+                format!("CPU {expect} is missing (CPU ids must be 0..{n} without gaps)"),
+            ));
+        }
+    }
+    let raws: Vec<RawCpu> = table.into_values().collect();
+    let cores = densify(raws.iter().map(|r| r.core));
+    let clusters = densify(raws.iter().map(|r| r.cluster));
+    let llcs = densify(raws.iter().map(|r| r.llc));
+    let dies = densify(raws.iter().map(|r| r.die));
+    let packages = densify(raws.iter().map(|r| r.package));
+    let mut cpus = Vec::with_capacity(n);
+    for (i, r) in raws.iter().enumerate() {
+        let (cap, freq, prio) = type_attr[r.core_type as usize];
+        cpus.push(CpuInfo {
+            id: i as CpuId,
+            core: cores[i],
+            cluster: clusters[i],
+            llc: llcs[i],
+            die: dies[i],
+            package: packages[i],
+            node: r.node as u32,
+            capacity: r.capacity.unwrap_or(cap),
+            freq_max_mhz: r.freq.unwrap_or(freq),
+            asym_prio: r.prio.unwrap_or(prio),
+            core_type: r.core_type,
+        });
+    }
+
+    // Nodes must be dense 0..k.
+    let mut node_ids: Vec<u32> = cpus.iter().map(|c| c.node).collect();
+    node_ids.sort_unstable();
+    node_ids.dedup();
+    let nr_nodes = node_ids.len();
+    for (expect, &id) in node_ids.iter().enumerate() {
+        if id as usize != expect {
+            return Err(TopoError::invalid(
+                origin,
+                "node",
+                format!("node {expect} has no CPUs (node ids must be 0..{nr_nodes} without gaps)"),
+            ));
+        }
+    }
+
+    check_nesting(origin, &cpus)?;
+
+    // Memory per node.
+    let mut nodes = Vec::with_capacity(nr_nodes);
+    for id in 0..nr_nodes as u32 {
+        let over = f.node.iter().find(|x| x.id == i64::from(id));
+        let base = f.memory.as_ref();
+        let fld = |name: &str| match over {
+            Some(_) => format!("node[id={id}].{name}"),
+            None => format!("memory.{name}"),
+        };
+        let peak = over
+            .and_then(|o| o.mem_bw_peak_bytes_per_s)
+            .or(base.map(|b| b.mem_bw_peak_bytes_per_s))
+            .ok_or_else(|| {
+                TopoError::invalid(
+                    origin,
+                    "memory.mem_bw_peak_bytes_per_s",
+                    format!("missing for node {id}"),
+                )
+            })?;
+        let half = over
+            .and_then(|o| o.mem_half_concurrency)
+            .or(base.map(|b| b.mem_half_concurrency))
+            .ok_or_else(|| {
+                TopoError::invalid(
+                    origin,
+                    "memory.mem_half_concurrency",
+                    format!("missing for node {id}"),
+                )
+            })?;
+        let lat = over
+            .and_then(|o| o.mem_latency_ns)
+            .or(base.map(|b| b.mem_latency_ns))
+            .ok_or_else(|| {
+                TopoError::invalid(
+                    origin,
+                    "memory.mem_latency_ns",
+                    format!("missing for node {id}"),
+                )
+            })?;
+        nodes.push(NodeInfo {
+            id,
+            cpus: CpuMask::from_cpus(cpus.iter().filter(|c| c.node == id).map(|c| c.id)),
+            mem_bw_peak_bytes_per_s: positive_bw(origin, &fld("mem_bw_peak_bytes_per_s"), peak)?,
+            mem_half_concurrency: float_in(origin, &fld("mem_half_concurrency"), half, 1e-3, 1e6)?,
+            mem_latency_ns: u32_in(origin, &fld("mem_latency_ns"), lat, 1, MAX_NS)?,
+        });
+    }
+    for (i, o) in f.node.iter().enumerate() {
+        if o.id < 0 || o.id as usize >= nr_nodes {
+            return Err(TopoError::invalid(
+                origin,
+                format!("node[{i}].id"),
+                format!("{} is not a node with CPUs (0..{nr_nodes})", o.id),
+            ));
+        }
+        if f.node.iter().take(i).any(|x| x.id == o.id) {
+            return Err(TopoError::invalid(
+                origin,
+                format!("node[{i}].id"),
+                format!("node {} given twice", o.id),
+            ));
+        }
+    }
+
+    // Distance table.
+    let distance = match f.numa.as_ref().map(|n| &n.distance) {
+        None if nr_nodes == 1 => vec![vec![10]],
+        None => {
+            return Err(TopoError::invalid(
+                origin,
+                "numa.distance",
+                format!("missing: {nr_nodes} nodes need a {nr_nodes}x{nr_nodes} table"),
+            ))
+        }
+        Some(t) => check_distance(origin, t, nr_nodes)?,
+    };
+
+    // Caches.
+    let mut caches = Vec::new();
+    for (i, c) in f.cache.iter().enumerate() {
+        let fl = |name: &str| format!("cache[{i}].{name}");
+        let level = u32_in(origin, &fl("level"), c.level, 1, 8)? as u8;
+        let kind = match c.kind.as_deref().unwrap_or("Unified") {
+            "Data" | "data" => "Data",
+            "Instruction" | "instruction" => "Instruction",
+            "Unified" | "unified" => "Unified",
+            other => {
+                return Err(TopoError::invalid(
+                    origin,
+                    fl("kind"),
+                    format!("`{other}` is not Data, Instruction or Unified"),
+                ))
+            }
+        };
+        let size = parse_size(origin, &fl("size"), &c.size)?;
+        let line = match c.line_bytes {
+            Some(v) => u32_in(origin, &fl("line_bytes"), v, 1, MAX_LINE_BYTES)?,
+            None => 64,
+        };
+        let filter = match &c.core_type {
+            Some(name) => Some(core_type_index(origin, &fl("core_type"), &types, name)?),
+            None => None,
+        };
+        for span in instances(
+            origin,
+            &fl("scope"),
+            &fl("cpus"),
+            &c.scope,
+            &c.cpus,
+            &cpus,
+            filter,
+        )? {
+            caches.push(CacheInfo {
+                level,
+                kind: kind.to_string(),
+                size_bytes: size,
+                line_bytes: line,
+                cpus: span,
+            });
+        }
+    }
+    check_caches(origin, &caches, &cpus)?;
+
+    // Links.
+    let mut links = Vec::new();
+    for (i, l) in f.link.iter().enumerate() {
+        let fl = |name: &str| format!("link[{i}].{name}");
+        if l.name.trim().is_empty() {
+            return Err(TopoError::invalid(origin, fl("name"), "must not be empty"));
+        }
+        let bw = positive_bw(origin, &fl("bw_bytes_per_s"), l.bw_bytes_per_s)?;
+        let filter = match &l.core_type {
+            Some(name) => Some(core_type_index(origin, &fl("core_type"), &types, name)?),
+            None => None,
+        };
+        let spans = instances(
+            origin,
+            &fl("scope"),
+            &fl("cpus"),
+            &l.scope,
+            &l.cpus,
+            &cpus,
+            filter,
+        )?;
+        let many = spans.len() > 1;
+        for (k, span) in spans.into_iter().enumerate() {
+            links.push(SharedLink {
+                name: if many {
+                    format!("{}{k}", l.name)
+                } else {
+                    l.name.clone()
+                },
+                cpus: span,
+                bw_bytes_per_s: bw,
+            });
+        }
+    }
+
+    let c2c = {
+        let g = |name: &str, v: i64| u32_in(origin, &format!("c2c.{name}"), v, 0, MAX_NS);
+        let llc = g("llc_ns", f.c2c.llc_ns)?;
+        let remote = g("remote_package_ns", f.c2c.remote_package_ns)?;
+        let opt = |name: &str, v: Option<i64>, dflt: u32| match v {
+            Some(v) => g(name, v),
+            None => Ok(dflt),
+        };
+        let cluster = opt("cluster_ns", f.c2c.cluster_ns, llc)?;
+        let smt = opt("smt_ns", f.c2c.smt_ns, cluster)?;
+        let package = opt("package_ns", f.c2c.package_ns, remote)?;
+        let node = opt("node_ns", f.c2c.node_ns, package)?;
+        let die = opt("die_ns", f.c2c.die_ns, node)?;
+        C2cLatency {
+            smt_ns: smt,
+            cluster_ns: cluster,
+            llc_ns: llc,
+            die_ns: die,
+            node_ns: node,
+            package_ns: package,
+            remote_package_ns: remote,
+        }
+    };
+    let wakeup = WakeupCosts {
+        ipi_ns: u32_in(origin, "wakeup.ipi_ns", f.wakeup.ipi_ns, 0, MAX_NS)?,
+        idle_exit_ns: u32_in(
+            origin,
+            "wakeup.idle_exit_ns",
+            f.wakeup.idle_exit_ns,
+            0,
+            MAX_NS,
+        )?,
+        wakeup_path_ns: u32_in(
+            origin,
+            "wakeup.wakeup_path_ns",
+            f.wakeup.wakeup_path_ns,
+            0,
+            MAX_NS,
+        )?,
+    };
+
+    Ok(Machine {
+        name: f.name,
+        description: f.description,
+        arch,
+        cpus,
+        core_types: types,
+        caches,
+        nodes,
+        distance,
+        links,
+        c2c,
+        wakeup,
+    })
+}
+
+/// The CPU sets a `scope` or `cpus` key describes: one set per instance of the scope.
+fn instances(
+    origin: &str,
+    scope_field: &str,
+    cpus_field: &str,
+    scope: &Option<String>,
+    list: &Option<String>,
+    cpus: &[CpuInfo],
+    filter: Option<u16>,
+) -> Result<Vec<CpuMask>, TopoError> {
+    let keep = |c: &&CpuInfo| !matches!(filter, Some(t) if t != c.core_type);
+    match (scope, list) {
+        (Some(_), Some(_)) => Err(TopoError::invalid(
+            origin,
+            scope_field,
+            "give either scope or cpus, not both",
+        )),
+        (None, None) => Err(TopoError::invalid(
+            origin,
+            scope_field,
+            "missing: give scope or cpus",
+        )),
+        (None, Some(l)) => {
+            let ids = parse_cpulist(origin, cpus_field, l)?;
+            if ids.is_empty() {
+                return Err(TopoError::invalid(origin, cpus_field, "empty CPU list"));
+            }
+            if let Some(bad) = ids.iter().find(|&&c| c as usize >= cpus.len()) {
+                return Err(TopoError::invalid(
+                    origin,
+                    cpus_field,
+                    format!("CPU {bad} does not exist (the machine has {})", cpus.len()),
+                ));
+            }
+            Ok(vec![CpuMask::from_cpus(ids)])
+        }
+        (Some(s), None) => {
+            let key: fn(&CpuInfo) -> u32 = match s.as_str() {
+                "thread" | "cpu" => |c| u32::from(c.id),
+                "core" => |c| c.core,
+                "cluster" => |c| c.cluster,
+                "llc" => |c| c.llc,
+                "die" => |c| c.die,
+                "package" => |c| c.package,
+                "node" => |c| c.node,
+                "machine" => |_| 0,
+                other => {
+                    return Err(TopoError::invalid(
+                        origin,
+                        scope_field,
+                        format!(
+                            "`{other}` is not one of thread, core, cluster, llc, die, package, node, machine"
+                        ),
+                    ))
+                }
+            };
+            let mut by_key: BTreeMap<u32, CpuMask> = BTreeMap::new();
+            for c in cpus.iter().filter(keep) {
+                by_key.entry(key(c)).or_default().set(c.id);
+            }
+            // In order of first CPU.
+            let mut v: Vec<CpuMask> = by_key.into_values().collect();
+            v.sort_by_key(|m| m.first());
+            Ok(v)
+        }
+    }
+}
+
+/// Checks that the levels nest: a core lies in one LLC, die, package and node; an
+/// LLC lies in one die... (cluster may be wider than the LLC, as on POWER10 where
+/// each 4-thread small core has its own L2/L3 and the cluster is the SMT8 core).
+fn check_nesting(origin: &str, cpus: &[CpuInfo]) -> Result<(), TopoError> {
+    type Key = fn(&CpuInfo) -> u32;
+    let levels: [(&str, Key); 6] = [
+        ("core", |c| c.core),
+        ("cluster", |c| c.cluster),
+        ("llc", |c| c.llc),
+        ("die", |c| c.die),
+        ("package", |c| c.package),
+        ("node", |c| c.node),
+    ];
+    // (inner, outer) pairs that must nest.
+    let pairs: [(usize, usize); 10] = [
+        (0, 1),
+        (1, 5),
+        (0, 2),
+        (0, 3),
+        (0, 4),
+        (0, 5),
+        (1, 3),
+        (2, 3),
+        (3, 4),
+        (2, 5),
+    ];
+    for (inner, outer) in pairs {
+        let (iname, ik) = levels[inner];
+        let (oname, ok) = levels[outer];
+        let mut seen: BTreeMap<u32, (u32, CpuId)> = BTreeMap::new();
+        for c in cpus {
+            let (i, o) = (ik(c), ok(c));
+            match seen.get(&i) {
+                Some(&(o2, first)) if o2 != o => {
+                    let reason = if oname == "node" && iname == "llc" {
+                        format!(
+                            "a last-level cache is shared by CPUs of different nodes (CPU {first} on node {o2}, CPU {} on node {o})",
+                            c.id
+                        )
+                    } else {
+                        format!(
+                            "{iname} {i} spans two {oname}s (CPU {first} in {oname} {o2}, CPU {} in {oname} {o})",
+                            c.id
+                        )
+                    };
+                    return Err(TopoError::invalid(origin, iname, reason));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(i, (o, c.id));
+                }
+            }
+        }
+    }
+    // SMT siblings share a core type.
+    let mut ty: BTreeMap<u32, u16> = BTreeMap::new();
+    for c in cpus {
+        if let Some(&t) = ty.get(&c.core) {
+            if t != c.core_type {
+                return Err(TopoError::invalid(
+                    origin,
+                    "core_type",
+                    format!("CPU {} has another core type than its SMT siblings", c.id),
+                ));
+            }
+        } else {
+            ty.insert(c.core, c.core_type);
+        }
+    }
+    Ok(())
+}
+
+fn check_caches(origin: &str, caches: &[CacheInfo], cpus: &[CpuInfo]) -> Result<(), TopoError> {
+    for (i, c) in caches.iter().enumerate() {
+        let mut nodes = c.cpus.iter().map(|id| cpus[id as usize].node);
+        if let Some(first) = nodes.next() {
+            if let Some(other) = nodes.find(|&n| n != first) {
+                return Err(TopoError::invalid(
+                    origin,
+                    "cache",
+                    format!(
+                        "L{} instance {i} (CPUs {}) is shared by CPUs of different nodes ({first} and {other})",
+                        c.level,
+                        c.cpus.to_list_string()
+                    ),
+                ));
+            }
+        }
+    }
+    // Instances of one level and kind must not overlap.
+    for (i, a) in caches.iter().enumerate() {
+        for b in caches.iter().skip(i + 1) {
+            if a.level == b.level && a.kind == b.kind && a.cpus.intersects(&b.cpus) {
+                return Err(TopoError::invalid(
+                    origin,
+                    "cache",
+                    format!(
+                        "two L{} {} instances overlap (CPUs {} and {})",
+                        a.level,
+                        a.kind,
+                        a.cpus.to_list_string(),
+                        b.cpus.to_list_string()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_distance(origin: &str, t: &[Vec<i64>], n: usize) -> Result<Vec<Vec<u32>>, TopoError> {
+    if t.len() != n {
+        return Err(TopoError::invalid(
+            origin,
+            "distance",
+            format!("has {} rows but the machine has {n} nodes", t.len()),
+        ));
+    }
+    let mut out = vec![vec![0u32; n]; n];
+    for (a, row) in t.iter().enumerate() {
+        if row.len() != n {
+            return Err(TopoError::invalid(
+                origin,
+                format!("distance[{a}]"),
+                format!("has {} entries but the machine has {n} nodes", row.len()),
+            ));
+        }
+        for (b, &v) in row.iter().enumerate() {
+            let f = format!("distance[{a}][{b}]");
+            if a == b {
+                if v != 10 {
+                    return Err(TopoError::invalid(
+                        origin,
+                        f,
+                        format!("{v}: the diagonal must be 10"),
+                    ));
+                }
+            } else if !(11..=i64::from(MAX_DISTANCE)).contains(&v) {
+                return Err(TopoError::invalid(
+                    origin,
+                    f,
+                    format!("{v}: distances between nodes must be in 11..={MAX_DISTANCE}"),
+                ));
+            }
+            out[a][b] = v as u32;
+        }
+    }
+    for (a, row) in out.iter().enumerate() {
+        for (b, &v) in row.iter().enumerate().take(a) {
+            let w = out[b][a];
+            if v != w {
+                return Err(TopoError::invalid(
+                    origin,
+                    format!("distance[{a}][{b}]"),
+                    format!(
+                        "{v} differs from distance[{b}][{a}] = {w}: the table must be symmetric"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINI: &str = r#"
+name = "mini"
+arch = "x86"
+[[core_type]]
+name = "c"
+capacity = 1024
+freq_max_mhz = 3000
+smt_thread_speed = 0.6
+core_bw_bytes_per_s = 10e9
+[shape]
+packages = 2
+cores_per_cluster = 2
+threads_per_core = 2
+core_type = "c"
+nodes_per_package = 1
+[[cache]]
+level = 3
+size = "8M"
+scope = "package"
+[memory]
+mem_bw_peak_bytes_per_s = 50e9
+mem_half_concurrency = 2
+mem_latency_ns = 100
+[numa]
+distance = [[10, 21], [21, 10]]
+[c2c]
+llc_ns = 30
+remote_package_ns = 120
+[wakeup]
+ipi_ns = 1000
+idle_exit_ns = 1000
+wakeup_path_ns = 1000
+"#;
+
+    #[test]
+    fn mini_loads() {
+        let m = load_machine_str(MINI, "mini.toml").unwrap();
+        assert_eq!(m.nr_cpus(), 8);
+        assert_eq!(m.cpus[1].core, 0);
+        assert_eq!(m.cpus[4].package, 1);
+        assert_eq!(m.cpus[4].node, 1);
+        assert_eq!(m.caches.len(), 2);
+        assert_eq!(m.c2c.smt_ns, 30);
+        assert_eq!(m.c2c.node_ns, 120);
+        assert_eq!(m.arch, Arch::X86);
+    }
+
+    fn err(text: &str) -> String {
+        load_machine_str(text, "f.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_are_one_line_and_name_origin_and_field() {
+        let cases = [
+            (MINI.replace("capacity = 1024", "capacity = 0"), "capacity"),
+            (
+                MINI.replace("capacity = 1024", "capacity = 2000"),
+                "capacity",
+            ),
+            (
+                MINI.replace("name = \"mini\"", "name = \"mini\"\ncolour = 1"),
+                "colour",
+            ),
+            (
+                MINI.replace("[[21, 10]]", "[[22, 10]]")
+                    .replace("[10, 21], [21, 10]", "[10, 21], [22, 10]"),
+                "distance",
+            ),
+            (
+                MINI.replace("[10, 21], [21, 10]", "[11, 21], [21, 10]"),
+                "distance[0][0]",
+            ),
+            (MINI.replace("[10, 21], [21, 10]", "[10, 21]"), "distance"),
+            (MINI.replace("packages = 2", "packages = 300"), "shape"),
+            (
+                MINI.replace("packages = 2", "packages = 0"),
+                "shape.packages",
+            ),
+            (
+                MINI.replace("scope = \"package\"", "scope = \"machine\""),
+                "cache",
+            ),
+            (
+                MINI.replace("core_type = \"c\"\nnodes", "core_type = \"d\"\nnodes"),
+                "shape.core_type",
+            ),
+            (MINI.replace("mem_latency_ns = 100", ""), "mem_latency_ns"),
+        ];
+        for (text, field) in cases {
+            let e = err(&text);
+            assert!(e.starts_with("f.toml: "), "{e}");
+            assert!(e.contains(field), "{field}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn overlapping_and_missing_cpus() {
+        let base = MINI.split("[shape]").next().unwrap_or("").to_string();
+        let tail = MINI.split_once("[[cache]]").map(|(_, t)| t).unwrap_or("");
+        let tail = format!(
+            "[[cache]]{}",
+            tail.replace("scope = \"package\"", "scope = \"core\"")
+        );
+        let overlap = format!(
+            "{base}[[core_group]]\ncore_type = \"c\"\ncores = 2\ncpus = \"0-1\"\n[[core_group]]\ncore_type = \"c\"\ncores = 2\ncpus = \"1-2\"\n{tail}"
+        );
+        let e = err(&overlap);
+        assert!(e.contains("CPU 1 is described twice"), "{e}");
+        let missing =
+            format!("{base}[[core_group]]\ncore_type = \"c\"\ncores = 2\ncpus = \"0,2\"\n{tail}");
+        let e = err(&missing);
+        assert!(e.contains("CPU 1 is missing"), "{e}");
+    }
+
+    #[test]
+    fn sizes() {
+        let p = |s: &str| parse_size("o", "f", &SizeSpec::Text(s.into()));
+        assert_eq!(p("64K"), Ok(65536));
+        assert_eq!(p("1.25M"), Ok(1310720));
+        assert_eq!(p("24 MiB"), Ok(24 << 20));
+        assert!(p("-1K").is_err());
+        assert!(p("3X").is_err());
+        assert!(p("").is_err());
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        for t in ["", "[[[", "name = 3", "name = \"x\"\n[shape]\n", "\u{0}"] {
+            assert!(load_machine_str(t, "g").is_err());
+        }
+    }
+}

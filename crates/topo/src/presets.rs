@@ -1,0 +1,108 @@
+//! Machine presets, embedded in the binary (`crates/topo/presets/*.toml`).
+//!
+//! Every number in a preset file carries its source key from
+//! `shared/reference/hardware.md` (e.g. `[WAYCA]`) or the word ESTIMATE in a comment.
+
+use crate::error::TopoError;
+use crate::load::{load_machine_file, load_machine_str};
+use crate::machine::Machine;
+use std::path::Path;
+
+/// Preset names, in the order of the reference machines (S1..S5).
+pub const PRESET_NAMES: &[&str] = &[
+    "kunpeng920",
+    "power10",
+    "alderlake",
+    "sapphirerapids",
+    "genoa",
+    "exynos5422",
+    "exynos5433",
+];
+
+/// The TOML text of a preset, if `name` is one.
+pub fn preset_text(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "kunpeng920" => include_str!("../presets/kunpeng920.toml"),
+        "power10" => include_str!("../presets/power10.toml"),
+        "alderlake" => include_str!("../presets/alderlake.toml"),
+        "sapphirerapids" => include_str!("../presets/sapphirerapids.toml"),
+        "genoa" => include_str!("../presets/genoa.toml"),
+        "exynos5422" => include_str!("../presets/exynos5422.toml"),
+        "exynos5433" => include_str!("../presets/exynos5433.toml"),
+        _ => return None,
+    })
+}
+
+/// Loads a preset by name; the error lists the valid names.
+pub fn preset(name: &str) -> Result<Machine, TopoError> {
+    match preset_text(name) {
+        Some(text) => load_machine_str(text, &format!("preset:{name}")),
+        None => Err(TopoError::UnknownPreset {
+            name: name.to_string(),
+            valid: PRESET_NAMES.join(", "),
+        }),
+    }
+}
+
+/// A preset name, else a machine file path.
+pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
+    if preset_text(name_or_path).is_some() {
+        return preset(name_or_path);
+    }
+    let path = Path::new(name_or_path);
+    if path.is_file() {
+        return load_machine_file(path);
+    }
+    Err(TopoError::UnknownMachine {
+        name: name_or_path.to_string(),
+        valid: PRESET_NAMES.join(", "),
+        reason: if path.exists() {
+            "the path is not a regular file".to_string()
+        } else {
+            "no such file".to_string()
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_presets_load() {
+        for name in PRESET_NAMES {
+            let m = preset(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&m.name, name);
+        }
+    }
+
+    #[test]
+    fn unknown_names() {
+        let e = preset("nope").unwrap_err().to_string();
+        assert!(e.contains("kunpeng920") && e.contains("exynos5433"), "{e}");
+        let e = resolve_machine("/no/such/file.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no such file") && e.contains("genoa"), "{e}");
+    }
+
+    #[test]
+    fn kunpeng920_facts() {
+        let m = preset("kunpeng920").unwrap();
+        assert_eq!(m.nr_cpus(), 96);
+        assert_eq!(m.nodes.len(), 4);
+        assert_eq!(m.cluster_mask(0).to_list_string(), "0-3");
+        assert_eq!(m.llc_mask(0).to_list_string(), "0-23");
+        assert_eq!(m.cpu_node_mask(30).to_list_string(), "24-47");
+        assert_eq!(m.cpus[95].package, 1);
+        assert_eq!(m.distance[1][3], 24);
+        let n = &m.nodes[0];
+        // The fitted closed-queue model reproduces the [WAYCA] STREAM points.
+        let bw = |k: f64| n.mem_bw_peak_bytes_per_s * k / (k + n.mem_half_concurrency);
+        assert!((bw(4.0) - 40.8e9).abs() < 0.05e9);
+        assert!((bw(24.0) - 63.3e9).abs() < 0.05e9);
+        assert!((bw(12.0) - 57.0e9).abs() < 0.1e9);
+        assert_eq!(m.links.len(), 24);
+        assert_eq!(m.links[0].cpus.to_list_string(), "0-3");
+    }
+}
