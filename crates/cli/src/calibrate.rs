@@ -7,18 +7,22 @@ pub(crate) fn run(machine: &str, json: bool) -> Result<(), Failure> {
     let checks = schedlab_exp::calibrate::checks(machine).map_err(input)?;
     if json {
         let v = serde_json::json!({"machine": machine, "checks": checks});
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).context("serialising")?
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<40} {:>12} {:>12} {:>7}  {:<10} source",
-        "check", "published", "simulated", "ratio", "role"
+        "check",
+        "published",
+        "simulated",
+        "ratio",
+        "role"
     );
     for c in &checks {
-        println!(
+        outln!(
             "{:<40} {:>12.1} {:>12.1} {:>7.3}  {:<10} {}",
             format!("{} ({})", c.name, c.unit),
             c.published,

@@ -15,6 +15,24 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// Writes to stdout; a closed pipe (`schedlab topo ... | head`) ends the program quietly.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("schedlab: writing output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`emit`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::emit(&format!("{}\n", format!($($arg)*))) };
+}
+
 mod calibrate;
 
 #[derive(Parser)]
@@ -65,6 +83,15 @@ enum Cmd {
         /// List preset names.
         #[arg(long)]
         list: bool,
+        /// This computer, read from /sys.
+        #[arg(long, conflicts_with = "machine")]
+        host: bool,
+        /// Read a copy of a sysfs tree rooted here (as /sys).
+        #[arg(long, conflicts_with = "machine")]
+        sysfs_root: Option<PathBuf>,
+        /// Print the machine as an editable machine file instead of its domains.
+        #[arg(long)]
+        emit_machine: bool,
     },
     /// Micro-benchmarks in the simulator next to the published hardware measurements.
     Calibrate {
@@ -143,17 +170,28 @@ fn main() {
             json,
             config,
             list,
-        } => topo(machine, json, config, list),
+            host,
+            sysfs_root,
+            emit_machine,
+        } => {
+            let source = match (sysfs_root, host, machine) {
+                (Some(root), _, _) => Some(MachineSource::Sysfs(root)),
+                (None, true, _) => Some(MachineSource::Host),
+                (None, false, Some(m)) => Some(MachineSource::Named(m)),
+                (None, false, None) => None,
+            };
+            topo(source, json, config, list, emit_machine)
+        }
         Cmd::Calibrate { machine, json } => calibrate::run(&machine, json),
         Cmd::Workloads => {
             for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
-                println!("{name}\n  keys: {keys}\n  models: {what}");
+                outln!("{name}\n  keys: {keys}\n  models: {what}");
             }
             Ok(())
         }
         Cmd::Features => {
             for f in FEATURES {
-                println!(
+                outln!(
                     "{:<24} {:<3}  {}",
                     f.name,
                     if f.default { "on" } else { "off" },
@@ -216,7 +254,7 @@ fn reproduce(
 ) -> Result<(), Failure> {
     if list {
         for n in experiments::names() {
-            println!("{n}");
+            outln!("{n}");
         }
         return Ok(());
     }
@@ -276,7 +314,10 @@ fn reproduce(
     }
     text.push_str("== Summary: ours vs published change (positive = better)\n");
     text.push_str(&render_summary(&results, &SummaryOptions::default()));
-    print!("{text}");
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    emit(&text);
     eprintln!(
         "({} simulations in {:.1} s)",
         total,
@@ -296,29 +337,66 @@ fn reproduce(
     Ok(())
 }
 
-fn topo(machine: Option<String>, json: bool, config: String, list: bool) -> Result<(), Failure> {
+/// Where `topo` reads its machine from.
+enum MachineSource {
+    /// A preset name or a machine file.
+    Named(String),
+    /// A copy of a sysfs tree.
+    Sysfs(PathBuf),
+    /// This computer: /sys, and the architecture this binary was built for
+    /// (the file-based guess can be fooled by virtual machines).
+    Host,
+}
+
+fn topo(
+    source: Option<MachineSource>,
+    json: bool,
+    config: String,
+    list: bool,
+    emit_machine: bool,
+) -> Result<(), Failure> {
     if list {
         for n in schedlab_topo::PRESET_NAMES {
-            println!("{n}");
+            outln!("{n}");
         }
         return Ok(());
     }
-    let Some(machine) = machine else {
-        return Err(input(
-            "topo: give a MACHINE (preset name or file), or --list",
-        ));
-    };
-    let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
+    let m =
+        match source {
+            None => return Err(input(
+                "topo: give a MACHINE (preset name or file), --host or --sysfs-root DIR, or --list",
+            )),
+            Some(MachineSource::Named(name)) => {
+                schedlab_topo::resolve_machine(&name).map_err(|e| input(e.to_string()))?
+            }
+            Some(MachineSource::Sysfs(root)) => {
+                schedlab_topo::machine_from_sysfs(&root).map_err(|e| input(e.to_string()))?
+            }
+            Some(MachineSource::Host) => {
+                let mut m = schedlab_topo::machine_from_sysfs(std::path::Path::new("/sys"))
+                    .map_err(|e| input(e.to_string()))?;
+                m.arch = match std::env::consts::ARCH {
+                    "x86" | "x86_64" => schedlab_topo::Arch::X86,
+                    "powerpc" | "powerpc64" => schedlab_topo::Arch::PowerPc,
+                    _ => schedlab_topo::Arch::Arm64,
+                };
+                m
+            }
+        };
+    if emit_machine {
+        emit(&schedlab_topo::machine_to_toml(&m));
+        return Ok(());
+    }
     let cfg = configs::resolve(&config).map_err(input)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
     if json {
         let v = schedlab_topo::topo_json(&m, &d);
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).context("serialising")?
         );
     } else {
-        print!("{}", schedlab_topo::format_topo(&m, &d));
+        emit(&schedlab_topo::format_topo(&m, &d));
     }
     Ok(())
 }
@@ -375,9 +453,9 @@ fn run(
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     let stop = sim.run();
     let metrics = w.metrics(&sim);
-    print!("{}", w.report(&metrics));
+    emit(&w.report(&metrics));
     let c = &sim.counters;
-    println!(
+    outln!(
         "\nschedlab: {} on {} ({}), seed {}: {:?} after {:.3} ms simulated, {} events",
         w.name(),
         sim.machine.name,
@@ -387,7 +465,7 @@ fn run(
         sim.now as f64 / 1e6,
         sim.events
     );
-    println!(
+    outln!(
         "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",
         c.wakeups,
         c.wakeups_local,
@@ -398,9 +476,11 @@ fn run(
         c.mean_cluster_corunners()
     );
     for l in &c.levels {
-        println!(
+        outln!(
             "  balance {:<10} attempts {:>8} moved {:>6}",
-            l.name, l.lb_count, l.lb_moved
+            l.name,
+            l.lb_count,
+            l.lb_moved
         );
     }
     if let Some(path) = json {
@@ -442,9 +522,14 @@ fn run(
 
 fn bench(quick: bool) -> Result<(), Failure> {
     let def = experiments::get("kunpeng920-stream", quick).map_err(input)?;
-    println!(
+    outln!(
         "{:<28} {:>9} {:>12} {:>14} {:>12} {:>10}",
-        "run", "events", "sim ms", "events/s", "sim/wall", "wall ms"
+        "run",
+        "events",
+        "sim ms",
+        "events/s",
+        "sim/wall",
+        "wall ms"
     );
     let (mut tot_ev, mut tot_wall) = (0u64, 0f64);
     for p in &def.points {
@@ -455,7 +540,7 @@ fn bench(quick: bool) -> Result<(), Failure> {
             let wall = t0.elapsed().as_secs_f64();
             tot_ev += o.events;
             tot_wall += wall;
-            println!(
+            outln!(
                 "{:<28} {:>9} {:>12.1} {:>14.0} {:>12.1} {:>10.1}",
                 format!(
                     "stream {} {c}",
@@ -469,7 +554,7 @@ fn bench(quick: bool) -> Result<(), Failure> {
             );
         }
     }
-    println!(
+    outln!(
         "total: {tot_ev} events in {:.3} s = {:.0} events/s",
         tot_wall,
         tot_ev as f64 / tot_wall

@@ -575,10 +575,9 @@ impl Sim {
     /// switches to it or to idle; `prev` is the task that ran before.
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         let mut next = self.pick_next_entity(cpu);
-        if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) {
-            if self.sched_balance_newidle(cpu) > 0 {
-                next = self.pick_next_entity(cpu);
-            }
+        if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) && self.sched_balance_newidle(cpu) > 0
+        {
+            next = self.pick_next_entity(cpu);
         }
         match next {
             Some(n) => {
@@ -816,7 +815,7 @@ impl Sim {
             }
             Activity::Memory => {
                 self.mem_runners.push(t);
-                self.recompute_mem_rates();
+                self.recompute_mem_rates(Some(t));
             }
             Activity::Spin => self.arm(t),
             Activity::Idle => {}
@@ -832,7 +831,7 @@ impl Sim {
             if let Some(i) = self.mem_runners.iter().position(|&x| x == t) {
                 self.mem_runners.remove(i);
             }
-            self.recompute_mem_rates();
+            self.recompute_mem_rates(None);
         }
     }
 
@@ -865,8 +864,9 @@ impl Sim {
     }
 
     /// Re-shares memory bandwidth among all memory-streaming running tasks
-    /// and re-arms those whose rate changed.
-    pub(crate) fn recompute_mem_rates(&mut self) {
+    /// and re-arms those whose rate changed, and `started` (which has no
+    /// completion event yet) in any case.
+    pub(crate) fn recompute_mem_rates(&mut self, started: Option<TaskId>) {
         self.flows.clear();
         for &t in &self.mem_runners {
             let tk = &self.tasks[t as usize];
@@ -881,14 +881,15 @@ impl Sim {
         }
         let mut rates = std::mem::take(&mut self.rates);
         self.mem.share(&self.flows, &mut rates);
-        for i in 0..self.mem_runners.len() {
-            let t = self.mem_runners[i];
-            if self.tasks[t as usize].rate != rates[i] || self.tasks[t as usize].gen == 0 {
+        let runners = std::mem::take(&mut self.mem_runners);
+        for (&t, &rate) in runners.iter().zip(&rates) {
+            if self.tasks[t as usize].rate != rate || started == Some(t) {
                 self.settle(t);
-                self.tasks[t as usize].rate = rates[i];
+                self.tasks[t as usize].rate = rate;
                 self.arm(t);
             }
         }
+        self.mem_runners = runners;
         self.rates = rates;
         self.counters.mem_reshares += 1;
     }

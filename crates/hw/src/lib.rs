@@ -239,6 +239,7 @@ mod tests {
             .collect();
         Machine {
             name: "tiny".into(),
+            arch: Arch::Arm64,
             description: String::new(),
             cpus,
             core_types: vec![CoreType {

@@ -12,6 +12,7 @@ pub mod format;
 pub mod load;
 pub mod machine;
 pub mod presets;
+pub mod sysfs;
 
 pub use build::{build_domains, kernel_capacities, RECLAIM_DISTANCE};
 pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
@@ -24,4 +25,5 @@ pub use load::{load_machine_file, load_machine_str};
 pub use machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
 };
-pub use presets::{preset, resolve_machine, PRESET_NAMES};
+pub use presets::{preset, preset_text, resolve_machine, PRESET_NAMES};
+pub use sysfs::{machine_from_sysfs, machine_to_toml};

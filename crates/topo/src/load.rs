@@ -1282,6 +1282,31 @@ fn check_nesting(origin: &str, cpus: &[CpuInfo]) -> Result<(), TopoError> {
             }
         }
     }
+    // A cluster either lies inside one LLC or is made of whole LLCs (POWER10), so
+    // that CLS and MC spans nest (topology_span_sane()).
+    let mut llc_of_cluster: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for c in cpus {
+        let v = llc_of_cluster.entry(c.cluster).or_default();
+        if !v.contains(&c.llc) {
+            v.push(c.llc);
+        }
+    }
+    for (cl, llcs) in &llc_of_cluster {
+        if llcs.len() > 1 {
+            for c in cpus {
+                if llcs.contains(&c.llc) && c.cluster != *cl {
+                    return Err(TopoError::invalid(
+                        origin,
+                        "cluster",
+                        format!(
+                            "cluster {cl} spans several LLCs but LLC {} also has CPU {} outside it: clusters and LLCs must nest",
+                            c.llc, c.id
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     // SMT siblings share a core type.
     let mut ty: BTreeMap<u32, u16> = BTreeMap::new();
     for c in cpus {

@@ -97,8 +97,7 @@ fn toml_of(s: &Shape) -> String {
         "[[core_type]]\nname = \"little\"\ncapacity = 400\nfreq_max_mhz = 2000\ncore_bw_bytes_per_s = 5e9\nasym_prio = {}\n",
         prio(20)
     );
-    let nodes;
-    if s.hybrid {
+    let nodes = if s.hybrid {
         // Per package: one big group (SMT) and one little group (clusters), each
         // its own LLC; node = package.
         for p in 0..s.packages {
@@ -113,7 +112,7 @@ fn toml_of(s: &Shape) -> String {
                 100 + p
             );
         }
-        nodes = s.packages;
+        s.packages
     } else {
         t += &format!(
             "[shape]\npackages = {}\ndies_per_package = {}\nllcs_per_die = {}\nclusters_per_llc = {}\ncores_per_cluster = {}\nthreads_per_core = {}\nnodes_per_package = {}\nnumbering = \"{}\"\ncore_type = \"big\"\n",
@@ -126,8 +125,8 @@ fn toml_of(s: &Shape) -> String {
             s.nodes_per_package,
             if s.split { "split" } else { "adjacent" }
         );
-        nodes = s.packages * s.nodes_per_package;
-    }
+        s.packages * s.nodes_per_package
+    };
     if nodes > 1 {
         let n = nodes as usize;
         let mut rows = Vec::new();

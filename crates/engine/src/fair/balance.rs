@@ -421,8 +421,10 @@ impl Sim {
                 } else {
                     local.idle_cpus.saturating_sub(b.idle_cpus) as u64
                 };
+                // adjust_numa_imbalance(): a lightly used local node keeps a
+                // small imbalance.
                 if d.flags.contains(SdFlags::NUMA)
-                    && local.sum_nr_running + 1 < d.imb_numa_nr.max(1)
+                    && local.sum_nr_running < d.imb_numa_nr
                     && env.imbalance <= 2
                 {
                     env.imbalance = 0;

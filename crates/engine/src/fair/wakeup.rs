@@ -518,9 +518,20 @@ impl Sim {
             GroupType::HasSpare => {
                 if d.flags.contains(SdFlags::NUMA) {
                     // Allow a small imbalance while the local node is lightly used
-                    // (adjust_numa_imbalance()).
+                    // (adjust_numa_imbalance()); a task restricted to fewer CPUs
+                    // allows only as many as it may use locally.
+                    let mut imb_numa_nr = d.imb_numa_nr;
+                    if aff != self.machine.all_cpus() {
+                        let local_span = d
+                            .groups
+                            .iter()
+                            .find(|g| g.span.test(this_cpu))
+                            .map(|g| g.span);
+                        let w = local_span.map(|sp| sp.and(&aff).weight()).unwrap_or(0);
+                        imb_numa_nr = imb_numa_nr.min(w);
+                    }
                     let imb = is.idle_cpus.abs_diff(ls.idle_cpus);
-                    if ls.sum_nr_running + 1 <= d.imb_numa_nr && imb <= NUMA_IMBALANCE_MIN {
+                    if ls.sum_nr_running < imb_numa_nr && imb <= NUMA_IMBALANCE_MIN {
                         return None;
                     }
                 }

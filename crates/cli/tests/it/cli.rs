@@ -1,0 +1,246 @@
+//! Command-line behaviour: contract shapes and bad-input handling.
+
+use std::process::{Command, Output};
+
+pub fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn reproduce_list_names_the_experiments() {
+    let o = schedlab(&["reproduce", "--list"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).lines().any(|l| l == "kunpeng920-stream"));
+}
+
+#[test]
+fn unknown_experiment_exits_2_with_valid_names() {
+    let dir = tempdir("unknown-exp");
+    let o = schedlab(&[
+        "reproduce",
+        "no-such-experiment",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no-such-experiment") && e.contains("kunpeng920-stream"),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+    assert!(!dir.join("results.json").exists(), "no partial output");
+}
+
+#[test]
+fn unknown_machine_exits_2_with_presets() {
+    let o = schedlab(&["topo", "no-such-machine"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no-such-machine") && e.contains("kunpeng920"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_config_feature_and_workload_key_exit_2() {
+    for args in [
+        &["topo", "kunpeng920", "--config", "nope"][..],
+        &[
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream:threads=2",
+            "--feature",
+            "NOPE=on",
+        ][..],
+        &[
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream:bogus=1",
+        ][..],
+        &[
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream:threads=0",
+        ][..],
+        &["run", "--machine", "kunpeng920", "--workload", "nosuch"][..],
+        &[
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream",
+            "--cpus",
+            "200-300",
+        ][..],
+        &[
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream",
+            "--mem-node",
+            "9",
+        ][..],
+    ] {
+        let o = schedlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).trim().lines().count(),
+            1,
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn topo_json_has_the_kunpeng_cluster_hierarchy() {
+    let o = schedlab(&["topo", "kunpeng920", "--config", "cluster", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cpu0 = &v["cpus"][0];
+    assert_eq!(cpu0["cpu"], 0);
+    let spans: Vec<(String, usize, u64)> = cpu0["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let span = d["span"].as_array().unwrap();
+            (
+                d["level"].as_str().unwrap().to_string(),
+                span.len(),
+                span.last().unwrap().as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("CLS", 4, 3),
+        ("MC", 24, 23),
+        ("NUMA", 48, 47),
+        ("NUMA", 72, 71),
+        ("NUMA", 96, 95),
+    ];
+    assert_eq!(spans.len(), want.len(), "{spans:?}");
+    for (got, want) in spans.iter().zip(want) {
+        assert_eq!((got.0.as_str(), got.1, got.2), want);
+    }
+    // vanilla: no CLS, MC first.
+    let o = schedlab(&["topo", "kunpeng920", "--config", "vanilla", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["cpus"][0]["domains"][0]["level"], "MC");
+}
+
+#[test]
+fn run_prints_stream_output_and_writes_json() {
+    let dir = tempdir("run-json");
+    let json = dir.join("run.json");
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "kunpeng920",
+        "--workload",
+        "stream:threads=4,iterations=3",
+        "--cpus",
+        "0-23",
+        "--mem-node",
+        "0",
+        "--config",
+        "cluster",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Best Rate MB/s") && out.contains("Copy:") && out.contains("Triad:"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "schedlab.run/1");
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 4);
+    assert!(v["metrics"]["copy"].as_f64().unwrap() > 1000.0);
+    assert_eq!(v["cpus"].as_array().unwrap().len(), 96);
+}
+
+#[test]
+fn calibrate_kunpeng_matches_the_published_bandwidths() {
+    let o = schedlab(&["calibrate", "kunpeng920", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for c in v["checks"].as_array().unwrap() {
+        let ratio = c["ratio"].as_f64().unwrap();
+        assert!((0.9..=1.1).contains(&ratio), "{} ratio {ratio}", c["name"]);
+    }
+}
+
+/// A fresh directory under the target dir.
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn topo_host_and_sysfs_fixtures_work_and_emitted_machines_reload() {
+    let o = schedlab(&["topo", "--host"]);
+    assert!(o.status.success(), "topo --host: {}", stderr(&o));
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../topo/tests/fixtures");
+    let dir = tempdir("emit");
+    for f in ["x86-smt", "x86-hybrid", "arm64-biglittle", "x86-2node"] {
+        let root = format!("{fixtures}/{f}");
+        let o = schedlab(&["topo", "--sysfs-root", &root, "--json"]);
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(!v["cpus"].as_array().unwrap().is_empty(), "{f}");
+        // --emit-machine writes a machine file the loader accepts, with the same domains.
+        let o = schedlab(&["topo", "--sysfs-root", &root, "--emit-machine"]);
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+        let file = dir.join(format!("{f}.toml"));
+        std::fs::write(&file, &o.stdout).unwrap();
+        let again = schedlab(&["topo", file.to_str().unwrap(), "--json"]);
+        assert!(again.status.success(), "{f} reload: {}", stderr(&again));
+        let w: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(
+            v["cpus"], w["cpus"],
+            "{f}: domains differ after a round trip"
+        );
+    }
+    // A broken machine file: exit 2 naming the file.
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n[shape]\npackages = 0\n").unwrap();
+    let o = schedlab(&["topo", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.toml"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_preset_builds_for_every_config_it_lists() {
+    let o = schedlab(&["topo", "--list"]);
+    let presets: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(presets.len(), 7);
+    for p in &presets {
+        let o = schedlab(&["topo", p, "--json"]);
+        assert!(o.status.success(), "{p}: {}", stderr(&o));
+    }
+}

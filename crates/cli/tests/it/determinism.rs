@@ -1,0 +1,66 @@
+//! Same inputs → byte-identical results, on any thread count.
+
+use crate::cli::tempdir;
+use std::process::Command;
+
+fn reproduce(dir: &std::path::Path, threads: &str, seed: &str) -> Vec<u8> {
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "reproduce",
+            "kunpeng920-stream",
+            "--quick",
+            "--seed",
+            seed,
+            "--out",
+        ])
+        .arg(dir)
+        .env("RAYON_NUM_THREADS", threads)
+        .output()
+        .expect("run schedlab");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read(dir.join("results.json")).unwrap()
+}
+
+#[test]
+fn same_seed_gives_byte_identical_results_on_any_thread_count() {
+    let a = reproduce(&tempdir("det-a"), "1", "3");
+    let b = reproduce(&tempdir("det-b"), "2", "3");
+    assert_eq!(a, b, "results.json differs between 1 and 2 worker threads");
+    let c = reproduce(&tempdir("det-c"), "2", "4");
+    assert_ne!(a, c, "another seed should give other samples");
+}
+
+#[test]
+fn stream_table_snapshot() {
+    let dir = tempdir("snap");
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["reproduce", "kunpeng920-stream", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run schedlab");
+    assert!(o.status.success());
+    let tables = String::from_utf8_lossy(&o.stdout).to_string();
+    insta::assert_snapshot!("kunpeng920_stream_quick", tables);
+    // S1's shape: cluster beats vanilla at 4 threads, and the gain shrinks to 12.
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let change = |threads: u64| -> f64 {
+        v["experiments"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["config"] == "cluster"
+                    && r["metric"] == "copy"
+                    && r["params"]["threads"] == threads
+            })
+            .unwrap()["change_pct"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(change(4) > 5.0, "cluster gains at 4 threads: {}", change(4));
+    assert!(
+        change(4) > change(6) && change(6) >= change(12),
+        "gain shrinks 4→6→12"
+    );
+}

@@ -1,0 +1,506 @@
+//! Import a machine from a sysfs tree, and write any machine back as a machine file.
+//!
+//! [`machine_from_sysfs`] reads what Linux exposes under `devices/system/cpu` and
+//! `devices/system/node` (topology ids and sibling lists, caches, `cpu_capacity`,
+//! `cpufreq/cpuinfo_max_freq`, `acpi_cppc/highest_perf`, node CPU lists and
+//! distances). Missing files get defaults. sysfs says nothing about bandwidths,
+//! latencies or wake-up costs: those are ESTIMATE defaults from the generic table of
+//! `shared/reference/hardware.md` section 8, to be edited in the written file.
+//!
+//! The import goes through [`machine_to_toml`]'s text and the loader, so an
+//! imported machine is validated exactly like a hand-written one.
+
+use crate::cpumask::{CpuId, CpuMask, MAX_CPUS};
+use crate::error::TopoError;
+use crate::load::load_machine_str;
+use crate::machine::Machine;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn read_i64(path: &Path) -> Option<i64> {
+    read(path).and_then(|s| s.parse().ok())
+}
+
+fn read_mask(path: &Path) -> Option<CpuMask> {
+    read(path).and_then(|s| CpuMask::parse_list(&s))
+}
+
+/// A quoted TOML string.
+fn q(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A float that TOML reads back to the same f64.
+fn f(v: f64) -> String {
+    let s = format!("{v:?}");
+    if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn ids(list: &[CpuId]) -> String {
+    CpuMask::from_cpus(list.iter().copied()).to_list_string()
+}
+
+/// Writes `m` as a machine file in the `[[cpu]]` form; loading the text gives back
+/// an equal machine.
+pub fn machine_to_toml(m: &Machine) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Written by schedlab (machine_to_toml). Format: docs/machine-format.md"
+    );
+    let _ = writeln!(s, "name = {}", q(&m.name));
+    let _ = writeln!(s, "description = {}", q(&m.description));
+    let _ = writeln!(s, "arch = {}", q(m.arch.as_str()));
+    for (ti, t) in m.core_types.iter().enumerate() {
+        // Type defaults from its first CPU; other CPUs override when they differ.
+        let first = m.cpus.iter().find(|c| c.core_type as usize == ti);
+        let (cap, freq, prio) = first.map_or((1024, 1000, 0), |c| {
+            (c.capacity, c.freq_max_mhz, c.asym_prio)
+        });
+        let _ = writeln!(s, "\n[[core_type]]");
+        let _ = writeln!(s, "name = {}", q(&t.name));
+        let _ = writeln!(s, "capacity = {cap}");
+        let _ = writeln!(s, "freq_max_mhz = {freq}");
+        let _ = writeln!(s, "smt_thread_speed = {}", f(t.smt_thread_speed));
+        let _ = writeln!(s, "core_bw_bytes_per_s = {}", f(t.core_bw_bytes_per_s));
+        let _ = writeln!(s, "asym_prio = {prio}");
+    }
+    for c in &m.cpus {
+        let t = &m.core_types[c.core_type as usize];
+        let first = m.cpus.iter().find(|x| x.core_type == c.core_type);
+        let _ = writeln!(s, "\n[[cpu]]");
+        let _ = writeln!(
+            s,
+            "id = {}\ncore = {}\ncluster = {}\nllc = {}\ndie = {}\npackage = {}\nnode = {}\ncore_type = {}",
+            c.id,
+            c.core,
+            c.cluster,
+            c.llc,
+            c.die,
+            c.package,
+            c.node,
+            q(&t.name)
+        );
+        if let Some(fc) = first {
+            if fc.capacity != c.capacity {
+                let _ = writeln!(s, "capacity = {}", c.capacity);
+            }
+            if fc.freq_max_mhz != c.freq_max_mhz {
+                let _ = writeln!(s, "freq_max_mhz = {}", c.freq_max_mhz);
+            }
+            if fc.asym_prio != c.asym_prio {
+                let _ = writeln!(s, "asym_prio = {}", c.asym_prio);
+            }
+        }
+    }
+    for c in &m.caches {
+        let _ = writeln!(s, "\n[[cache]]");
+        let _ = writeln!(
+            s,
+            "level = {}\nkind = {}\nsize = {}\nline_bytes = {}\ncpus = {}",
+            c.level,
+            q(&c.kind),
+            c.size_bytes,
+            c.line_bytes,
+            q(&c.cpus.to_list_string())
+        );
+    }
+    for n in &m.nodes {
+        let _ = writeln!(s, "\n[[node]]");
+        let _ = writeln!(
+            s,
+            "id = {}\nmem_bw_peak_bytes_per_s = {}\nmem_half_concurrency = {}\nmem_latency_ns = {}",
+            n.id,
+            f(n.mem_bw_peak_bytes_per_s),
+            f(n.mem_half_concurrency),
+            n.mem_latency_ns
+        );
+    }
+    if m.distance.len() > 1 {
+        let rows: Vec<String> = m
+            .distance
+            .iter()
+            .map(|r| {
+                let v: Vec<String> = r.iter().map(|d| d.to_string()).collect();
+                format!("  [{}],", v.join(", "))
+            })
+            .collect();
+        let _ = writeln!(s, "\n[numa]\ndistance = [\n{}\n]", rows.join("\n"));
+    }
+    for l in &m.links {
+        let _ = writeln!(s, "\n[[link]]");
+        let _ = writeln!(
+            s,
+            "name = {}\ncpus = {}\nbw_bytes_per_s = {}",
+            q(&l.name),
+            q(&l.cpus.to_list_string()),
+            f(l.bw_bytes_per_s)
+        );
+    }
+    let c = &m.c2c;
+    let _ = writeln!(
+        s,
+        "\n[c2c]\nsmt_ns = {}\ncluster_ns = {}\nllc_ns = {}\ndie_ns = {}\nnode_ns = {}\npackage_ns = {}\nremote_package_ns = {}",
+        c.smt_ns, c.cluster_ns, c.llc_ns, c.die_ns, c.node_ns, c.package_ns, c.remote_package_ns
+    );
+    let w = &m.wakeup;
+    let _ = writeln!(
+        s,
+        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}",
+        w.ipi_ns, w.idle_exit_ns, w.wakeup_path_ns
+    );
+    s
+}
+
+/// One CPU as read from sysfs.
+struct SysCpu {
+    id: CpuId,
+    core: CpuMask,
+    cluster: CpuMask,
+    package: i64,
+    die: i64,
+    llc: CpuMask,
+    node: u32,
+    capacity: i64,
+    freq_mhz: i64,
+    prio: i64,
+}
+
+/// Reads a machine from a sysfs tree rooted at `root` (`/sys`, or a copy of it).
+///
+/// Tolerated when missing: every topology file (a CPU is then its own core,
+/// cluster and LLC, in package 0), caches, `cpu_capacity` (1024), cpufreq (2000 MHz
+/// ESTIMATE), CPPC (priority 0), and the node directory (one node).
+/// Architecture: `cpu_capacity` files mean arm64, a `purr` file powerpc, else x86.
+pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
+    let origin = root.display().to_string();
+    let cpu_dir = root.join("devices/system/cpu");
+    let entries = std::fs::read_dir(&cpu_dir).map_err(|e| TopoError::Io {
+        origin: cpu_dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut present: Vec<usize> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_prefix("cpu")
+                .and_then(|n| n.parse::<usize>().ok())
+        })
+        .collect();
+    present.sort_unstable();
+    if present.is_empty() {
+        return Err(TopoError::invalid(
+            &origin,
+            "devices/system/cpu",
+            "no cpuN directories",
+        ));
+    }
+    if present.len() > MAX_CPUS || present.iter().any(|&c| c >= MAX_CPUS) {
+        return Err(TopoError::invalid(
+            &origin,
+            "devices/system/cpu",
+            format!("more than {MAX_CPUS} CPUs"),
+        ));
+    }
+    for (i, &c) in present.iter().enumerate() {
+        if c != i {
+            return Err(TopoError::invalid(
+                &origin,
+                format!("devices/system/cpu/cpu{i}"),
+                "missing (CPU ids must be dense)",
+            ));
+        }
+    }
+    let n = present.len();
+    let all = CpuMask::first_n(n);
+
+    // Nodes.
+    let mut node_of: Vec<u32> = vec![0; n];
+    let mut node_ids: Vec<u32> = Vec::new();
+    let mut dist_rows: Vec<(u32, Vec<i64>)> = Vec::new();
+    let node_dir = root.join("devices/system/node");
+    if let Ok(rd) = std::fs::read_dir(&node_dir) {
+        let mut nodes: Vec<u32> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.strip_prefix("node")
+                    .and_then(|x| x.parse::<u32>().ok())
+            })
+            .collect();
+        nodes.sort_unstable();
+        for nd in nodes {
+            let dir = node_dir.join(format!("node{nd}"));
+            let cpus = read_mask(&dir.join("cpulist"))
+                .unwrap_or_default()
+                .and(&all);
+            if cpus.is_empty() {
+                continue; // memory-only node
+            }
+            for c in cpus.iter() {
+                node_of[c as usize] = nd;
+            }
+            node_ids.push(nd);
+            let row: Vec<i64> = read(&dir.join("distance"))
+                .map(|s| {
+                    s.split_whitespace()
+                        .filter_map(|x| x.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            dist_rows.push((nd, row));
+        }
+    }
+    // Dense node numbering; the distance rows keep only CPU nodes, in id order.
+    let all_node_ids: Vec<u32> = {
+        let mut v: Vec<u32> = std::fs::read_dir(&node_dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| {
+                        let name = e.file_name().to_string_lossy().to_string();
+                        name.strip_prefix("node")
+                            .and_then(|x| x.parse::<u32>().ok())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
+    };
+    let dense = |nd: u32| node_ids.iter().position(|&x| x == nd).unwrap_or(0) as u32;
+    for v in node_of.iter_mut() {
+        *v = dense(*v);
+    }
+
+    let mut arch = "x86";
+    let mut cpus: Vec<SysCpu> = Vec::with_capacity(n);
+    let mut caches: Vec<(u8, String, u64, u32, CpuMask)> = Vec::new();
+    for (i, &node) in node_of.iter().enumerate() {
+        let d = cpu_dir.join(format!("cpu{i}"));
+        let t = d.join("topology");
+        let me = CpuMask::from_cpus([i as CpuId]);
+        let core = read_mask(&t.join("thread_siblings_list"))
+            .or_else(|| read_mask(&t.join("core_cpus_list")))
+            .map(|m| m.and(&all).or(&me))
+            .unwrap_or(me);
+        let cluster = read_mask(&t.join("cluster_cpus_list"))
+            .map(|m| m.and(&all).or(&core))
+            .unwrap_or(core);
+        let package = read_i64(&t.join("physical_package_id")).unwrap_or(0);
+        let die = read_i64(&t.join("die_id")).filter(|&v| v >= 0).unwrap_or(0);
+        if d.join("cpu_capacity").exists() {
+            arch = "arm64";
+        } else if d.join("purr").exists() && arch != "arm64" {
+            arch = "powerpc";
+        }
+        let capacity = read_i64(&d.join("cpu_capacity")).unwrap_or(1024);
+        let freq_mhz = read_i64(&d.join("cpufreq/cpuinfo_max_freq"))
+            .map(|khz| (khz / 1000).max(1))
+            .unwrap_or(2000);
+        let prio = read_i64(&d.join("acpi_cppc/highest_perf")).unwrap_or(0);
+        // Caches.
+        let mut llc: Option<(u8, CpuMask)> = None;
+        if let Ok(rd) = std::fs::read_dir(d.join("cache")) {
+            let mut idx: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|s| s.starts_with("index"))
+                .collect();
+            idx.sort();
+            for ix in idx {
+                let cd = d.join("cache").join(&ix);
+                let Some(level) = read_i64(&cd.join("level")) else {
+                    continue;
+                };
+                let level = level.clamp(1, 8) as u8;
+                let kind = read(&cd.join("type")).unwrap_or_else(|| "Unified".into());
+                let size = read(&cd.join("size"))
+                    .and_then(|s| parse_sysfs_size(&s))
+                    .unwrap_or(0);
+                let line = read_i64(&cd.join("coherency_line_size"))
+                    .unwrap_or(64)
+                    .clamp(1, 4096) as u32;
+                let shared = read_mask(&cd.join("shared_cpu_list"))
+                    .map(|m| m.and(&all).or(&me))
+                    .unwrap_or(me);
+                if kind != "Instruction" && llc.is_none_or(|(l, _)| level > l) {
+                    llc = Some((level, shared));
+                }
+                if size > 0
+                    && !caches
+                        .iter()
+                        .any(|c| c.0 == level && c.1 == kind && c.4 == shared)
+                {
+                    caches.push((level, kind, size, line, shared));
+                }
+            }
+        }
+        cpus.push(SysCpu {
+            id: i as CpuId,
+            core,
+            cluster,
+            package,
+            die,
+            llc: llc.map_or(core, |(_, m)| m.or(&core)),
+            node,
+            capacity,
+            freq_mhz,
+            prio,
+        });
+    }
+
+    // Ids by first CPU of each mask.
+    let key = |m: &CpuMask| u32::from(m.first().unwrap_or(0));
+    // Core types: distinct (capacity, freq).
+    let mut types: Vec<(i64, i64)> = cpus.iter().map(|c| (c.capacity, c.freq_mhz)).collect();
+    types.sort_unstable();
+    types.dedup();
+    types.reverse(); // biggest first
+    let smt = cpus.iter().any(|c| c.core.weight() > 1);
+    let mut s = String::new();
+    let name = root
+        .file_name()
+        .map(|x| x.to_string_lossy().to_string())
+        .filter(|x| !x.is_empty() && x != "sys")
+        .unwrap_or_else(|| "host".to_string());
+    let _ = writeln!(s, "name = {}", q(&name));
+    let _ = writeln!(
+        s,
+        "description = {}",
+        q(&format!("imported from sysfs at {origin}; bandwidths, latencies and costs are ESTIMATE defaults"))
+    );
+    let _ = writeln!(s, "arch = {}", q(arch));
+    for (k, (cap, freq)) in types.iter().enumerate() {
+        let has_smt = cpus
+            .iter()
+            .any(|c| (c.capacity, c.freq_mhz) == (*cap, *freq) && c.core.weight() > 1);
+        let _ = writeln!(
+            s,
+            "\n[[core_type]]\nname = \"type{k}\"\ncapacity = {cap}\nfreq_max_mhz = {freq}\nsmt_thread_speed = {}\ncore_bw_bytes_per_s = 15e9  # ESTIMATE (hardware.md section 8: 10-20 GB/s)",
+            if has_smt { "0.6  # ESTIMATE" } else { "1.0" }
+        );
+    }
+    for c in &cpus {
+        let k = types
+            .iter()
+            .position(|t| *t == (c.capacity, c.freq_mhz))
+            .unwrap_or(0);
+        let pkg = c.package.max(0) as u64;
+        let _ = writeln!(
+            s,
+            "\n[[cpu]]\nid = {}\ncore = {}\ncluster = {}\nllc = {}\ndie = {}\npackage = {}\nnode = {}\ncore_type = \"type{k}\"\nasym_prio = {}",
+            c.id,
+            key(&c.core),
+            key(&c.cluster),
+            key(&c.llc),
+            pkg.saturating_mul(1 << 16).saturating_add(c.die.max(0) as u64).min(u32::MAX as u64),
+            pkg.min(u32::MAX as u64),
+            c.node,
+            c.prio.max(0)
+        );
+    }
+    for (level, kind, size, line, shared) in &caches {
+        let _ = writeln!(
+            s,
+            "\n[[cache]]\nlevel = {level}\nkind = {}\nsize = {size}\nline_bytes = {line}\ncpus = {}",
+            q(kind),
+            q(&ids(&shared.iter().collect::<Vec<_>>()))
+        );
+    }
+    let nr_nodes = node_ids.len().max(1);
+    for nd in 0..nr_nodes as u32 {
+        let cores_in_node = {
+            let mut v: Vec<u32> = cpus
+                .iter()
+                .filter(|c| c.node == nd)
+                .map(|c| key(&c.core))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len().max(1)
+        };
+        let _ = writeln!(
+            s,
+            "\n[[node]]\nid = {nd}\nmem_bw_peak_bytes_per_s = 60e9  # ESTIMATE\nmem_half_concurrency = {}  # ESTIMATE: k = cores/8 (hardware.md section 8 saturation rule)\nmem_latency_ns = 100  # ESTIMATE",
+            f((cores_in_node as f64 / 8.0).max(0.125))
+        );
+    }
+    if node_ids.len() > 1 {
+        // Keep the columns of CPU nodes only (memory-only nodes dropped).
+        let col_of = |nd: u32| all_node_ids.iter().position(|&x| x == nd);
+        let mut rows = Vec::new();
+        for (nd, row) in &dist_rows {
+            let vals: Vec<String> = node_ids
+                .iter()
+                .map(|&other| {
+                    col_of(other)
+                        .and_then(|c| row.get(c))
+                        .map_or(if other == *nd { 10 } else { 20 }, |&v| v)
+                        .to_string()
+                })
+                .collect();
+            rows.push(format!("  [{}],", vals.join(", ")));
+        }
+        let _ = writeln!(s, "\n[numa]\ndistance = [\n{}\n]", rows.join("\n"));
+    }
+    let _ = writeln!(
+        s,
+        "\n[c2c]  # ESTIMATE: hardware.md section 8 line-transfer costs\nsmt_ns = {}\ncluster_ns = 30\nllc_ns = 40\ndie_ns = 100\nnode_ns = 100\npackage_ns = 100\nremote_package_ns = 150",
+        if smt { 8 } else { 30 }
+    );
+    let _ = writeln!(
+        s,
+        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000"
+    );
+    load_machine_str(&s, &origin)
+}
+
+/// sysfs cache sizes: `32K`, `1024K`, `16384K`, `2M`.
+fn parse_sysfs_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1024u64),
+        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(mult)
+        .filter(|&b| b <= 1 << 40)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets::{preset, PRESET_NAMES};
+
+    #[test]
+    fn presets_round_trip_through_toml() {
+        for name in PRESET_NAMES {
+            let m = preset(name).unwrap();
+            let text = machine_to_toml(&m);
+            let back = load_machine_str(&text, "rt").unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(back, m, "{name}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_sysfs_size("32K"), Some(32768));
+        assert_eq!(parse_sysfs_size("2M"), Some(2 << 20));
+        assert_eq!(parse_sysfs_size("512"), Some(512));
+        assert_eq!(parse_sysfs_size("x"), None);
+    }
+}
