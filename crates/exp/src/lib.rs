@@ -6,6 +6,7 @@
 //! how the scheduler decides (that is `schedlab-engine`) and never feeds a
 //! published figure into a simulation (`published` is for display only).
 
+pub mod bench;
 pub mod calibrate;
 pub mod configs;
 pub mod experiments;

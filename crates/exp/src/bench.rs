@@ -1,0 +1,118 @@
+//! The engine benchmark: simulated events per second and simulated/wall time.
+//!
+//! Wall-clock time is measured here, around the engine, never inside it.
+
+use crate::experiments;
+use schedlab_engine::{Sim, SimConfig};
+use schedlab_topo::{build_domains, resolve_machine, DomainConfig};
+use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
+use std::time::Instant;
+
+/// One benchmark row.
+#[derive(Clone, Debug)]
+pub struct BenchRow {
+    pub name: String,
+    pub events: u64,
+    pub sim_ns: u64,
+    /// Machine loading and domain building.
+    pub setup_s: f64,
+    /// The event loop alone.
+    pub run_s: f64,
+}
+
+impl BenchRow {
+    pub fn events_per_s(&self) -> f64 {
+        self.events as f64 / self.run_s.max(1e-9)
+    }
+    pub fn sim_per_wall(&self) -> f64 {
+        self.sim_ns as f64 / 1e9 / self.run_s.max(1e-9)
+    }
+}
+
+fn time_run(
+    name: String,
+    machine: &str,
+    cfg: &DomainConfig,
+    spec: WorkloadSpec,
+) -> Result<BenchRow, String> {
+    let t0 = Instant::now();
+    let m = resolve_machine(machine).map_err(|e| e.to_string())?;
+    let d = build_domains(&m, cfg).map_err(|e| e.to_string())?;
+    let mut sim = Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed: 1,
+            checked: false,
+            ..SimConfig::default()
+        },
+    );
+    let setup_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    sim.run();
+    let run_s = t1.elapsed().as_secs_f64();
+    Ok(BenchRow {
+        name,
+        events: sim.events,
+        sim_ns: sim.now,
+        setup_s,
+        run_s,
+    })
+}
+
+/// `n` CPU-bound threads for `sim_s` simulated seconds: ticks, slices,
+/// preemption and periodic/idle balancing dominate.
+fn hogs(n: usize, sim_s: u64) -> WorkloadSpec {
+    WorkloadSpec {
+        name: format!("hogs:{n}"),
+        templates: (0..n)
+            .map(|i| ThreadTemplate {
+                name: format!("hog{i}"),
+                nice: 0,
+                affinity: None,
+                steps: vec![
+                    Step::Compute {
+                        work_ns: u64::MAX / 4,
+                    },
+                    Step::Exit,
+                ],
+            })
+            .collect(),
+        initial: (0..n as u32).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: sim_s * 1_000_000_000,
+    }
+}
+
+/// Runs the benchmark set: the kunpeng920-stream points, and CPU hogs at 2×
+/// the CPUs of kunpeng920 and genoa.
+pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
+    let mut rows = Vec::new();
+    let def = experiments::get("kunpeng920-stream", quick)?;
+    for p in &def.points {
+        for &c in def.configs {
+            let cfg = crate::configs::resolve(c)?;
+            rows.push(time_run(
+                format!(
+                    "stream {} {c}",
+                    schedlab_report::table::params_text(&p.params)
+                ),
+                def.machine,
+                &cfg.domains,
+                p.workload.build(p.affinity, p.mem_node),
+            )?);
+        }
+    }
+    let secs = if quick { 1 } else { 5 };
+    for (machine, n) in [("kunpeng920", 192), ("genoa", 256)] {
+        rows.push(time_run(
+            format!("hogs {n} on {machine}"),
+            machine,
+            &DomainConfig::default(),
+            hogs(n, secs),
+        )?);
+    }
+    Ok(rows)
+}
