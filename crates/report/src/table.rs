@@ -288,8 +288,14 @@ pub fn render_experiment(exp: &ExperimentResult, opts: &TableOptions) -> String 
                 .enumerate()
                 .map(|(i, (s, r))| {
                     let v = s.as_ref().and_then(|s| stat.value(s));
+                    // Compare the values as printed, so a spread that shows
+                    // as 0.00 does not produce an enormous percentage.
+                    let shown = |x: f64| {
+                        let scale = 10f64.powi(prec as i32);
+                        (x * scale).round() / scale
+                    };
                     let pct = match (v, base) {
-                        (Some(v), Some(b)) => stat.compare(v, b, op.higher),
+                        (Some(v), Some(b)) => stat.compare(shown(v), shown(b), op.higher),
                         _ => 0.0,
                     };
                     let star =
