@@ -288,11 +288,16 @@ pub fn render_experiment(exp: &ExperimentResult, opts: &TableOptions) -> String 
                 .enumerate()
                 .map(|(i, (s, r))| {
                     let v = s.as_ref().and_then(|s| stat.value(s));
-                    // Compare the values as printed, so a spread that shows
-                    // as 0.00 does not produce an enormous percentage.
+                    // A spread that prints as zero is compared as zero, so a
+                    // tiny baseline spread gives no enormous percentage.
                     let shown = |x: f64| {
                         let scale = 10f64.powi(prec as i32);
-                        (x * scale).round() / scale
+                        if matches!(stat, Stat::Stddev | Stat::CoeffVar) && (x * scale).abs() < 0.5
+                        {
+                            0.0
+                        } else {
+                            x
+                        }
                     };
                     let pct = match (v, base) {
                         (Some(v), Some(b)) => stat.compare(shown(v), shown(b), op.higher),
