@@ -312,6 +312,18 @@ fn reproduce(
         }
         text.push('\n');
     }
+    text.push_str("== Shape: the published tables' qualitative claims, checked on our results\n");
+    for r in &results {
+        for c in schedlab_exp::published::shape_claims(&r.name) {
+            let verdict = match (c.check)(r) {
+                Some(true) => "holds",
+                Some(false) => "DOES NOT HOLD",
+                None => "n/a (rows missing)",
+            };
+            text.push_str(&format!("{:<20} {:<70} {verdict}\n", r.name, c.description));
+        }
+    }
+    text.push('\n');
     text.push_str("== Summary: ours vs published change (positive = better)\n");
     text.push_str(&render_summary(&results, &SummaryOptions::default()));
     if !text.ends_with('\n') {

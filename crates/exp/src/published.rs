@@ -52,3 +52,57 @@ pub fn published_absolute(experiment: &str) -> &'static [(u64, &'static str, f64
         _ => &[],
     }
 }
+
+/// A qualitative claim about an experiment's outcome, as patch-sets.md states
+/// the shape to reproduce; evaluated on our results (display only).
+pub struct ShapeClaim {
+    pub description: &'static str,
+    pub check: fn(&schedlab_report::ExperimentResult) -> Option<bool>,
+}
+
+/// Our change % (positive = better) for `config` at `param = value`, metric.
+pub fn change_at(
+    r: &schedlab_report::ExperimentResult,
+    config: &str,
+    metric: &str,
+    param: &str,
+    value: u64,
+) -> Option<f64> {
+    r.rows
+        .iter()
+        .find(|row| {
+            row.config == config
+                && row.metric == metric
+                && row.params.get(param).and_then(|v| v.as_u64()) == Some(value)
+        })
+        .map(|row| row.change_pct)
+}
+
+/// The shape claims of an experiment.
+pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
+    match experiment {
+        "kunpeng920-stream" => vec![
+            ShapeClaim {
+                description: "cluster beats vanilla at 4 threads (copy)",
+                check: |r| Some(change_at(r, "cluster", "copy", "threads", 4)? > 0.0),
+            },
+            ShapeClaim {
+                description: "the gain shrinks from 4 to 6 to 12 threads (copy)",
+                check: |r| {
+                    let g4 = change_at(r, "cluster", "copy", "threads", 4)?;
+                    let g6 = change_at(r, "cluster", "copy", "threads", 6)?;
+                    let g12 = change_at(r, "cluster", "copy", "threads", 12)?;
+                    Some(g4 > g6 && g6 >= g12)
+                },
+            },
+            ShapeClaim {
+                description: "magnitude at 4 threads within 2x of the published +10.03% (copy)",
+                check: |r| {
+                    let g = change_at(r, "cluster", "copy", "threads", 4)?;
+                    Some(g > 10.03 / 2.0 && g < 10.03 * 2.0)
+                },
+            },
+        ],
+        _ => Vec::new(),
+    }
+}
