@@ -79,3 +79,27 @@ fn json_has_contract_shape() {
         .unwrap()
         .contains(&serde_json::json!("SD_SHARE_LLC")));
 }
+
+/// Every CPU of every preset, for each configuration that changes its topology:
+/// the whole per-CPU hierarchy (spans, flags, groups, intervals) is pinned.
+#[test]
+fn every_cpu_of_every_preset() {
+    let cases: &[(&str, &[&str])] = &[
+        ("kunpeng920", &["vanilla", "cluster"]),
+        ("power10", &["vanilla", "mc-llc", "patchset"]),
+        ("alderlake", &["vanilla", "cluster", "cluster-naive"]),
+        ("sapphirerapids", &["vanilla"]),
+        ("genoa", &["vanilla"]),
+        ("exynos5422", &["vanilla"]),
+        ("exynos5433", &["vanilla"]),
+    ];
+    for (machine, configs) in cases {
+        for config in *configs {
+            let m = schedlab_topo::preset(machine).unwrap();
+            let cfg = schedlab_topo::DomainConfig::named(config).unwrap();
+            let d = schedlab_topo::build_domains(&m, &cfg).unwrap();
+            let name = format!("all_cpus_{machine}_{}", config.replace('-', "_"));
+            insta::assert_snapshot!(name, schedlab_topo::format_topo(&m, &d));
+        }
+    }
+}
