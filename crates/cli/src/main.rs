@@ -430,7 +430,8 @@ fn run(
     for f in &features {
         cfg.features.apply(f).map_err(input)?;
     }
-    let w = Builtin::parse(&workload).map_err(|e| input(e.to_string()))?;
+    // A built-in spec, or an rt-app JSON file (errors name the JSON path).
+    let w = Builtin::resolve(&workload, m.nr_cpus()).map_err(|e| input(e.to_string()))?;
     let affinity = match &cpus {
         Some(list) => {
             let mask = CpuMask::parse_list(list).ok_or_else(|| {
@@ -465,7 +466,7 @@ fn run(
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     let stop = sim.run();
     let metrics = w.metrics(&sim);
-    emit(&w.report(&metrics));
+    emit(&w.report_sim(&sim, &metrics));
     let c = &sim.counters;
     outln!(
         "\nschedlab: {} on {} ({}), seed {}: {:?} after {:.3} ms simulated, {} events",
@@ -502,7 +503,7 @@ fn run(
             .filter(|t| !t.kthread)
             .map(|t| {
                 serde_json::json!({
-                    "name": &*t.name, "pid": 1, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
+                    "name": &*t.name, "pid": t.tgid, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
                     "wait_time_ns": t.stats.wait_time_ns, "migrations": t.stats.migrations,
                     "wakeups": t.stats.wakeups,
                 })

@@ -1,14 +1,121 @@
 //! Program interpretation: what a running thread does next.
 //!
 //! This is the "user space" of the simulation. It walks a task's steps,
-//! starts timed activities (compute, memory), and implements the
-//! synchronisation objects (barriers) on top of the core's block and wakeup
-//! primitives. It never makes scheduling decisions.
+//! starts timed activities (compute, memory, wall-time busy loops), and
+//! implements the synchronisation objects (barriers, futex mutexes, condition
+//! variables, semaphores, pipes and sockets) on top of the core's block and
+//! wakeup primitives. It never makes scheduling decisions.
+//!
+//! Blocking steps follow the futex pattern: a waiter queues itself and sleeps
+//! with its program counter still on the step; the waker removes the first
+//! waiter(s) from the queue and wakes them; a woken task re-executes the step
+//! and queues again if it lost the race. A wakeup can therefore never be lost:
+//! whoever changes an object's state wakes a queued waiter whenever that
+//! waiter could now proceed.
 
 use crate::event::{EventKind, TaskId};
-use crate::sim::Sim;
+use crate::sim::{Sim, WF_SYNC};
 use crate::task::Activity;
-use schedlab_workload::Step;
+use schedlab_workload::{Step, SyncObject};
+use std::collections::VecDeque;
+
+/// Runtime state of the non-barrier synchronisation objects, by sync id.
+#[derive(Clone, Debug, Default)]
+pub struct Ipc {
+    objs: Vec<Obj>,
+}
+
+#[derive(Clone, Debug)]
+enum Obj {
+    /// A barrier (its state lives in `Sim::barriers`).
+    Other,
+    Mutex {
+        owner: Option<TaskId>,
+        waiters: VecDeque<TaskId>,
+    },
+    Cond {
+        waiters: VecDeque<TaskId>,
+    },
+    Chan {
+        capacity: u64,
+        used: u64,
+        readers: VecDeque<TaskId>,
+        writers: VecDeque<TaskId>,
+        /// CPU of the last write: a reader elsewhere pulls the lines over.
+        writer_cpu: Option<schedlab_topo::CpuId>,
+    },
+    Sem {
+        count: u64,
+        waiters: VecDeque<TaskId>,
+    },
+    Counter {
+        value: u32,
+    },
+}
+
+impl Ipc {
+    pub fn new(sync: &[SyncObject]) -> Ipc {
+        let objs = sync
+            .iter()
+            .map(|s| match *s {
+                SyncObject::Barrier { .. } => Obj::Other,
+                SyncObject::Mutex => Obj::Mutex {
+                    owner: None,
+                    waiters: VecDeque::new(),
+                },
+                SyncObject::Cond => Obj::Cond {
+                    waiters: VecDeque::new(),
+                },
+                SyncObject::Channel { capacity } => Obj::Chan {
+                    capacity: capacity.max(1),
+                    used: 0,
+                    readers: VecDeque::new(),
+                    writers: VecDeque::new(),
+                    writer_cpu: None,
+                },
+                SyncObject::Semaphore { initial } => Obj::Sem {
+                    count: initial as u64,
+                    waiters: VecDeque::new(),
+                },
+                SyncObject::Counter => Obj::Counter { value: 0 },
+            })
+            .collect();
+        Ipc { objs }
+    }
+
+    /// Tasks queued on any object (for tests).
+    #[cfg(test)]
+    pub fn nr_waiters(&self) -> usize {
+        self.objs
+            .iter()
+            .map(|o| match o {
+                Obj::Other | Obj::Counter { .. } => 0,
+                Obj::Mutex { waiters, .. } | Obj::Cond { waiters } | Obj::Sem { waiters, .. } => {
+                    waiters.len()
+                }
+                Obj::Chan {
+                    readers, writers, ..
+                } => readers.len() + writers.len(),
+            })
+            .sum()
+    }
+}
+
+/// Cache lines of a channel's bookkeeping a reader pulls, one after the
+/// other, from the CPU that wrote last (pipe mutex, `pipe_inode_info`, the
+/// `pipe_buffer`, the wait-queue head; ESTIMATE).
+const CHAN_META_LINES: u64 = 4;
+
+/// What a synchronisation step did.
+enum Flow {
+    /// Done at once: go on with the next step.
+    Next,
+    /// The task blocked or started a timed activity.
+    Stop,
+}
+
+/// Tasks a run may create (clone() fails beyond, like a full pid space).
+const MAX_TASKS: usize = 200_000;
 
 /// A program that runs this many instantaneous steps without a timed one is
 /// treated as broken and exits (guards against `Loop` misuse).
@@ -30,7 +137,100 @@ impl Sim {
                 return;
             };
             self.tasks[t as usize].pc += 1;
+            if self.tasks[t as usize].prog_start_ns.is_none() {
+                self.tasks[t as usize].prog_start_ns = Some(self.now);
+            }
             match step {
+                Step::RunWall { ns } => {
+                    self.start_activity(t, Activity::Wall, ns as f64);
+                    return;
+                }
+                Step::Send { chan, bytes } => {
+                    if let Flow::Stop = self.chan_send(t, chan, bytes) {
+                        return;
+                    }
+                }
+                Step::Recv { chan, bytes } => {
+                    if let Flow::Stop = self.chan_recv(t, chan, bytes) {
+                        return;
+                    }
+                }
+                Step::Lock { mutex } => {
+                    if let Flow::Stop = self.mutex_lock(t, mutex) {
+                        return;
+                    }
+                }
+                Step::Unlock { mutex } => self.mutex_unlock(t, mutex),
+                Step::LockPerCpu { first, count } => {
+                    let cpu = self.tasks[t as usize].cpu as u32;
+                    let m = first.saturating_add(cpu % count.max(1));
+                    self.tasks[t as usize].percpu_lock = Some(m);
+                    if let Flow::Stop = self.mutex_lock(t, m) {
+                        return;
+                    }
+                }
+                Step::UnlockPerCpu => {
+                    if let Some(m) = self.tasks[t as usize].percpu_lock.take() {
+                        self.mutex_unlock(t, m);
+                    }
+                }
+                Step::Wait { cond, mutex } => {
+                    if let Flow::Stop = self.cond_wait(t, cond, mutex) {
+                        return;
+                    }
+                }
+                Step::Signal { cond } => self.cond_wake(t, cond, false),
+                Step::Broadcast { cond } => self.cond_wake(t, cond, true),
+                Step::SemPost { sem } => self.sem_post(t, sem),
+                Step::SemWait { sem } => {
+                    if let Flow::Stop = self.sem_wait(t, sem) {
+                        return;
+                    }
+                }
+                Step::Grab {
+                    counter,
+                    limit,
+                    exit_to,
+                } => {
+                    let got = match self.obj(counter) {
+                        Some(Obj::Counter { value }) if *value < limit => {
+                            *value += 1;
+                            true
+                        }
+                        _ => false,
+                    };
+                    if !got {
+                        self.tasks[t as usize].pc = exit_to;
+                    }
+                }
+                Step::ResetCounter { counter } => {
+                    if let Some(Obj::Counter { value }) = self.obj(counter) {
+                        *value = 0;
+                    }
+                }
+                Step::NewProcess => {
+                    // Thread-group ids: 1 for the workload's first process, then
+                    // one per task that becomes a process of its own.
+                    self.tasks[t as usize].tgid = 2 + t;
+                }
+                Step::Yield => {
+                    if let Flow::Stop = self.yield_task(t) {
+                        return;
+                    }
+                }
+                Step::Timer {
+                    id,
+                    period_ns,
+                    absolute,
+                } => {
+                    if let Flow::Stop = self.timer_wait(t, id, period_ns, absolute) {
+                        return;
+                    }
+                }
+                Step::MarkWoken { tag } => {
+                    let w = self.tasks[t as usize].woken_at_ns;
+                    self.marks.push((t, tag, w));
+                }
                 Step::Compute { work_ns } => {
                     self.start_activity(t, Activity::Compute, work_ns as f64);
                     return;
@@ -114,8 +314,13 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.remaining = 0.0;
         tk.activity = Activity::Idle;
-        if let Some(tpl) = tk.pending_spawn.take() {
-            let cpu = tk.cpu;
+        let spawn = tk.pending_spawn.take().filter(|&tpl| {
+            // A bad template or a fork bomb (rt-app `fork` in an endless loop)
+            // must not exhaust memory: beyond MAX_TASKS, clone() fails.
+            (tpl as usize) < self.spec.templates.len() && self.tasks.len() < MAX_TASKS
+        });
+        if let Some(tpl) = spawn {
+            let cpu = self.tasks[t as usize].cpu;
             self.spawn(tpl, Some(t), cpu);
             // The child may have preempted us on this CPU; then we continue later.
             if self.rqs[cpu as usize].curr != Some(t) {
@@ -204,5 +409,658 @@ impl Sim {
         self.counters.spin_timeouts += 1;
         self.tasks[t as usize].activity = Activity::Idle;
         self.block_current(t, false);
+    }
+}
+
+// ----- futex-style objects --------------------------------------------------
+
+impl Sim {
+    /// Puts the running task to sleep with its program counter back on the
+    /// current step, so that it re-executes it when woken.
+    fn sleep_on_step(&mut self, t: TaskId) -> Flow {
+        let tk = &mut self.tasks[t as usize];
+        tk.pc = tk.pc.saturating_sub(1);
+        tk.activity = Activity::Idle;
+        self.block_current(t, false);
+        Flow::Stop
+    }
+
+    /// Wakes a waiter taken off an object's queue.
+    fn wake_waiter(&mut self, w: TaskId, waker: TaskId, flags: u32) {
+        let waker_cpu = self.tasks[waker as usize].cpu;
+        self.tasks[w as usize].woken_at_ns = self.now;
+        self.try_to_wake_up(w, waker_cpu, Some(waker), flags);
+    }
+
+    fn obj(&mut self, id: u32) -> Option<&mut Obj> {
+        self.ipc.objs.get_mut(id as usize)
+    }
+
+    /// pipe_write() / unix_stream_sendmsg(): copy what fits, wake a reader
+    /// with WF_SYNC, sleep while the buffer is full.
+    fn chan_send(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
+        let left = match self.tasks[t as usize].io_left {
+            0 => bytes,
+            n => n,
+        };
+        if left == 0 {
+            return Flow::Next;
+        }
+        let cpu = self.tasks[t as usize].cpu;
+        let Some(Obj::Chan {
+            capacity,
+            used,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let n = (*capacity - *used).min(left);
+        *used += n;
+        if n > 0 {
+            *writer_cpu = Some(cpu);
+        }
+        let left = left - n;
+        let reader = if n > 0 { readers.pop_front() } else { None };
+        let next_writer = if left == 0 && *used < *capacity {
+            writers.pop_front()
+        } else {
+            None
+        };
+        if left > 0 {
+            writers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = left;
+        if let Some(r) = reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if let Some(w) = next_writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if left > 0 {
+            return self.sleep_on_step(t);
+        }
+        Flow::Next
+    }
+
+    /// pipe_read() / unix_stream_recvmsg() in a loop until `bytes` arrived:
+    /// take what is there, wake a writer with WF_SYNC, sleep while empty.
+    fn chan_recv(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
+        let left = match self.tasks[t as usize].io_left {
+            0 => bytes,
+            n => n,
+        };
+        if left == 0 {
+            return Flow::Next;
+        }
+        let Some(Obj::Chan {
+            used,
+            readers,
+            writers,
+            writer_cpu,
+            ..
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let from = *writer_cpu;
+        let n = (*used).min(left);
+        *used -= n;
+        let left = left - n;
+        let writer = if n > 0 { writers.pop_front() } else { None };
+        let next_reader = if left == 0 && *used > 0 {
+            readers.pop_front()
+        } else {
+            None
+        };
+        if left > 0 {
+            readers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = left;
+        if let Some(w) = writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if let Some(r) = next_reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if left > 0 {
+            return self.sleep_on_step(t);
+        }
+        // The data and the pipe's bookkeeping come from the writer's CPU.
+        let cpu = self.tasks[t as usize].cpu;
+        match from {
+            Some(f) if f != cpu && n > 0 => {
+                let line = self.machine.caches.first().map_or(64, |c| c.line_bytes);
+                let ns = schedlab_hw::transfer_ns(&self.machine, f, cpu, n, line)
+                    + schedlab_hw::dependent_transfer_ns(&self.machine, f, cpu, CHAN_META_LINES);
+                self.start_activity(t, Activity::Wall, ns as f64);
+                Flow::Stop
+            }
+            _ => Flow::Next,
+        }
+    }
+
+    /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
+    fn mutex_lock(&mut self, t: TaskId, m: u32) -> Flow {
+        let Some(Obj::Mutex { owner, waiters }) = self.obj(m) else {
+            return Flow::Next;
+        };
+        match *owner {
+            None => {
+                *owner = Some(t);
+                Flow::Next
+            }
+            Some(o) if o == t => Flow::Next,
+            Some(_) => {
+                waiters.push_back(t);
+                self.sleep_on_step(t)
+            }
+        }
+    }
+
+    /// pthread_mutex_unlock(): release and futex-wake one waiter (FIFO).
+    fn mutex_unlock(&mut self, t: TaskId, m: u32) {
+        let Some(Obj::Mutex { owner, waiters }) = self.obj(m) else {
+            return;
+        };
+        *owner = None;
+        if let Some(w) = waiters.pop_front() {
+            self.wake_waiter(w, t, 0);
+        }
+    }
+
+    /// pthread_cond_wait(): release the mutex and sleep on the condition
+    /// (phase 0); once woken, re-acquire the mutex (phase 1).
+    fn cond_wait(&mut self, t: TaskId, cond: u32, mutex: Option<u32>) -> Flow {
+        if self.tasks[t as usize].step_phase == 1 {
+            if let Some(m) = mutex {
+                if let Flow::Stop = self.mutex_lock(t, m) {
+                    return Flow::Stop;
+                }
+            }
+            self.tasks[t as usize].step_phase = 0;
+            return Flow::Next;
+        }
+        if !matches!(self.obj(cond), Some(Obj::Cond { .. })) {
+            return Flow::Next;
+        }
+        if let Some(m) = mutex {
+            self.mutex_unlock(t, m);
+        }
+        if let Some(Obj::Cond { waiters }) = self.obj(cond) {
+            waiters.push_back(t);
+        }
+        self.tasks[t as usize].step_phase = 1;
+        self.sleep_on_step(t)
+    }
+
+    /// pthread_cond_signal() / pthread_cond_broadcast().
+    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool) {
+        let Some(Obj::Cond { waiters }) = self.obj(cond) else {
+            return;
+        };
+        let woken: Vec<TaskId> = if all {
+            waiters.drain(..).collect()
+        } else {
+            waiters.pop_front().into_iter().collect()
+        };
+        for w in woken {
+            self.wake_waiter(w, t, 0);
+        }
+    }
+
+    /// sem_post().
+    fn sem_post(&mut self, t: TaskId, sem: u32) {
+        let Some(Obj::Sem { count, waiters }) = self.obj(sem) else {
+            return;
+        };
+        *count += 1;
+        if let Some(w) = waiters.pop_front() {
+            self.wake_waiter(w, t, 0);
+        }
+    }
+
+    /// sem_wait().
+    fn sem_wait(&mut self, t: TaskId, sem: u32) -> Flow {
+        let Some(Obj::Sem { count, waiters }) = self.obj(sem) else {
+            return Flow::Next;
+        };
+        if *count > 0 {
+            *count -= 1;
+            // Counts left and sleepers queued: pass the wakeup on.
+            let next = if *count > 0 {
+                waiters.pop_front()
+            } else {
+                None
+            };
+            if let Some(w) = next {
+                self.wake_waiter(w, t, 0);
+            }
+            return Flow::Next;
+        }
+        waiters.push_back(t);
+        self.sleep_on_step(t)
+    }
+
+    /// sched_yield() (mirrors yield_task_fair()): with others runnable, push
+    /// the deadline one slice further and reschedule.
+    fn yield_task(&mut self, t: TaskId) -> Flow {
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
+            return Flow::Next;
+        }
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+        let slice = match self.tasks[t as usize].se.slice {
+            0 => crate::fair::base_slice_ns(self.nr_cpus()),
+            s => s,
+        };
+        let se = &mut self.tasks[t as usize].se;
+        se.deadline = se
+            .deadline
+            .wrapping_add(crate::fair::calc_delta_fair(slice, se.weight));
+        self.resched_cpu(cpu, cpu);
+        Flow::Stop
+    }
+
+    /// rt-app's periodic timer: sleep until the next expiry.
+    fn timer_wait(&mut self, t: TaskId, id: u32, period_ns: u64, absolute: bool) -> Flow {
+        let now = self.now;
+        let tk = &mut self.tasks[t as usize];
+        let origin = tk.prog_start_ns.unwrap_or(now);
+        let slot = tk.timers.iter().position(|x| x.0 == id);
+        let prev = slot.map_or(origin, |i| tk.timers[i].1);
+        let mut next = prev.saturating_add(period_ns);
+        if next <= now && !absolute {
+            next = now;
+        }
+        match slot {
+            Some(i) => tk.timers[i].1 = next,
+            None => tk.timers.push((id, next)),
+        }
+        // MarkWoken after a timer reports the expiry (rt-app's wu_lat base).
+        tk.woken_at_ns = next.max(now);
+        if next <= now {
+            return Flow::Next;
+        }
+        tk.activity = Activity::Idle;
+        self.block_current(t, false);
+        let gen = self.tasks[t as usize].gen;
+        self.q.push(next, EventKind::Timer { task: t, gen });
+        Flow::Stop
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rng;
+    use crate::sim::{Sim, SimConfig, StopReason};
+    use rand::Rng;
+    use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
+    use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+
+    const SEEDS: [u64; 6] = [1, 2, 3, 17, 99, 12345];
+
+    fn tpl(name: &str, steps: Vec<Step>) -> ThreadTemplate {
+        ThreadTemplate {
+            name: name.into(),
+            nice: 0,
+            affinity: None,
+            steps,
+        }
+    }
+
+    fn spec(templates: Vec<ThreadTemplate>, sync: Vec<SyncObject>) -> WorkloadSpec {
+        WorkloadSpec {
+            name: "t".into(),
+            initial: (0..templates.len() as u32).collect(),
+            templates,
+            sync,
+            mem_node: None,
+            max_time_ns: 60_000_000_000,
+        }
+    }
+
+    /// Runs to completion; odd seeds squeeze every thread onto 3 CPUs so that
+    /// waiters are preempted and woken tasks queue behind others.
+    fn run(machine: &str, mut s: WorkloadSpec, seed: u64) -> Sim {
+        if seed % 2 == 1 {
+            for t in &mut s.templates {
+                t.affinity = Some(CpuMask::first_n(3));
+            }
+        }
+        let m = preset(machine).unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            s,
+            SimConfig {
+                seed,
+                checked: true,
+                ..SimConfig::default()
+            },
+        );
+        let stop = sim.run();
+        assert_eq!(stop, StopReason::Finished, "seed {seed}: {stop:?}");
+        assert_eq!(sim.ipc.nr_waiters(), 0, "seed {seed}");
+        sim
+    }
+
+    /// Random work between 0 and `max` µs (sometimes none).
+    fn work(r: &mut rand_pcg::Pcg64, max_us: u64) -> Step {
+        Step::Compute {
+            work_ns: r.gen_range(0..=max_us) * 1000,
+        }
+    }
+
+    #[test]
+    fn barriers_never_lose_wakeups() {
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-barrier");
+            let n = 6;
+            let ts = (0..n)
+                .map(|i| {
+                    let mut s = Vec::new();
+                    for _ in 0..30 {
+                        s.push(work(&mut r, 200));
+                        s.push(Step::Barrier {
+                            id: 0,
+                            spin_ns: if i % 2 == 0 { 0 } else { 20_000 },
+                        });
+                    }
+                    tpl("b", s)
+                })
+                .collect();
+            run(
+                "exynos5422",
+                spec(ts, vec![SyncObject::Barrier { parties: n }]),
+                seed,
+            );
+        }
+    }
+
+    #[test]
+    fn mutexes_exclude_and_never_lose_wakeups() {
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-mutex");
+            let ts = (0..7)
+                .map(|_| {
+                    let mut s = Vec::new();
+                    for _ in 0..40 {
+                        s.push(work(&mut r, 50));
+                        s.push(Step::Lock { mutex: 0 });
+                        s.push(Step::Mark { tag: 1 });
+                        s.push(work(&mut r, 30));
+                        if r.gen_bool(0.3) {
+                            s.push(Step::Yield);
+                        }
+                        s.push(Step::Mark { tag: 2 });
+                        s.push(Step::Unlock { mutex: 0 });
+                    }
+                    tpl("m", s)
+                })
+                .collect();
+            let sim = run("exynos5422", spec(ts, vec![SyncObject::Mutex]), seed);
+            // Critical sections never overlap: marks alternate 1, 2 by one task.
+            let mut inside: Option<u32> = None;
+            // Marks are recorded in the order they happen.
+            for &(t, tag, _) in &sim.marks {
+                match tag {
+                    1 => {
+                        assert_eq!(inside, None, "seed {seed}");
+                        inside = Some(t);
+                    }
+                    _ => {
+                        assert_eq!(inside, Some(t), "seed {seed}");
+                        inside = None;
+                    }
+                }
+            }
+            assert_eq!(sim.marks.len(), 7 * 40 * 2);
+        }
+    }
+
+    #[test]
+    fn condvars_never_lose_wakeups() {
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-cond");
+            // Sync ping-pong (rt-app `sync`: signal + wait atomically).
+            let pp = |r: &mut rand_pcg::Pcg64| {
+                let mut s = vec![work(r, 100), Step::Lock { mutex: 0 }];
+                for _ in 0..30 {
+                    s.push(work(r, 20));
+                    s.push(Step::Signal { cond: 1 });
+                    s.push(Step::Wait {
+                        cond: 1,
+                        mutex: Some(0),
+                    });
+                }
+                s.push(Step::Signal { cond: 1 });
+                s.push(Step::Unlock { mutex: 0 });
+                tpl("pp", s)
+            };
+            // Broadcast: waiters announce themselves under the mutex.
+            let n = 5;
+            let rounds = 15;
+            let waiter = |r: &mut rand_pcg::Pcg64| {
+                let mut s = Vec::new();
+                for _ in 0..rounds {
+                    s.push(work(r, 100));
+                    s.push(Step::Lock { mutex: 2 });
+                    s.push(Step::SemPost { sem: 4 });
+                    s.push(Step::Wait {
+                        cond: 3,
+                        mutex: Some(2),
+                    });
+                    s.push(Step::Unlock { mutex: 2 });
+                }
+                tpl("w", s)
+            };
+            let mut bc = Vec::new();
+            for _ in 0..rounds {
+                for _ in 0..n {
+                    bc.push(Step::SemWait { sem: 4 });
+                }
+                bc.push(work(&mut r, 50));
+                bc.push(Step::Lock { mutex: 2 });
+                bc.push(Step::Broadcast { cond: 3 });
+                bc.push(Step::Unlock { mutex: 2 });
+            }
+            let mut ts = vec![pp(&mut r), pp(&mut r), tpl("bc", bc)];
+            for _ in 0..n {
+                ts.push(waiter(&mut r));
+            }
+            run(
+                "exynos5422",
+                spec(
+                    ts,
+                    vec![
+                        SyncObject::Mutex,
+                        SyncObject::Cond,
+                        SyncObject::Mutex,
+                        SyncObject::Cond,
+                        SyncObject::Semaphore { initial: 0 },
+                    ],
+                ),
+                seed,
+            );
+        }
+    }
+
+    #[test]
+    fn channels_never_lose_wakeups() {
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-chan");
+            let mut ts = Vec::new();
+            // 3 writers × 20 × 3000 B = 180000 B; 4 readers × 9 × 5000 B.
+            for _ in 0..3 {
+                let mut s = Vec::new();
+                for _ in 0..20 {
+                    s.push(work(&mut r, 30));
+                    s.push(Step::Send {
+                        chan: 0,
+                        bytes: 3000,
+                    });
+                }
+                ts.push(tpl("wr", s));
+            }
+            for _ in 0..4 {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv {
+                        chan: 0,
+                        bytes: 5000,
+                    });
+                    s.push(work(&mut r, 30));
+                }
+                ts.push(tpl("rd", s));
+            }
+            // A ping-pong pair over two small pipes.
+            for i in 0..2u32 {
+                let mut s = Vec::new();
+                for _ in 0..50 {
+                    if i == 0 {
+                        s.push(Step::Send { chan: 1, bytes: 8 });
+                        s.push(Step::Recv { chan: 2, bytes: 8 });
+                    } else {
+                        s.push(Step::Recv { chan: 1, bytes: 8 });
+                        s.push(Step::Send { chan: 2, bytes: 8 });
+                    }
+                }
+                ts.push(tpl("pp", s));
+            }
+            let sim = run(
+                "alderlake",
+                spec(
+                    ts,
+                    vec![
+                        SyncObject::Channel { capacity: 4096 },
+                        SyncObject::Channel { capacity: 64 },
+                        SyncObject::Channel { capacity: 64 },
+                    ],
+                ),
+                seed,
+            );
+            assert!(sim.counters.wakeups > 100);
+        }
+    }
+
+    /// lat_pipe between two pinned CPUs: µs per round trip.
+    fn pipe_round_trip_us(machine: &str, a: u16, b: u16) -> f64 {
+        let loops = 2000;
+        let pin = |c: u16, steps| {
+            let mut t = tpl("p", steps);
+            t.affinity = Some(CpuMask::from_cpus([c]));
+            t
+        };
+        let ping = pin(
+            a,
+            vec![
+                Step::Mark { tag: 0 },
+                Step::Send { chan: 0, bytes: 4 },
+                Step::Recv { chan: 1, bytes: 4 },
+                Step::Loop {
+                    start: 1,
+                    count: loops,
+                    slot: 0,
+                },
+                Step::Mark { tag: 1 },
+            ],
+        );
+        let pong = pin(
+            b,
+            vec![
+                Step::Recv { chan: 0, bytes: 4 },
+                Step::Send { chan: 1, bytes: 4 },
+                Step::Loop {
+                    start: 0,
+                    count: loops,
+                    slot: 0,
+                },
+            ],
+        );
+        let s = spec(
+            vec![ping, pong],
+            vec![
+                SyncObject::Channel { capacity: 65536 },
+                SyncObject::Channel { capacity: 65536 },
+            ],
+        );
+        let sim = run(machine, s, 2);
+        let t0 = sim.marks.iter().find(|m| m.1 == 0).unwrap().2;
+        let t1 = sim.marks.iter().find(|m| m.1 == 1).unwrap().2;
+        (t1 - t0) as f64 / 1e3 / loops as f64
+    }
+
+    #[test]
+    fn channel_data_crosses_the_cache_hierarchy() {
+        let near = pipe_round_trip_us("kunpeng920", 0, 1);
+        let far = pipe_round_trip_us("kunpeng920", 0, 64);
+        assert!(far > near, "{near} {far}");
+    }
+
+    #[test]
+    fn wall_time_ignores_capacity_and_timers_keep_their_grid() {
+        let m = preset("exynos5422").unwrap();
+        // The slowest CPU: the one with the smallest capacity.
+        let little = (0..m.nr_cpus())
+            .min_by_key(|&c| m.cpus[c].capacity)
+            .unwrap() as schedlab_topo::CpuId;
+        let mut t = tpl(
+            "x",
+            vec![
+                Step::Mark { tag: 0 },
+                Step::RunWall { ns: 1_000_000 },
+                Step::Mark { tag: 1 },
+                Step::Compute { work_ns: 200_000 },
+                Step::Timer {
+                    id: 0,
+                    period_ns: 5_000_000,
+                    absolute: false,
+                },
+                Step::Mark { tag: 2 },
+                Step::Loop {
+                    start: 3,
+                    count: 4,
+                    slot: 0,
+                },
+            ],
+        );
+        t.affinity = Some(CpuMask::from_cpus([little]));
+        let mut s = spec(vec![t], vec![]);
+        s.name = "wall".into();
+        let m2 = preset("exynos5422").unwrap();
+        let d = build_domains(&m2, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m2,
+            d,
+            s,
+            SimConfig {
+                seed: 3,
+                checked: true,
+                noise: false,
+                ..SimConfig::default()
+            },
+        );
+        assert_eq!(sim.run(), StopReason::Finished);
+        let at = |tag| {
+            sim.marks
+                .iter()
+                .filter(|m| m.1 == tag)
+                .map(|m| m.2)
+                .collect::<Vec<_>>()
+        };
+        let (t0, t1) = (at(0)[0], at(1)[0]);
+        assert!((t1 - t0).abs_diff(1_000_000) <= 1, "{t0} {t1}");
+        let ticks = at(2);
+        assert_eq!(ticks.len(), 4);
+        for (k, w) in ticks.iter().enumerate() {
+            // Expiries at start + k·5 ms (plus the wakeup path's latency).
+            let due = t0 + (k as u64 + 1) * 5_000_000;
+            assert!(*w >= due && *w < due + 200_000, "{k}: {w} vs {due}");
+        }
     }
 }

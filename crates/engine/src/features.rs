@@ -32,6 +32,8 @@ features! {
     RUN_TO_PARITY = "RUN_TO_PARITY", true, "current runs until its deadline (or the shortest slice) before a switch";
     PREEMPT_SHORT = "PREEMPT_SHORT", true, "a waking task with a shorter slice may preempt";
     DELAY_DEQUEUE = "DELAY_DEQUEUE", true, "a sleeping task with negative lag stays queued until eligible";
+    DELAY_ZERO = "DELAY_ZERO", true, "a delayed task leaves with its lag clipped to at most zero";
+    PLACE_REL_DEADLINE = "PLACE_REL_DEADLINE", true, "a migrating task keeps its deadline relative to its vruntime";
     WAKEUP_PREEMPTION = "WAKEUP_PREEMPTION", true, "a wakeup may preempt the current task";
     CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "a task just picked as next buddy is cache hot";
     WA_IDLE = "WA_IDLE", true, "wake_affine prefers an idle waker or previous CPU";
@@ -41,6 +43,7 @@ features! {
     UTIL_EST = "UTIL_EST", true, "utilisation estimation keeps a sleeping task's utilisation";
     LB_MIN = "LB_MIN", false, "the balancer ignores tasks with tiny load";
     NI_RANDOM = "NI_RANDOM", true, "newidle balance is skipped at random by its past success";
+    NI_RATE = "NI_RATE", true, "newidle balancing that is called rarely counts as more successful";
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";

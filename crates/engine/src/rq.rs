@@ -60,8 +60,14 @@ pub struct Rq {
     pub tick_running: bool,
     /// Average idle period (`rq->avg_idle`), ns.
     pub avg_idle: u64,
+    /// Highest recent newidle balance cost (`rq->max_idle_balance_cost`), ns;
+    /// `avg_idle` is capped at twice this.
+    pub max_idle_balance_cost_ns: u64,
     /// Per-level newidle balance cost (`sd->max_newidle_lb_cost`) is kept per domain.
     pub active_balance: bool,
+    /// Load of a running task that does not fit this CPU (`rq->misfit_task_load`),
+    /// set only when capacities are asymmetric.
+    pub misfit_task_load: u64,
     /// Counters.
     pub busy_ns: u64,
     pub idle_ns: u64,

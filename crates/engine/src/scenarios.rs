@@ -239,3 +239,391 @@ fn same_seed_same_run() {
         "different seeds should differ somewhere"
     );
 }
+
+// ----- fair-class fidelity scenarios (issue 4) --------------------------------
+
+/// The non-kthread tasks of a run.
+fn workload_tasks(s: &Sim) -> Vec<crate::event::TaskId> {
+    s.tasks
+        .iter()
+        .filter(|t| !t.kthread)
+        .map(|t| t.id)
+        .collect()
+}
+
+#[test]
+fn misfit_task_on_a_little_cpu_moves_to_a_big_cpu() {
+    // One CPU-bound thread forked from CPU 0 (a Cortex-A7): the fork path
+    // keeps it in the little cluster while its utilisation is small; once
+    // util·1280 ≥ 377·1024 the tick marks it misfit, a nohz kick lets an idle
+    // big CPU balance the PKG level (asym capacity), and active balance
+    // pushes it to a Cortex-A15.
+    let spec = cpu_hogs(1, 3_000_000_000, None, 2_000_000_000);
+    let mut s = sim("exynos5422", false, spec, 11);
+    s.run_until(1_000_000);
+    let hog = workload_tasks(&s)[0] as usize;
+    let start = s.tasks[hog].cpu;
+    assert!(start < 4, "starts on a little CPU, got {start} (seed 11)");
+    s.run_until(500_000_000);
+    assert!(
+        s.tasks[hog].cpu >= 4,
+        "misfit task still on little CPU {} (seed 11)",
+        s.tasks[hog].cpu
+    );
+    assert!(s.counters.active_balance >= 1, "moved by active balance");
+    // It stays on the big cluster.
+    s.run_until(1_500_000_000);
+    assert!(s.tasks[hog].cpu >= 4);
+}
+
+#[test]
+fn asym_packing_runs_a_lone_hog_on_a_p_core() {
+    // 20 threads fill every CPU of Alder Lake; 19 finish after 30 ms. The
+    // survivor may sit on an E-core or share a P-core; ITMT asym packing
+    // (an idle P-core with an idle sibling has higher priority) must pull
+    // it to a P-core whose sibling is idle.
+    for seed in 1..=4u64 {
+        let mut spec = cpu_hogs(20, 30_000_000, None, 1_000_000_000);
+        let li = (seed as usize * 7) % 20;
+        spec.templates[li].steps = vec![
+            Step::Compute {
+                work_ns: 2_000_000_000,
+            },
+            Step::Exit,
+        ];
+        let mut s = sim("alderlake", false, spec, seed);
+        s.run_until(400_000_000);
+        let long = workload_tasks(&s)[li] as usize;
+        assert_eq!(s.tasks[long].state, TaskState::Running, "seed {seed}");
+        let cpu = s.tasks[long].cpu;
+        assert!(cpu < 12, "lone hog on E-core CPU {cpu} (seed {seed})");
+        let sib = cpu ^ 1;
+        assert!(
+            s.rqs[sib as usize]
+                .curr
+                .is_none_or(|t| s.tasks[t as usize].kthread),
+            "lone hog shares its P-core (seed {seed})"
+        );
+    }
+}
+
+/// Samples a run every `step_ns` and returns the longest time some CPU kept
+/// two or more runnable tasks, one of which could run on a CPU that stayed
+/// idle meanwhile ("wasted cores"), with the pair's balance bound (the
+/// max_interval of the lowest domain of the idle CPU spanning the busy one).
+fn longest_wasted(s: &mut Sim, until_ns: u64, step_ns: u64) -> (u64, u64, String) {
+    let n = s.nr_cpus();
+    // since[b][a]: since when idle CPU a could have taken a task of busy CPU b.
+    let mut since: Vec<Vec<Option<u64>>> = vec![vec![None; n]; n];
+    let mut worst = (0u64, 1u64, String::new());
+    let mut t = s.now;
+    while t < until_ns {
+        t += step_ns;
+        s.run_until(t);
+        if s.stop.is_some() {
+            break;
+        }
+        for (b, since_b) in since.iter_mut().enumerate() {
+            let rq = &s.rqs[b];
+            let queued: Vec<_> = rq
+                .cfs
+                .queue
+                .iter()
+                .copied()
+                .filter(|&x| {
+                    let tk = &s.tasks[x as usize];
+                    !tk.kthread && !tk.se.sched_delayed
+                })
+                .collect();
+            for (a, since_ba) in since_b.iter_mut().enumerate() {
+                let wasted = rq.cfs.nr_runnable() >= 2
+                    && a != b
+                    && s.is_idle_cpu(a as u16)
+                    && queued
+                        .iter()
+                        .any(|&x| s.tasks[x as usize].affinity.test(a as u16));
+                if !wasted {
+                    *since_ba = None;
+                    continue;
+                }
+                let from = *since_ba.get_or_insert(s.now);
+                let dur = s.now - from;
+                let doms = &s.domains.cpus[a].domains;
+                let bound_ms = doms
+                    .iter()
+                    .find(|d| d.span.test(b as u16))
+                    .map(|d| d.max_interval_ms as u64)
+                    .unwrap_or(1);
+                let bound = bound_ms * 1_000_000 + 2 * s.tick_ns;
+                if dur * worst.1 > worst.0 * bound {
+                    worst = (
+                        dur,
+                        bound,
+                        format!("idle cpu {a} vs cpu {b} at {} ns", s.now),
+                    );
+                }
+            }
+        }
+    }
+    worst
+}
+
+/// Sleepy loopers for three quarters of the CPUs plus hogs for a quarter
+/// (about 85% demand): wakeups stack tasks now and then, and the balancer
+/// has to spread them.
+fn mixed_load(n_cpus: usize, max_time_ns: u64) -> WorkloadSpec {
+    let mut templates = Vec::new();
+    for i in 0..n_cpus * 3 / 4 {
+        templates.push(thread(
+            &format!("looper{i}"),
+            None,
+            vec![
+                Step::Compute {
+                    work_ns: 1_000_000 + 37_000 * i as u64,
+                },
+                Step::Sleep {
+                    ns: 300_000 + 13_000 * i as u64,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: 100_000,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        ));
+    }
+    for i in 0..n_cpus / 4 {
+        templates.push(thread(
+            &format!("hog{i}"),
+            None,
+            vec![
+                Step::Compute {
+                    work_ns: u64::MAX / 4,
+                },
+                Step::Exit,
+            ],
+        ));
+    }
+    let k = templates.len() as u32;
+    WorkloadSpec {
+        name: "mixed".into(),
+        templates,
+        initial: (0..k).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+#[test]
+fn no_wasted_cores_on_kunpeng920_and_genoa() {
+    for (machine, cluster, seed) in [("kunpeng920", true, 21u64), ("genoa", false, 22)] {
+        let n = schedlab_topo::preset(machine).unwrap().nr_cpus();
+        let mut s = sim(machine, cluster, mixed_load(n, 600_000_000), seed);
+        // Let the fork burst settle, then watch.
+        s.run_until(100_000_000);
+        let (dur, bound, at) = longest_wasted(&mut s, 600_000_000, 1_000_000);
+        assert!(
+            dur <= bound,
+            "{machine}: a task waited {dur} ns (bound {bound} ns) while a CPU idled: {at} (seed {seed})"
+        );
+    }
+}
+
+#[test]
+fn alderlake_spreads_one_hog_per_core_before_using_smt_siblings() {
+    // 14 hogs on 6 SMT P-cores + 8 E-cores: SMT balancing (group_smt_balance,
+    // sibling_imbalance by cores, asym packing) must give every core one hog
+    // rather than doubling up on P-core siblings while E-cores idle.
+    for seed in [1u64, 2] {
+        let mut s = sim(
+            "alderlake",
+            false,
+            cpu_hogs(14, 5_000_000_000, None, 2_000_000_000),
+            seed,
+        );
+        s.run_until(1_000_000_000);
+        let busy = |c: usize| s.rqs[c].curr.is_some_and(|t| !s.tasks[t as usize].kthread);
+        let doubled: Vec<usize> = (0..6)
+            .filter(|&core| busy(2 * core) && busy(2 * core + 1))
+            .collect();
+        let idle_e: Vec<usize> = (12..20).filter(|&c| !busy(c)).collect();
+        assert!(
+            doubled.is_empty() || idle_e.is_empty(),
+            "P-cores {doubled:?} run two hogs while E-cores {idle_e:?} idle (seed {seed})"
+        );
+    }
+}
+
+/// A mixed rt-app-like load of 2× CPUs threads: CPU hogs, periodic timer tasks,
+/// mutex users and pipe ping-pong pairs, some reniced and some pinned.
+fn rtapp_like_load(ncpus: usize, seed: u64, max_time_ns: u64) -> WorkloadSpec {
+    use rand::Rng;
+    let mut rng = crate::rng::stream(seed, "mixed-load");
+    let n = 2 * ncpus;
+    let mut templates = Vec::new();
+    let mut sync = vec![SyncObject::Mutex, SyncObject::Mutex];
+    let forever = 1_000_000;
+    let mut i = 0;
+    while templates.len() < n {
+        let affinity = if rng.gen_range(0..8) == 0 {
+            Some(CpuMask::from_cpus([rng.gen_range(0..ncpus) as u16]))
+        } else {
+            None
+        };
+        let nice = [-5i8, 0, 0, 0, 5][rng.gen_range(0..5)];
+        let mut t = |name: String, steps: Vec<Step>| {
+            templates.push(ThreadTemplate {
+                name,
+                nice,
+                affinity,
+                steps,
+            })
+        };
+        match i % 4 {
+            0 => t(
+                format!("hog{i}"),
+                vec![
+                    Step::Compute {
+                        work_ns: u64::MAX / 4,
+                    },
+                    Step::Exit,
+                ],
+            ),
+            1 => t(
+                format!("periodic{i}"),
+                vec![
+                    Step::Compute {
+                        work_ns: rng.gen_range(200_000..3_000_000),
+                    },
+                    Step::Timer {
+                        id: 0,
+                        period_ns: 16_000_000,
+                        absolute: false,
+                    },
+                    Step::Loop {
+                        start: 0,
+                        count: forever,
+                        slot: 0,
+                    },
+                    Step::Exit,
+                ],
+            ),
+            2 => t(
+                format!("locker{i}"),
+                vec![
+                    Step::Lock {
+                        mutex: (i / 4 % 2) as u32,
+                    },
+                    Step::Compute { work_ns: 100_000 },
+                    Step::Unlock {
+                        mutex: (i / 4 % 2) as u32,
+                    },
+                    Step::Sleep { ns: 1_000_000 },
+                    Step::Loop {
+                        start: 0,
+                        count: forever,
+                        slot: 0,
+                    },
+                    Step::Exit,
+                ],
+            ),
+            _ => {
+                let (a, b) = (sync.len() as u32, sync.len() as u32 + 1);
+                sync.push(SyncObject::Channel { capacity: 65536 });
+                sync.push(SyncObject::Channel { capacity: 65536 });
+                t(
+                    format!("ping{i}"),
+                    vec![
+                        Step::Send {
+                            chan: a,
+                            bytes: 100,
+                        },
+                        Step::Recv {
+                            chan: b,
+                            bytes: 100,
+                        },
+                        Step::Sleep { ns: 2_000_000 },
+                        Step::Loop {
+                            start: 0,
+                            count: forever,
+                            slot: 0,
+                        },
+                        Step::Exit,
+                    ],
+                );
+                t(
+                    format!("pong{i}"),
+                    vec![
+                        Step::Recv {
+                            chan: a,
+                            bytes: 100,
+                        },
+                        Step::Compute { work_ns: 50_000 },
+                        Step::Send {
+                            chan: b,
+                            bytes: 100,
+                        },
+                        Step::Loop {
+                            start: 0,
+                            count: forever,
+                            slot: 0,
+                        },
+                        Step::Exit,
+                    ],
+                );
+            }
+        }
+        i += 1;
+    }
+    WorkloadSpec {
+        name: "mixed".into(),
+        initial: (0..templates.len() as u32).collect(),
+        templates,
+        sync,
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+/// Runs the rt-app-like load of 2× CPUs threads for 10 simulated seconds with
+/// invariants checked after every event.
+fn mixed_load_10s(machine: &str, cluster: bool) {
+    let ncpus = preset(machine).unwrap().nr_cpus();
+    let seed = 31;
+    let mut s = sim(
+        machine,
+        cluster,
+        rtapp_like_load(ncpus, seed, 10_000_000_000),
+        seed,
+    );
+    // A violation panics with the seed.
+    assert_eq!(s.run(), StopReason::TimeLimit, "{machine} (seed {seed})");
+    s.check_time_conservation().unwrap();
+    // Every thread got the CPU (a ping whose steps cost no time may show
+    // 0 ns of CPU time, but it was switched in).
+    let ran = s
+        .tasks
+        .iter()
+        .filter(|t| !t.kthread && t.stats.nr_switches > 0)
+        .count();
+    assert_eq!(ran, 2 * ncpus, "{machine}: every thread ran (seed {seed})");
+}
+
+macro_rules! mixed_load_test {
+    ($name:ident, $machine:literal, $cluster:literal) => {
+        #[test]
+        fn $name() {
+            mixed_load_10s($machine, $cluster);
+        }
+    };
+}
+
+mixed_load_test!(mixed_load_10s_kunpeng920, "kunpeng920", true);
+mixed_load_test!(mixed_load_10s_power10, "power10", false);
+mixed_load_test!(mixed_load_10s_alderlake, "alderlake", true);
+mixed_load_test!(mixed_load_10s_sapphirerapids, "sapphirerapids", false);
+mixed_load_test!(mixed_load_10s_genoa, "genoa", false);
+mixed_load_test!(mixed_load_10s_exynos5422, "exynos5422", false);
+mixed_load_test!(mixed_load_10s_exynos5433, "exynos5433", false);

@@ -55,6 +55,12 @@ pub struct SdState {
     pub nr_balance_failed: u32,
     pub max_newidle_lb_cost_ns: u64,
     pub last_decay_ns: u64,
+    /// NI_RANDOM bookkeeping (`newidle_call`, `newidle_success`,
+    /// `newidle_ratio` out of 1024, `newidle_stamp`).
+    pub newidle_call: u32,
+    pub newidle_success: u32,
+    pub newidle_ratio: u32,
+    pub newidle_stamp_ns: u64,
 }
 
 /// Per-LLC shared state (`struct sched_domain_shared`).
@@ -102,6 +108,8 @@ pub struct Sim {
     pub llc: Vec<LlcShared>,
     pub(crate) spec: WorkloadSpec,
     pub(crate) barriers: Vec<BarrierState>,
+    /// Mutexes, condition variables, channels and semaphores (exec.rs).
+    pub(crate) ipc: crate::exec::Ipc,
     pub(crate) mem: MemModel,
     /// Tasks currently running a memory step, in a stable order.
     pub(crate) mem_runners: Vec<TaskId>,
@@ -125,6 +133,23 @@ pub struct Sim {
     pub(crate) last_placement_ns: u64,
     pub stop: Option<StopReason>,
     started: bool,
+    /// CPU capacities as the kernel sees them (`arch_scale_cpu_capacity()`,
+    /// from `schedlab_topo::kernel_capacities`): scheduling decisions use
+    /// these, the hardware model uses `CpuInfo.capacity`.
+    pub(crate) kcap: Vec<u64>,
+    /// `sched_smt_active()`: some core has more than one hardware thread.
+    pub(crate) smt_active: bool,
+    /// SMT siblings of each CPU, including itself (precomputed `cpu_smt_mask()`).
+    pub(crate) smt_masks: Vec<CpuMask>,
+    /// Tick-stopped idle CPUs (`nohz.idle_cpus_mask`) and their number.
+    pub(crate) nohz_idle: CpuMask,
+    pub(crate) nr_nohz_idle: u32,
+    /// `sgc->imbalance` flags, by (topology level, first CPU of the group).
+    pub(crate) sg_imbalance: Vec<bool>,
+    /// NI_RANDOM's draws (`sched_rng()`).
+    pub(crate) rng_newidle: Pcg64,
+    /// Counter ordering the `cfs_tasks` lists (see `Task::cfs_tasks_seq`).
+    pub(crate) cfs_tasks_seq: u64,
 }
 
 /// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
@@ -144,6 +169,7 @@ impl Sim {
             .map(|c| Rq {
                 cpu: c as CpuId,
                 avg_idle: 2 * 500_000,
+                max_idle_balance_cost_ns: 500_000,
                 ..Default::default()
             })
             .collect();
@@ -155,6 +181,10 @@ impl Sim {
                     .iter()
                     .map(|d| SdState {
                         balance_interval_ms: d.min_interval_ms.max(1),
+                        // sd_init(): newidle balancing starts at 50% success.
+                        newidle_call: 512,
+                        newidle_success: 256,
+                        newidle_ratio: 512,
                         ..Default::default()
                     })
                     .collect()
@@ -193,10 +223,26 @@ impl Sim {
                     parties: *parties,
                     ..Default::default()
                 },
+                _ => BarrierState::default(),
             })
             .collect();
+        let ipc = crate::exec::Ipc::new(&spec.sync);
         let mem = MemModel::new(&machine);
+        let kcap: Vec<u64> = schedlab_topo::kernel_capacities(&machine)
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let smt_masks: Vec<CpuMask> = (0..n).map(|c| machine.smt_mask(c as CpuId)).collect();
+        let smt_active = smt_masks.iter().any(|m| m.weight() > 1);
         Sim {
+            nohz_idle: CpuMask::first_n(n),
+            nr_nohz_idle: n as u32,
+            smt_masks,
+            sg_imbalance: Vec::new(),
+            rng_newidle: rng::stream(cfg.seed, "newidle"),
+            cfs_tasks_seq: 0,
+            kcap,
+            smt_active,
             rng_noise: rng::stream(cfg.seed, "noise"),
             rng_fork: rng::stream(cfg.seed, "fork"),
             machine,
@@ -209,6 +255,7 @@ impl Sim {
             llc,
             spec,
             barriers,
+            ipc,
             mem,
             mem_runners: Vec::new(),
             flows: Vec::new(),
@@ -363,7 +410,9 @@ impl Sim {
     /// resynchronises when idle.
     pub(crate) fn update_rq_clock(&mut self, cpu: CpuId) {
         let now = self.now;
-        let cap = self.machine.cpus[cpu as usize].capacity as u64;
+        // The kernel scales PELT time by its own view of capacity (on x86
+        // with SMT every CPU is 1024 to the scheduler).
+        let cap = self.kcap[cpu as usize];
         let rq = &mut self.rqs[cpu as usize];
         let delta = now.saturating_sub(rq.clock);
         rq.clock = now;
@@ -409,11 +458,15 @@ impl Sim {
         rq.idle_ns += now - rq.last_busy_change;
         // update_avg(&rq->avg_idle, ...): 1/8 EWMA, capped at 2 × max_idle_balance_cost.
         let ai = rq.avg_idle as i64 + (idle_for as i64 - rq.avg_idle as i64) / 8;
-        rq.avg_idle = (ai.max(0) as u64).min(2 * 500_000);
+        rq.avg_idle = (ai.max(0) as u64).min(2 * rq.max_idle_balance_cost_ns);
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         let llc = self.domains.cpus[cpu as usize].llc_id as usize;
         self.llc[llc].nr_busy_cpus += 1;
+        if self.nohz_idle.test(cpu) {
+            self.nohz_idle.clear(cpu);
+            self.nr_nohz_idle -= 1;
+        }
         self.start_tick(cpu);
         self.smt_sibling_changed(cpu);
     }
@@ -437,13 +490,16 @@ impl Sim {
         let llc = self.domains.cpus[cpu as usize].llc_id as usize;
         self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
         // set_idle_cores(): the whole core is idle now.
-        if self
-            .machine
-            .smt_mask(cpu)
+        if self.smt_masks[cpu as usize]
             .iter()
             .all(|s| self.is_idle_cpu(s))
         {
             self.llc[llc].has_idle_cores = true;
+        }
+        // The tick stops at once: the CPU joins the nohz idle mask.
+        if !self.nohz_idle.test(cpu) {
+            self.nohz_idle.set(cpu);
+            self.nr_nohz_idle += 1;
         }
         if self.nohz_next_balance == 0 || nb < self.nohz_next_balance {
             self.nohz_next_balance = nb;
@@ -510,14 +566,10 @@ impl Sim {
         self.update_curr(cpu);
         if let Some(t) = self.rqs[cpu as usize].curr {
             self.update_load_avg(cpu, t);
-            // entity_tick(): the slice is used up and others wait → reschedule.
-            let rq = &self.rqs[cpu as usize];
-            if rq.cfs.nr_queued > 1 && !rq.need_resched {
-                let best = self.pick_eevdf(cpu, true);
-                if best != Some(t) {
-                    self.resched_cpu(cpu, cpu);
-                }
-            }
+            // task_tick_fair(): misfit detection for asymmetric capacities.
+            // (entity_tick()'s reschedule, when the request or the protected
+            // slice is used up, happens in update_curr().)
+            self.update_misfit_status(cpu, Some(t));
         }
         if self.now >= self.rqs[cpu as usize].next_balance {
             self.sched_balance_domains(cpu, false);
@@ -586,6 +638,8 @@ impl Sim {
                 if prev.is_none() {
                     self.idle_exit(cpu);
                 }
+                // pick_next_task_fair() refreshes the misfit status.
+                self.update_misfit_status(cpu, Some(n));
                 let t = &mut self.tasks[n as usize];
                 t.state = TaskState::Running;
                 t.stats.wait_time_ns += self.now - t.stats.wait_start_ns;
@@ -596,6 +650,7 @@ impl Sim {
                 self.start_running(n);
             }
             None => {
+                self.update_misfit_status(cpu, None);
                 if prev.is_some() {
                     self.idle_enter(cpu);
                 }
@@ -762,7 +817,12 @@ impl Sim {
         let now = self.now;
         let tk = &mut self.tasks[t as usize];
         let dt = now.saturating_sub(tk.settled_ns);
-        if dt > 0 && matches!(tk.activity, Activity::Compute | Activity::Memory) {
+        if dt > 0
+            && matches!(
+                tk.activity,
+                Activity::Compute | Activity::Memory | Activity::Wall
+            )
+        {
             tk.remaining = (tk.remaining - tk.rate * dt as f64).max(0.0);
         }
         tk.settled_ns = now;
@@ -775,7 +835,7 @@ impl Sim {
         tk.gen = tk.gen.wrapping_add(1);
         let gen = tk.gen;
         match tk.activity {
-            Activity::Compute | Activity::Memory => {
+            Activity::Compute | Activity::Memory | Activity::Wall => {
                 if tk.rate > 0.0 {
                     let dt = (tk.remaining / tk.rate).ceil();
                     let dt = if dt.is_finite() {
@@ -818,6 +878,10 @@ impl Sim {
                 self.recompute_mem_rates(Some(t));
             }
             Activity::Spin => self.arm(t),
+            Activity::Wall => {
+                self.tasks[t as usize].rate = 1.0;
+                self.arm(t);
+            }
             Activity::Idle => {}
         }
     }

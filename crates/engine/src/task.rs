@@ -29,6 +29,8 @@ pub enum Activity {
     Memory,
     /// Active wait (barrier spin): burns CPU, makes no progress.
     Spin,
+    /// Busy for wall time (rt-app `runtime`): progresses at rate 1 on any CPU.
+    Wall,
 }
 
 /// The fair-class scheduling entity (`struct sched_entity`).
@@ -50,6 +52,9 @@ pub struct SchedEntity {
     pub prev_sum_exec_runtime: u64,
     pub on_rq: bool,
     pub sched_delayed: bool,
+    /// The deadline is kept relative to vruntime while migrating
+    /// (PLACE_REL_DEADLINE).
+    pub rel_deadline: bool,
 }
 
 /// Per-task counters, as schedstat keeps them.
@@ -82,11 +87,22 @@ pub struct Task {
     pub nice: i8,
     /// A per-CPU kernel thread (`is_per_cpu_kthread()`).
     pub kthread: bool,
+    /// SCHED_IDLE policy: weight 3 (WEIGHT_IDLEPRIO) whatever the nice level,
+    /// never preempts a normal task, and its CPU counts as idle for placement
+    /// (`sched_idle_cpu()`). Set before the task is first enqueued.
+    pub idle_policy: bool,
     pub se: SchedEntity,
     pub avg: SchedAvg,
     /// util_est: EWMA of util at dequeue, and the last dequeue value.
     pub util_est_ewma: u64,
     pub util_est_enqueued: u64,
+    /// UTIL_AVG_UNCHANGED: util_avg has not been recomputed since the last
+    /// util_est update (the fair class leaves `util_est_enqueued` at 0).
+    pub util_est_unchanged: bool,
+    /// Position in the runqueue's `cfs_tasks` list: bumped when the task is
+    /// enqueued or picked (list head); the balancer detaches from the
+    /// lowest (the tail).
+    pub cfs_tasks_seq: u64,
     // Wakeup bookkeeping (record_wakee()).
     pub wakee_flips: u32,
     pub wakee_flip_decay_ns: u64,
@@ -113,6 +129,18 @@ pub struct Task {
     /// Waiting at barrier `id` with generation `gen`.
     pub barrier_wait: Option<(u32, u32)>,
     pub stats: TaskStats,
+    /// Bytes still to send/receive in a blocked channel step (0 = none).
+    pub io_left: u64,
+    /// Sub-state of a multi-part step (1 = a condition wait re-acquiring its mutex).
+    pub step_phase: u8,
+    /// When the program first ran (anchor of its periodic timers), ns.
+    pub prog_start_ns: Option<u64>,
+    /// Periodic timers: (timer id, last expiry) in ns.
+    pub timers: Vec<(u32, u64)>,
+    /// When a synchronisation object last woke this task, ns.
+    pub woken_at_ns: u64,
+    /// The per-CPU mutex held since the last `LockPerCpu`.
+    pub percpu_lock: Option<u32>,
 }
 
 /// Nice level to load weight (mirrors sched_prio_to_weight[]).
@@ -146,6 +174,7 @@ impl Task {
             affinity,
             nice,
             kthread: false,
+            idle_policy: false,
             se: SchedEntity {
                 weight: nice_to_weight(nice),
                 ..Default::default()
@@ -153,6 +182,8 @@ impl Task {
             avg: SchedAvg::default(),
             util_est_ewma: 0,
             util_est_enqueued: 0,
+            util_est_unchanged: false,
+            cfs_tasks_seq: 0,
             wakee_flips: 0,
             wakee_flip_decay_ns: 0,
             last_wakee: None,
@@ -169,6 +200,12 @@ impl Task {
             pending_spawn: None,
             barrier_wait: None,
             stats: TaskStats::default(),
+            io_left: 0,
+            step_phase: 0,
+            prog_start_ns: None,
+            timers: Vec::new(),
+            woken_at_ns: 0,
+            percpu_lock: None,
         }
     }
 

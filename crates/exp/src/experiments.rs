@@ -44,7 +44,12 @@ pub struct Point {
 
 /// Names of every experiment that can run, in contract order.
 pub fn names() -> Vec<&'static str> {
-    vec!["kunpeng920-stream"]
+    vec![
+        "kunpeng920-stream",
+        "kunpeng920-pbzip2",
+        "kunpeng920-pbzip2-node",
+        "kunpeng920-kernbench",
+    ]
 }
 
 /// All experiment names of the contract, including those not implemented yet.
@@ -73,6 +78,9 @@ pub const CONTRACT_NAMES: &[&str] = &[
 pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
     match name {
         "kunpeng920-stream" => Ok(kunpeng920_stream(quick)),
+        "kunpeng920-pbzip2" => kunpeng920_pbzip2(quick, false),
+        "kunpeng920-pbzip2-node" => kunpeng920_pbzip2(quick, true),
+        "kunpeng920-kernbench" => kunpeng920_kernbench(quick),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -114,6 +122,94 @@ fn kunpeng920_stream(quick: bool) -> ExperimentDef {
         repetitions: if quick { 3 } else { 5 },
         setup: "STREAM (OpenMP) bound to node 0 (CPUs 0-23, memory node 0), 512 MiB of arrays",
     }
+}
+
+/// A point running the built-in workload `spec` (a `NAME:key=value` string).
+fn point(
+    params: Params,
+    spec: &str,
+    affinity: Option<CpuMask>,
+    mem_node: Option<u32>,
+) -> Result<Point, String> {
+    let workload = Builtin::parse(spec).map_err(|e| e.to_string())?;
+    Ok(Point {
+        params,
+        workload,
+        affinity,
+        mem_node,
+    })
+}
+
+/// S1 pbzip2 throughput (mmtests lkp-compress style): the whole machine, or
+/// node 0 only (`numactl -N 0 -m 0`).
+fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
+    let threads: &[u32] = if node {
+        &[2, 4, 6, 8, 12, 18, 24]
+    } else {
+        &[2, 5, 8, 12, 21, 30, 48, 79, 96]
+    };
+    let (affinity, mem_node) = if node {
+        (Some(CpuMask::first_n(24)), Some(0))
+    } else {
+        (None, None)
+    };
+    let points = threads
+        .iter()
+        .map(|&t| {
+            point(
+                schedlab_report::params([("threads", t)]),
+                &format!("pbzip2:threads={t},size_mib=256"),
+                affinity,
+                mem_node,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: if node {
+            "kunpeng920-pbzip2-node"
+        } else {
+            "kunpeng920-pbzip2"
+        },
+        machine: "kunpeng920",
+        workload: "pbzip2",
+        configs: &["vanilla", "cluster"],
+        metrics: vec![MetricSpec::new("tput", "MB/s", true)],
+        points,
+        repetitions: if quick { 3 } else { 5 },
+        setup: if node {
+            "pbzip2 -pN compressing 256 MiB, bound to node 0 (CPUs 0-23, memory node 0)"
+        } else {
+            "pbzip2 -pN compressing 256 MiB on the whole machine (96 CPUs)"
+        },
+    })
+}
+
+/// S1 kernbench: make -jN of a kernel tree on the whole machine.
+fn kunpeng920_kernbench(quick: bool) -> Result<ExperimentDef, String> {
+    let points = [24u32, 48, 96]
+        .iter()
+        .map(|&t| {
+            point(
+                schedlab_report::params([("threads", t)]),
+                &format!("kernbench:threads={t}"),
+                None,
+                None,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "kunpeng920-kernbench",
+        machine: "kunpeng920",
+        workload: "kernbench",
+        configs: &["vanilla", "cluster"],
+        metrics: ["elsp", "user", "syst"]
+            .iter()
+            .map(|m| MetricSpec::new(*m, "s", false))
+            .collect(),
+        points,
+        repetitions: if quick { 2 } else { 3 },
+        setup: "kernbench make -jN on the whole machine (96 CPUs)",
+    })
 }
 
 /// Options of a reproduction run.

@@ -27,6 +27,48 @@ pub fn published_changes(
                 ("triad", row[3]),
             ])
         }
+        ("kunpeng920-pbzip2", "cluster") => {
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match t {
+                2 => 2.52,
+                5 => 2.23,
+                8 => 3.47,
+                12 => 4.37,
+                21 => 5.26,
+                30 => 4.10,
+                48 => 2.17,
+                79 => 0.66,
+                96 => 1.62,
+                _ => return None,
+            };
+            Some(vec![("tput", pct)])
+        }
+        ("kunpeng920-pbzip2-node", "cluster") => {
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match t {
+                2 => 2.03,
+                4 => 5.62,
+                6 => 8.31,
+                8 => 5.95,
+                12 => 2.83,
+                18 => -0.27,
+                24 => -0.32,
+                _ => return None,
+            };
+            Some(vec![("tput", pct)])
+        }
+        ("kunpeng920-kernbench", "cluster") => {
+            // Elapsed time, positive = faster (the cover letter gives no
+            // per-row user/system figures).
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match t {
+                24 => 0.23,
+                48 => 0.38,
+                96 => 0.08,
+                _ => return None,
+            };
+            Some(vec![("elsp", pct)])
+        }
         _ => None,
     }
 }
@@ -103,6 +145,38 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
         ],
+        "kunpeng920-pbzip2-node" => vec![
+            ShapeClaim {
+                description: "cluster gains at medium load (4-8 threads on 24 CPUs)",
+                check: |r| {
+                    let best = [4, 6, 8]
+                        .iter()
+                        .filter_map(|&t| change_at(r, "cluster", "tput", "threads", t))
+                        .fold(f64::MIN, f64::max);
+                    Some(best > 0.0)
+                },
+            },
+            ShapeClaim {
+                description: "the gain shrinks as the node fills up (24 threads below the 4-8 best)",
+                check: |r| {
+                    let best = [4, 6, 8]
+                        .iter()
+                        .filter_map(|&t| change_at(r, "cluster", "tput", "threads", t))
+                        .fold(f64::MIN, f64::max);
+                    Some(change_at(r, "cluster", "tput", "threads", 24)? < best)
+                },
+            },
+        ],
+        "kunpeng920-kernbench" => vec![ShapeClaim {
+            description: "near zero for CPU-bound work (|elapsed change| < 1% at every -j)",
+            check: |r| {
+                let all = [24, 48, 96]
+                    .iter()
+                    .map(|&t| change_at(r, "cluster", "elsp", "threads", t))
+                    .collect::<Option<Vec<f64>>>()?;
+                Some(all.iter().all(|g| g.abs() < 1.0))
+            },
+        }],
         _ => Vec::new(),
     }
 }

@@ -1,8 +1,16 @@
 //! Built-in workloads as the CLI and experiments use them: spec parsing,
-//! program building, and the benchmark's own metrics and output.
+//! program building, and the benchmark's own metrics and output. rt-app JSON
+//! files come in through [`Builtin::from_rtapp`].
 
 use schedlab_engine::Sim;
 use schedlab_topo::CpuMask;
+use schedlab_workload::hackbench::{self, HackbenchParams};
+use schedlab_workload::kernbench::{self, KernbenchParams};
+use schedlab_workload::parsec::{self, Bench, ParsecParams};
+use schedlab_workload::pbzip2::{self, Pbzip2Params};
+use schedlab_workload::pipe::{self, PipeParams};
+use schedlab_workload::rtapp::{self, RtApp, RtAppError};
+use schedlab_workload::schbench::{self, SchbenchParams};
 use schedlab_workload::stream::{self, StreamParams};
 use schedlab_workload::{parse_spec, SpecError, WorkloadSpec};
 
@@ -10,14 +18,91 @@ use schedlab_workload::{parse_spec, SpecError, WorkloadSpec};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Builtin {
     Stream(StreamParams),
+    Hackbench(HackbenchParams),
+    Pipe(PipeParams),
+    Schbench(SchbenchParams),
+    /// blackscholes, streamcluster or bodytrack.
+    Parsec(ParsecParams),
+    Pbzip2(Pbzip2Params),
+    Kernbench(KernbenchParams),
+    /// An imported rt-app file.
+    RtApp(Box<RtApp>),
 }
 
 /// Built-ins with their keys and what they model.
-pub const BUILTINS: &[(&str, &str, &str)] = &[(
-    "stream",
-    "threads=N (1), size_mib=M (512, all three arrays), iterations=K (10)",
-    "STREAM 5.10 under OpenMP: master forks the team; copy/scale/add/triad as parallel loops over static chunks with barriers; Best Rate MB/s",
-)];
+pub const BUILTINS: &[(&str, &str, &str)] = &[
+    (
+        "stream",
+        "threads=N (1), size_mib=M (512, all three arrays), iterations=K (10)",
+        "STREAM 5.10 under OpenMP: master forks the team; copy/scale/add/triad as parallel loops over static chunks with barriers; Best Rate MB/s",
+    ),
+    (
+        "hackbench",
+        "groups=G (10), fds=F (20), loops=L (100), datasize=B (100), ipc=pipe|socket (socket), mode=threads|process (process)",
+        "hackbench / perf bench sched messaging: per group F receivers and F senders; every sender writes L messages of B bytes to each receiver of its group over 64 KiB pipes or unix sockets (blocking writers, WF_SYNC wakeups); G·F²·L messages; Time: seconds from GO to the last worker reaped",
+    ),
+    (
+        "pipe",
+        "instances=N (1), loops=L (20000)",
+        "perf bench sched pipe: N concurrent pairs ping-pong an int over two pipes L times; usecs/op (mean over instances)",
+    ),
+    (
+        "schbench",
+        "message_threads=M (1), workers=T (ceil(ncpus/M)), runtime_s=R (30), warmup_s=W (0), sleep_us=S (100), operations=N (5), footprint_kb=K (256), lock=0|1 (1), legacy=0|1 (0: pre-2023 schbench, defaults M=2 T=16 S=10000), cputime_us=C (10000, legacy think time)",
+        "schbench (2023): messengers futex-wake their workers; a worker records wakeup latency, sleeps S µs, then N matrix multiplies under a per-CPU lock (request latency); percentiles in schbench's format and RPS",
+    ),
+    (
+        "blackscholes",
+        "threads=N (1), input=simsmall|simmedium|simlarge|native (simlarge)",
+        "PARSEC blackscholes: serial parse, N threads price static slices 100 times without synchronisation, join; elapsed and ROI seconds",
+    ),
+    (
+        "streamcluster",
+        "threads=N (1), input=simsmall|simmedium|simlarge|native (simlarge)",
+        "PARSEC streamcluster: per chunk the main thread creates and joins N threads; pgain() = six barrier-separated parallel slices with serial reductions on thread 0; elapsed and ROI seconds",
+    ),
+    (
+        "bodytrack",
+        "threads=N (1), input=simsmall|simmedium|simlarge|native (simlarge)",
+        "PARSEC bodytrack: persistent pool of N workers + main + image loader; per frame 22 commands, each a barrier pair around dynamic work tickets; serial resampling; elapsed and ROI seconds",
+    ),
+    (
+        "pbzip2",
+        "threads=N (1), size_mib=M (256), block_kb=B (900)",
+        "pbzip2 -pN: producer reads blocks into a bounded queue, N consumers compress, a writer writes; tput MB/s and Wall Clock",
+    ),
+    (
+        "kernbench",
+        "threads=N (1), files=F (2500)",
+        "kernbench make -jN: jobserver keeps N compile processes running over F files of varying cost, then a serial link; elsp, user, syst seconds",
+    ),
+    (
+        "rt-app",
+        "--workload PATH.json (an rt-app file; support matrix in docs/workloads.md)",
+        "rt-app JSON: tasks with instances, loops, phases and events (run, runtime, sleep, timer, lock/unlock, wait/signal/broad/sync, barrier, suspend/resume, sem, mem/memrun/iorun, yield, fork); timer wakeup latency and per-thread CPU/wait times",
+    ),
+];
+
+/// Names accepted as `NAME:key=value` specs (rt-app takes a file instead).
+fn spec_names() -> String {
+    BUILTINS
+        .iter()
+        .map(|b| b.0)
+        .filter(|n| *n != "rt-app")
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A bad rt-app file or built-in spec.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("{file}: {err}")]
+    RtApp { file: String, err: RtAppError },
+    #[error("{file}: {err}")]
+    Io { file: String, err: String },
+}
 
 impl Builtin {
     /// Parses `NAME:key=value,...`.
@@ -25,10 +110,61 @@ impl Builtin {
         let s = parse_spec(spec)?;
         match s.name.as_str() {
             "stream" => Ok(Builtin::Stream(StreamParams::from_spec(&s)?)),
-            other => Err(SpecError::UnknownWorkload(
-                other.to_string(),
-                BUILTINS.iter().map(|b| b.0).collect::<Vec<_>>().join(", "),
-            )),
+            "hackbench" => Ok(Builtin::Hackbench(HackbenchParams::from_spec(&s)?)),
+            "pipe" => Ok(Builtin::Pipe(PipeParams::from_spec(&s)?)),
+            "schbench" => Ok(Builtin::Schbench(SchbenchParams::from_spec(&s)?)),
+            "blackscholes" => Ok(Builtin::Parsec(ParsecParams::from_spec(
+                Bench::Blackscholes,
+                &s,
+            )?)),
+            "streamcluster" => Ok(Builtin::Parsec(ParsecParams::from_spec(
+                Bench::Streamcluster,
+                &s,
+            )?)),
+            "bodytrack" => Ok(Builtin::Parsec(ParsecParams::from_spec(
+                Bench::Bodytrack,
+                &s,
+            )?)),
+            "pbzip2" => Ok(Builtin::Pbzip2(Pbzip2Params::from_spec(&s)?)),
+            "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
+            "rt-app" | "rtapp" => Err(SpecError::BadValue {
+                workload: s.name.clone(),
+                key: "(file)".into(),
+                reason: "pass the path of an rt-app JSON file as --workload".into(),
+            }),
+            other => Err(SpecError::UnknownWorkload(other.to_string(), spec_names())),
+        }
+    }
+
+    /// Imports rt-app JSON text for a machine of `nr_cpus` CPUs.
+    pub fn from_rtapp(text: &str, nr_cpus: usize) -> Result<Builtin, RtAppError> {
+        Ok(Builtin::RtApp(Box::new(rtapp::parse(text, nr_cpus)?)))
+    }
+
+    /// A built-in spec, or an rt-app file when `w` names a `.json` file.
+    pub fn resolve(w: &str, nr_cpus: usize) -> Result<Builtin, WorkloadError> {
+        // Spec strings never contain '/', so a path with one is a file too.
+        let is_file =
+            w.ends_with(".json") || (w.contains('/') && std::path::Path::new(w).is_file());
+        if !is_file {
+            let mut b = Builtin::parse(w)?;
+            b.fill_machine_defaults(nr_cpus);
+            return Ok(b);
+        }
+        let text = std::fs::read_to_string(w).map_err(|e| WorkloadError::Io {
+            file: w.to_string(),
+            err: e.to_string(),
+        })?;
+        Builtin::from_rtapp(&text, nr_cpus).map_err(|err| WorkloadError::RtApp {
+            file: w.to_string(),
+            err,
+        })
+    }
+
+    /// Fills defaults that depend on the machine (schbench's worker count).
+    pub fn fill_machine_defaults(&mut self, nr_cpus: usize) {
+        if let Builtin::Schbench(p) = self {
+            p.resolve(nr_cpus);
         }
     }
 
@@ -36,40 +172,164 @@ impl Builtin {
     pub fn name(&self) -> &'static str {
         match self {
             Builtin::Stream(_) => "stream",
+            Builtin::Hackbench(_) => "hackbench",
+            Builtin::Pipe(_) => "pipe",
+            Builtin::Schbench(_) => "schbench",
+            Builtin::Parsec(p) => p.bench.name(),
+            Builtin::Pbzip2(_) => "pbzip2",
+            Builtin::Kernbench(_) => "kernbench",
+            Builtin::RtApp(_) => "rt-app",
         }
     }
 
     /// Thread programs, restricted to `affinity` with memory on `mem_node`.
     pub fn build(&self, affinity: Option<CpuMask>, mem_node: Option<u32>) -> WorkloadSpec {
-        match self {
-            Builtin::Stream(p) => stream::build(p, affinity, mem_node),
-        }
+        let mut spec = match self {
+            Builtin::Stream(p) => return stream::build(p, affinity, mem_node),
+            Builtin::Hackbench(p) => hackbench::build(p, affinity),
+            Builtin::Pipe(p) => pipe::build(p, affinity),
+            Builtin::Schbench(p) => schbench::build(p, affinity),
+            Builtin::Parsec(p) => parsec::build(p, affinity),
+            Builtin::Pbzip2(p) => pbzip2::build(p, affinity),
+            Builtin::Kernbench(p) => kernbench::build(p, affinity),
+            Builtin::RtApp(r) => {
+                let mut spec = r.spec.clone();
+                if let Some(a) = affinity {
+                    for t in &mut spec.templates {
+                        t.affinity = Some(match t.affinity {
+                            Some(own) if !own.and(&a).is_empty() => own.and(&a),
+                            _ => a,
+                        });
+                    }
+                }
+                spec
+            }
+        };
+        spec.mem_node = mem_node;
+        spec
     }
 
     /// The benchmark's metrics after a run, in its own units.
     pub fn metrics(&self, sim: &Sim) -> Vec<(String, f64)> {
+        // Marks as (task, tag, time) and (template, tag, time).
+        let by_task: Vec<(u32, u32, u64)> = sim.marks.to_vec();
+        let by_tpl: Vec<(u32, u32, u64)> = sim
+            .marks
+            .iter()
+            .map(|m| (sim.tasks[m.0 as usize].template, m.1, m.2))
+            .collect();
+        let of_tpl0 = || -> Vec<(u32, u64)> {
+            by_tpl
+                .iter()
+                .filter(|m| m.0 == 0)
+                .map(|m| (m.1, m.2))
+                .collect()
+        };
         match self {
-            Builtin::Stream(p) => {
-                let marks: Vec<(u32, u64)> = sim
-                    .marks
+            Builtin::Stream(p) => match stream::best_rates_mb_per_s(p, &of_tpl0()) {
+                Some(r) => stream::KERNELS
                     .iter()
-                    .filter(|m| sim.tasks[m.0 as usize].template == 0)
-                    .map(|m| (m.1, m.2))
+                    .zip(r)
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                None => Vec::new(),
+            },
+            Builtin::Hackbench(p) => match hackbench::time_s(&of_tpl0()) {
+                Some(t) => vec![("time".into(), t), ("messages".into(), p.messages() as f64)],
+                None => Vec::new(),
+            },
+            Builtin::Pipe(p) => match pipe::usecs_per_op(p, &by_tpl) {
+                Some((us, total)) => vec![
+                    ("usec_per_op".into(), us),
+                    ("ops_per_sec".into(), 1e6 / us),
+                    ("total_time".into(), total),
+                ],
+                None => Vec::new(),
+            },
+            Builtin::Schbench(p) => {
+                let s = schbench::samples(p, &by_task);
+                schbench::metrics(p, &s)
+            }
+            Builtin::Parsec(_) => match parsec::times_s(&of_tpl0()) {
+                Some((t, roi)) => vec![("time".into(), t), ("roi_time".into(), roi)],
+                None => Vec::new(),
+            },
+            Builtin::Pbzip2(p) => match pbzip2::result(p, &by_tpl) {
+                Some((secs, tput)) => vec![("tput".into(), tput), ("time".into(), secs)],
+                None => Vec::new(),
+            },
+            Builtin::Kernbench(_) => {
+                let tasks: Vec<(u32, u64)> = sim
+                    .tasks
+                    .iter()
+                    .filter(|t| !t.kthread)
+                    .map(|t| (t.template, t.stats.cpu_time_ns))
                     .collect();
-                match stream::best_rates_mb_per_s(p, &marks) {
-                    Some(r) => stream::KERNELS
-                        .iter()
-                        .zip(r)
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect(),
+                match kernbench::times(&of_tpl0(), &tasks) {
+                    Some((e, u, sy)) => {
+                        vec![("elsp".into(), e), ("user".into(), u), ("syst".into(), sy)]
+                    }
                     None => Vec::new(),
                 }
             }
+            Builtin::RtApp(_) => {
+                let mut out = Vec::new();
+                let user: Vec<_> = sim.tasks.iter().filter(|t| !t.kthread).collect();
+                out.push(("threads".into(), user.len() as f64));
+                let cpu: u64 = user.iter().map(|t| t.stats.cpu_time_ns).sum();
+                let wait: u64 = user.iter().map(|t| t.stats.wait_time_ns).sum();
+                out.push(("cpu_time_s".into(), cpu as f64 * 1e-9));
+                out.push(("runqueue_wait_s".into(), wait as f64 * 1e-9));
+                let lat = rtapp::timer_latencies_us(&by_task);
+                if !lat.is_empty() {
+                    out.push(("timer_wakeups".into(), lat.len() as f64));
+                    for q in [50.0, 90.0, 99.0] {
+                        let v = schbench::percentile(&lat, q).unwrap_or(0);
+                        out.push((format!("wu_lat_pct{q:.1}"), v as f64));
+                    }
+                    out.push(("wu_lat_max".into(), lat[lat.len() - 1] as f64));
+                }
+                out
+            }
+        }
+    }
+
+    /// Re-collects schbench's samples for its report (the metrics hold only
+    /// percentiles).
+    pub fn report_sim(&self, sim: &Sim, metrics: &[(String, f64)]) -> String {
+        match self {
+            Builtin::Schbench(p) => {
+                let s = schbench::samples(p, &sim.marks);
+                schbench::report(p, &s)
+            }
+            Builtin::Kernbench(p) => {
+                let t = get3(metrics, "elsp", "user", "syst");
+                kernbench::report(p, t, sim.counters.context_switches)
+            }
+            Builtin::RtApp(r) => {
+                let mut s = self.report(metrics);
+                for t in sim.tasks.iter().filter(|t| !t.kthread) {
+                    s.push_str(&format!(
+                        "  {:<20} cpu {:>10.3} ms  wait {:>10.3} ms  wakeups {:>7}  migrations {:>5}\n",
+                        t.name,
+                        t.stats.cpu_time_ns as f64 / 1e6,
+                        t.stats.wait_time_ns as f64 / 1e6,
+                        t.stats.wakeups,
+                        t.stats.migrations
+                    ));
+                }
+                for n in &r.notes {
+                    s.push_str(&format!("note: {n}\n"));
+                }
+                s
+            }
+            _ => self.report(metrics),
         }
     }
 
     /// The benchmark's own report lines.
     pub fn report(&self, metrics: &[(String, f64)]) -> String {
+        let get = |k: &str| metrics.iter().find(|m| m.0 == k).map(|m| m.1);
         match self {
             Builtin::Stream(p) => {
                 let mut s = format!(
@@ -89,6 +349,224 @@ impl Builtin {
                 }
                 s
             }
+            Builtin::Hackbench(p) => hackbench::report(p, get("time")),
+            Builtin::Pipe(p) => pipe::report(p, get("usec_per_op").zip(get("total_time"))),
+            Builtin::Parsec(p) => parsec::report(p, get("time").zip(get("roi_time"))),
+            Builtin::Pbzip2(p) => pbzip2::report(p, get("time").zip(get("tput"))),
+            Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
+            Builtin::Schbench(_) => {
+                let mut s = String::new();
+                for (k, v) in metrics {
+                    s.push_str(&format!("{k}: {v}\n"));
+                }
+                s
+            }
+            Builtin::RtApp(_) => {
+                let mut s = String::from("rt-app (simulated)\n");
+                for (k, v) in metrics {
+                    s.push_str(&format!("{k}: {v:.3}\n"));
+                }
+                s
+            }
         }
+    }
+}
+
+fn get3(m: &[(String, f64)], a: &str, b: &str, c: &str) -> Option<(f64, f64, f64)> {
+    let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1);
+    Some((get(a)?, get(b)?, get(c)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_engine::{SimConfig, StopReason};
+    use schedlab_topo::{build_domains, preset, DomainConfig};
+
+    fn run(machine: &str, w: &Builtin, seed: u64) -> (Sim, StopReason) {
+        let m = preset(machine).unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            w.build(None, None),
+            SimConfig {
+                seed,
+                checked: true,
+                ..SimConfig::default()
+            },
+        );
+        let stop = sim.run();
+        (sim, stop)
+    }
+
+    #[test]
+    fn hackbench_passes_every_message_with_sync_wakeups() {
+        for (spec, seed) in [
+            ("hackbench:groups=2,fds=4,loops=20,ipc=pipe,mode=threads", 1),
+            ("hackbench:groups=1,fds=6,loops=10,datasize=4000", 2),
+        ] {
+            let w = Builtin::parse(spec).unwrap();
+            let (sim, stop) = run("exynos5422", &w, seed);
+            assert_eq!(stop, StopReason::Finished, "{spec}");
+            let m = w.metrics(&sim);
+            let time = m.iter().find(|x| x.0 == "time").unwrap().1;
+            assert!(time > 0.0 && time < 1.0, "{spec}: {time}");
+            let Builtin::Hackbench(p) = &w else { panic!() };
+            // Every worker ran and was woken at least for GO; receivers block
+            // on empty channels, so wakeups exceed the worker count.
+            let workers = 2 * p.groups * p.fds;
+            assert_eq!(
+                sim.tasks.iter().filter(|t| !t.kthread).count() as u32,
+                workers + 1
+            );
+            assert!(
+                sim.counters.wakeups as u32 > workers,
+                "{}",
+                sim.counters.wakeups
+            );
+            let r = w.report(&m);
+            assert!(r.contains("Time: "), "{r}");
+        }
+    }
+
+    #[test]
+    fn hackbench_receivers_sleep_and_are_woken_by_writers() {
+        // Readers drain faster than writers fill: they sleep on empty
+        // channels and each write to a sleeping reader wakes it (WF_SYNC).
+        let w = Builtin::parse("hackbench:groups=1,fds=2,loops=200,ipc=pipe").unwrap();
+        let (sim, stop) = run("alderlake", &w, 3);
+        assert_eq!(stop, StopReason::Finished);
+        let msgs = 2 * 2 * 200;
+        // Each sleep is followed by a backlog built up during the wakeup
+        // latency, which the reader then drains: tens of cycles, not one.
+        assert!(sim.counters.wakeups > msgs / 40, "{}", sim.counters.wakeups);
+        assert!(sim.counters.wakeups < 2 * msgs, "{}", sim.counters.wakeups);
+    }
+
+    #[test]
+    fn pipe_reports_usecs_per_op() {
+        let w = Builtin::parse("pipe:instances=2,loops=500").unwrap();
+        let (sim, stop) = run("alderlake", &w, 1);
+        assert_eq!(stop, StopReason::Finished);
+        let m = w.metrics(&sim);
+        let us = m.iter().find(|x| x.0 == "usec_per_op").unwrap().1;
+        // Two 700 ns calls per side per round trip at least.
+        assert!(us > 2.8 && us < 100.0, "{us}");
+        // Each round trip wakes the peer twice.
+        assert!(sim.counters.wakeups >= 2 * 2 * 500 - 10);
+        assert!(w.report(&m).contains("usecs/op"));
+    }
+
+    #[test]
+    fn schbench_reports_latencies_and_rps() {
+        let mut w =
+            Builtin::parse("schbench:message_threads=2,runtime_s=1,sleep_us=100,operations=1")
+                .unwrap();
+        w.fill_machine_defaults(8);
+        let (sim, stop) = run("exynos5422", &w, 5);
+        assert_eq!(stop, StopReason::TimeLimit);
+        let m = w.metrics(&sim);
+        let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1).unwrap();
+        assert!(get("wakeup_latency_pct50.0") < 1000.0);
+        assert!(get("request_latency_pct50.0") >= 100.0);
+        assert!(get("average_rps") > 100.0, "{m:?}");
+        let r = w.report_sim(&sim, &m);
+        assert!(
+            r.starts_with("Wakeup Latencies percentiles (usec) runtime 1 (s)"),
+            "{r}"
+        );
+        assert!(r.contains("Request Latencies percentiles"), "{r}");
+        assert!(r.contains("average rps: "), "{r}");
+    }
+
+    #[test]
+    fn rtapp_fixtures_run() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workload/tests/fixtures");
+        for f in [
+            "example.json",
+            "all_events.json",
+            "duplicate_keys.json",
+            "finite.json",
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+            let mut w = Builtin::from_rtapp(&text, 8).unwrap();
+            if let Builtin::RtApp(r) = &mut w {
+                r.spec.max_time_ns = r.spec.max_time_ns.min(300_000_000);
+            }
+            let (sim, stop) = run("exynos5422", &w, 7);
+            assert_ne!(stop, StopReason::Stalled, "{f}");
+            let m = w.metrics(&sim);
+            assert!(!m.is_empty());
+            if f == "finite.json" {
+                assert_eq!(stop, StopReason::Finished);
+            }
+            if f == "example.json" {
+                // ui threads: 16 ms timer with 4 ms of work → wakeup latencies.
+                assert!(m.iter().any(|x| x.0 == "wu_lat_pct50.0"), "{m:?}");
+            }
+            let _ = w.report_sim(&sim, &m);
+        }
+    }
+
+    #[test]
+    fn parsec_pbzip2_kernbench_complete() {
+        for (spec, metric) in [
+            ("blackscholes:threads=4,input=simsmall", "time"),
+            ("streamcluster:threads=4,input=simsmall", "time"),
+            ("bodytrack:threads=4,input=simsmall", "time"),
+            ("pbzip2:threads=4,size_mib=8", "tput"),
+            ("kernbench:threads=8,files=40", "elsp"),
+        ] {
+            let w = Builtin::parse(spec).unwrap();
+            let (sim, stop) = run("exynos5422", &w, 11);
+            assert_eq!(stop, StopReason::Finished, "{spec}");
+            let m = w.metrics(&sim);
+            let v = m.iter().find(|x| x.0 == metric).map(|x| x.1);
+            assert!(v.is_some_and(|v| v > 0.0), "{spec}: {m:?}");
+            let r = w.report_sim(&sim, &m);
+            assert!(!r.contains("incomplete"), "{spec}: {r}");
+        }
+    }
+
+    #[test]
+    fn bodytrack_tickets_balance_big_and_little() {
+        // Dynamic tickets: every worker takes some, big cores more.
+        let w = Builtin::parse("bodytrack:threads=8,input=simsmall").unwrap();
+        let (sim, stop) = run("exynos5422", &w, 2);
+        assert_eq!(stop, StopReason::Finished);
+        let cpu: Vec<u64> = sim
+            .tasks
+            .iter()
+            .filter(|t| t.name.starts_with("bodytrack-") && !t.name.ends_with("loader"))
+            .map(|t| t.stats.cpu_time_ns)
+            .collect();
+        assert_eq!(cpu.len(), 8);
+        assert!(cpu.iter().all(|&c| c > 0), "{cpu:?}");
+    }
+
+    #[test]
+    fn runs_are_a_function_of_the_seed() {
+        for spec in [
+            "hackbench:groups=1,fds=3,loops=10",
+            "schbench:runtime_s=1,workers=3,operations=1",
+            "bodytrack:threads=3,input=simsmall",
+        ] {
+            let w = Builtin::parse(spec).unwrap();
+            let (a, _) = run("alderlake", &w, 4);
+            let (b, _) = run("alderlake", &w, 4);
+            assert_eq!(a.marks, b.marks, "{spec}");
+            assert_eq!(a.events, b.events, "{spec}");
+            assert_eq!(w.metrics(&a), w.metrics(&b), "{spec}");
+        }
+    }
+
+    #[test]
+    fn unknown_workloads_and_keys_are_errors() {
+        assert!(Builtin::parse("nosuch").is_err());
+        assert!(Builtin::parse("hackbench:bogus=1").is_err());
+        assert!(Builtin::parse("pipe:instances=0").is_err());
+        assert!(Builtin::resolve("/nonexistent/x.json", 4).is_err());
+        assert_eq!(Builtin::parse("stream").unwrap().name(), "stream");
     }
 }

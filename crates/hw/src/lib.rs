@@ -1,12 +1,15 @@
 //! Hardware performance model: how fast a running thread makes progress.
 //!
 //! Given where threads run, this crate answers "at what rate does each one
-//! progress": compute speed from CPU capacity and SMT sharing, and memory
-//! bandwidth from max-min fair sharing of every limit a stream crosses (its
-//! core, its cluster link, its node's memory controllers). It is calibrated only
-//! against hardware facts (shared/reference/hardware.md), which live in the
-//! machine files. It knows nothing about scheduling: the engine tells it which
-//! CPUs are busy with what.
+//! progress" and "what does moving data cost": compute speed from CPU
+//! capacity and SMT sharing, memory bandwidth from max-min fair sharing of
+//! every limit a stream crosses (its core, its cluster link, the socket link,
+//! its node's memory controllers), cache sharing between co-running working
+//! sets, cache-line transfers between cores and working-set refills after a
+//! migration. It is calibrated only against hardware facts
+//! (shared/reference/hardware.md), which live in the machine files, plus the
+//! few generic constants below, each with its hardware.md source key. It knows
+//! nothing about scheduling: the engine tells it which CPUs are busy with what.
 
 use schedlab_topo::{CpuId, Machine};
 
@@ -17,33 +20,97 @@ pub struct Flow {
     pub mem_node: u32,
 }
 
+/// Remote memory latency relative to local: `1 + REMOTE_HOP + REMOTE_PER_SLIT · (d − 10)`
+/// for SLIT distance `d > 10`. A single stream is latency-bound (fixed misses in
+/// flight), so its bandwidth divides by this factor.
+///
+/// Least-squares fit to the [WAYCA] remote STREAM copy figures of Kunpeng 920
+/// (4 threads on node 0, one per cluster: node1 37.4, node2 31.4, node3 29.0 GB/s
+/// against 12.4 GB/s per core, SLIT 12/20/22 [LKML-KP]); the model gives 37.6,
+/// 30.8, 29.4 GB/s. The fixed part is the home-agent/interconnect hop every
+/// remote access pays; the SLIT part grows with the distance. For the other
+/// machines it is an ESTIMATE by extension (no published remote STREAM).
+pub const REMOTE_HOP: f64 = 0.2468;
+/// See [`REMOTE_HOP`] ([WAYCA] fit).
+pub const REMOTE_PER_SLIT: f64 = 0.0365;
+
+/// Latency factor of a memory access at SLIT distance `d` (see [`REMOTE_HOP`]).
+pub fn remote_latency_factor(d: u32) -> f64 {
+    if d <= 10 {
+        1.0
+    } else {
+        1.0 + REMOTE_HOP + REMOTE_PER_SLIT * (d - 10) as f64
+    }
+}
+
+/// A `[[link]]` whose name starts with this prefix is a socket interconnect: it
+/// limits only streams between a CPU and memory in another package (Kunpeng's
+/// Hydra ports, UPI, xGMI), not the package's local traffic.
+pub const SOCKET_LINK_PREFIX: &str = "socket";
+
+const NS_PER_S: f64 = 1e9;
+const NONE: u32 = u32::MAX;
+
+/// A live flow of the incremental allocator.
+#[derive(Clone, Debug, Default)]
+struct Slot {
+    flow: Option<Flow>,
+    /// The caller's tag (the engine's task id).
+    tag: u32,
+    /// The flow's own limit (its core's bandwidth shrunk by the remote latency).
+    cap: f64,
+    rate: f64,
+    frozen: bool,
+    /// Shared constraints it crosses: [core, links..., node].
+    cons: Vec<u32>,
+}
+
 /// Memory-bandwidth model of a machine.
 ///
 /// Limits: each physical core (its core type's single-stream bandwidth, shared
-/// by SMT siblings), each shared link (cluster bus) and each node's memory.
-/// A node's memory behaves as a closed queue: with `n` concurrent streams it
-/// delivers `peak · n / (n + k)` (Little's law with latency growing under load),
-/// which reproduces the measured concave scaling of node bandwidth. A stream to
-/// a remote node is latency-bound: its core limit shrinks by `10 / distance`.
+/// by SMT siblings), each shared link (cluster bus; a socket link only for
+/// cross-package streams) and each node's memory. A node's memory behaves as a
+/// closed queue: with `n` concurrent streams it delivers `peak · n / (n + k)`
+/// (Little's law with latency growing under load), which reproduces the
+/// measured concave scaling of node bandwidth. A stream to a remote node is
+/// latency-bound: its own limit is its core's divided by
+/// [`remote_latency_factor`].
+///
+/// Flows are kept incrementally ([`MemModel::add_flow`], [`MemModel::remove_flow`]):
+/// a change re-shares only the connected component of the changed flow (the
+/// flows linked to it through shared limits), so the cost depends on how many
+/// streams share a node, not on the machine's size. Iteration orders are
+/// fixed (slot and insertion order), so results are deterministic.
 #[derive(Clone, Debug)]
 pub struct MemModel {
-    /// Per CPU: (core index, core limit bytes/ns, links containing the CPU).
     cpu_core: Vec<u32>,
     cpu_core_bw: Vec<f64>,
     cpu_links: Vec<Vec<u32>>,
     cpu_node: Vec<u32>,
+    cpu_package: Vec<u32>,
+    node_package: Vec<u32>,
+    core_bw: Vec<f64>,
     link_bw: Vec<f64>,
+    link_remote_only: Vec<bool>,
     node_peak: Vec<f64>,
     node_k: Vec<f64>,
     distance: Vec<Vec<u32>>,
     n_cores: usize,
-    // Scratch buffers reused across calls (no allocation per event).
-    cap: Vec<f64>,
+    // Incremental state.
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Per constraint [cores | links | nodes]: live slots, in insertion order.
     members: Vec<Vec<u32>>,
-    frozen: Vec<bool>,
+    // Scratch (no allocation per event once warm).
+    epoch: u32,
+    cons_mark: Vec<u32>,
+    slot_mark: Vec<u32>,
+    comp_cons: Vec<u32>,
+    comp_slots: Vec<u32>,
+    used: Vec<f64>,
+    active: Vec<u32>,
+    capv: Vec<f64>,
 }
-
-const NS_PER_S: f64 = 1e9;
 
 impl MemModel {
     pub fn new(m: &Machine) -> Self {
@@ -65,34 +132,66 @@ impl MemModel {
                     .collect()
             })
             .collect();
-        let max_node = m.nodes.iter().map(|n| n.id as usize + 1).max().unwrap_or(1);
+        let max_node = m
+            .nodes
+            .iter()
+            .map(|n| n.id as usize + 1)
+            .chain(m.cpus.iter().map(|c| c.node as usize + 1))
+            .max()
+            .unwrap_or(1);
         let mut node_peak = vec![f64::INFINITY; max_node];
         let mut node_k = vec![0.0; max_node];
+        let mut node_package = vec![NONE; max_node];
         for n in &m.nodes {
             node_peak[n.id as usize] = n.mem_bw_peak_bytes_per_s / NS_PER_S;
             node_k[n.id as usize] = n.mem_half_concurrency.max(0.0);
+            if let Some(c) = n.cpus.first() {
+                node_package[n.id as usize] = m.cpus[c as usize].package;
+            }
         }
+        let cpu_core_bw: Vec<f64> = m
+            .cpus
+            .iter()
+            .map(|c| m.core_types[c.core_type as usize].core_bw_bytes_per_s / NS_PER_S)
+            .collect();
+        let mut core_bw = vec![f64::INFINITY; n_cores];
+        for c in &m.cpus {
+            core_bw[c.core as usize] = cpu_core_bw[c.id as usize];
+        }
+        let n_cons = n_cores + m.links.len() + max_node;
         MemModel {
             cpu_core: m.cpus.iter().map(|c| c.core).collect(),
-            cpu_core_bw: m
-                .cpus
-                .iter()
-                .map(|c| m.core_types[c.core_type as usize].core_bw_bytes_per_s / NS_PER_S)
-                .collect(),
+            cpu_core_bw,
             cpu_links,
             cpu_node: m.cpus.iter().map(|c| c.node).collect(),
+            cpu_package: m.cpus.iter().map(|c| c.package).collect(),
+            node_package,
+            core_bw,
             link_bw: m
                 .links
                 .iter()
                 .map(|l| l.bw_bytes_per_s / NS_PER_S)
                 .collect(),
+            link_remote_only: m
+                .links
+                .iter()
+                .map(|l| l.name.starts_with(SOCKET_LINK_PREFIX))
+                .collect(),
             node_peak,
             node_k,
             distance: m.distance.clone(),
             n_cores,
-            cap: Vec::new(),
-            members: Vec::new(),
-            frozen: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            members: vec![Vec::new(); n_cons],
+            epoch: 0,
+            cons_mark: vec![0; n_cons],
+            slot_mark: Vec::new(),
+            comp_cons: Vec::new(),
+            comp_slots: Vec::new(),
+            used: vec![0.0; n_cons],
+            active: vec![0; n_cons],
+            capv: vec![0.0; n_cons],
         }
     }
 
@@ -107,97 +206,292 @@ impl MemModel {
         }
     }
 
-    /// Max-min fair bandwidth for each flow, in bytes/ns, written to `out`
-    /// (progressive filling: raise every unfrozen flow equally until a limit
-    /// saturates, freeze the flows crossing it, repeat).
-    pub fn share(&mut self, flows: &[Flow], out: &mut Vec<f64>) {
-        out.clear();
-        out.resize(flows.len(), 0.0);
-        if flows.is_empty() {
+    /// Single-stream bandwidth of `cpu` reading `mem_node`, bytes/ns (its own
+    /// limit: the core's bandwidth over the remote latency factor).
+    pub fn stream_cap(&self, cpu: CpuId, mem_node: u32) -> f64 {
+        let c = cpu as usize;
+        let home = self.cpu_node[c] as usize;
+        let d = if mem_node as usize == home {
+            10
+        } else {
+            self.distance
+                .get(home)
+                .and_then(|r| r.get(mem_node as usize))
+                .copied()
+                .unwrap_or(20)
+        };
+        self.cpu_core_bw[c] / remote_latency_factor(d)
+    }
+
+    /// Number of live flows.
+    pub fn nr_flows(&self) -> usize {
+        self.slots.iter().filter(|s| s.flow.is_some()).count()
+    }
+
+    /// Current rate of a live flow, bytes/ns.
+    pub fn rate(&self, slot: u32) -> f64 {
+        self.slots[slot as usize].rate
+    }
+
+    fn cons_capacity(&self, ci: usize) -> f64 {
+        let base_node = self.n_cores + self.link_bw.len();
+        if ci < self.n_cores {
+            self.core_bw[ci]
+        } else if ci < base_node {
+            self.link_bw[ci - self.n_cores]
+        } else {
+            self.node_capacity((ci - base_node) as u32, self.members[ci].len())
+        }
+    }
+
+    /// Inserts a flow without re-sharing; returns its slot.
+    fn insert(&mut self, flow: Flow, tag: u32) -> u32 {
+        let c = flow.cpu as usize;
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot::default());
+                self.slot_mark.push(0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let remote_pkg = self
+            .node_package
+            .get(flow.mem_node as usize)
+            .copied()
+            .unwrap_or(NONE)
+            != self.cpu_package[c];
+        let cap = self.stream_cap(flow.cpu, flow.mem_node);
+        let mut cons = std::mem::take(&mut self.slots[slot as usize].cons);
+        cons.clear();
+        cons.push(self.cpu_core[c]);
+        for &l in &self.cpu_links[c] {
+            if !self.link_remote_only[l as usize] || remote_pkg {
+                cons.push((self.n_cores + l as usize) as u32);
+            }
+        }
+        let n_nodes = self.node_peak.len();
+        if (flow.mem_node as usize) < n_nodes {
+            cons.push((self.n_cores + self.link_bw.len() + flow.mem_node as usize) as u32);
+        }
+        for &ci in &cons {
+            self.members[ci as usize].push(slot);
+        }
+        self.slots[slot as usize] = Slot {
+            flow: Some(flow),
+            tag,
+            cap,
+            rate: 0.0,
+            frozen: false,
+            cons,
+        };
+        slot
+    }
+
+    /// Adds a flow tagged `tag` and re-shares its connected component; `out`
+    /// receives `(tag, rate)` for every flow of the component (the new one
+    /// included), in a fixed order. Returns the flow's slot.
+    pub fn add_flow(&mut self, flow: Flow, tag: u32, out: &mut Vec<(u32, f64)>) -> u32 {
+        let slot = self.insert(flow, tag);
+        let cons = std::mem::take(&mut self.slots[slot as usize].cons);
+        self.reshare_from(&cons, out);
+        self.slots[slot as usize].cons = cons;
+        slot
+    }
+
+    /// Removes a flow and re-shares what was its component; `out` receives the
+    /// new `(tag, rate)` of the flows whose share may have changed.
+    pub fn remove_flow(&mut self, slot: u32, out: &mut Vec<(u32, f64)>) {
+        let s = slot as usize;
+        if self.slots[s].flow.is_none() {
+            out.clear();
             return;
         }
-        // Constraint layout: [cores | links | nodes | per-flow remote caps].
-        let n_links = self.link_bw.len();
-        let n_nodes = self.node_peak.len();
-        let base_link = self.n_cores;
-        let base_node = base_link + n_links;
-        let base_flow = base_node + n_nodes;
-        let n_cons = base_flow + flows.len();
-        self.cap.clear();
-        self.cap.resize(n_cons, f64::INFINITY);
-        if self.members.len() < n_cons {
-            self.members.resize_with(n_cons, Vec::new);
-        }
-        for m in self.members.iter_mut() {
-            m.clear();
-        }
-        for (i, f) in flows.iter().enumerate() {
-            let c = f.cpu as usize;
-            let core = self.cpu_core[c] as usize;
-            self.cap[core] = self.cpu_core_bw[c];
-            self.members[core].push(i as u32);
-            for &l in &self.cpu_links[c] {
-                self.cap[base_link + l as usize] = self.link_bw[l as usize];
-                self.members[base_link + l as usize].push(i as u32);
-            }
-            let mn = f.mem_node as usize;
-            if mn < n_nodes {
-                self.members[base_node + mn].push(i as u32);
-            }
-            let home = self.cpu_node[c] as usize;
-            if mn != home {
-                let d = self
-                    .distance
-                    .get(home)
-                    .and_then(|r| r.get(mn))
-                    .copied()
-                    .unwrap_or(10)
-                    .max(10);
-                self.cap[base_flow + i] = self.cpu_core_bw[c] * 10.0 / d as f64;
-                self.members[base_flow + i].push(i as u32);
+        let cons = std::mem::take(&mut self.slots[s].cons);
+        for &ci in &cons {
+            let m = &mut self.members[ci as usize];
+            if let Some(i) = m.iter().position(|&x| x == slot) {
+                m.remove(i);
             }
         }
-        for node in 0..n_nodes {
-            let n = self.members[base_node + node].len();
-            if n > 0 {
-                self.cap[base_node + node] = self.node_capacity(node as u32, n);
+        self.slots[s].flow = None;
+        self.slots[s].rate = 0.0;
+        self.free.push(slot);
+        self.reshare_from(&cons, out);
+        self.slots[s].cons = cons;
+    }
+
+    /// Collects the component reachable from the constraints `seeds` and
+    /// re-shares it by progressive filling.
+    fn reshare_from(&mut self, seeds: &[u32], out: &mut Vec<(u32, f64)>) {
+        out.clear();
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.cons_mark.iter_mut().for_each(|x| *x = 0);
+            self.slot_mark.iter_mut().for_each(|x| *x = 0);
+            self.epoch = 1;
+        }
+        let ep = self.epoch;
+        self.comp_cons.clear();
+        self.comp_slots.clear();
+        for &c in seeds {
+            if self.cons_mark[c as usize] != ep {
+                self.cons_mark[c as usize] = ep;
+                self.comp_cons.push(c);
             }
         }
-        self.frozen.clear();
-        self.frozen.resize(flows.len(), false);
-        let mut remaining = flows.len();
-        // Each round freezes at least one flow: at most `flows.len()` rounds.
+        let mut i = 0;
+        while i < self.comp_cons.len() {
+            let c = self.comp_cons[i] as usize;
+            for k in 0..self.members[c].len() {
+                let s = self.members[c][k] as usize;
+                if self.slot_mark[s] != ep {
+                    self.slot_mark[s] = ep;
+                    self.comp_slots.push(s as u32);
+                    for j in 0..self.slots[s].cons.len() {
+                        let c2 = self.slots[s].cons[j] as usize;
+                        if self.cons_mark[c2] != ep {
+                            self.cons_mark[c2] = ep;
+                            self.comp_cons.push(c2 as u32);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.fill();
+        for &s in &self.comp_slots {
+            let sl = &self.slots[s as usize];
+            out.push((sl.tag, sl.rate));
+        }
+    }
+
+    /// Progressive filling over the current component: raise every unfrozen
+    /// flow equally until a limit (shared or its own) saturates, freeze the
+    /// flows at it, repeat. Each round freezes at least one flow.
+    fn fill(&mut self) {
+        for k in 0..self.comp_cons.len() {
+            let c = self.comp_cons[k] as usize;
+            self.used[c] = 0.0;
+            self.active[c] = self.members[c].len() as u32;
+            self.capv[c] = self.cons_capacity(c);
+        }
+        for &s in &self.comp_slots {
+            let sl = &mut self.slots[s as usize];
+            sl.rate = 0.0;
+            sl.frozen = false;
+        }
+        let mut remaining = self.comp_slots.len();
         while remaining > 0 {
             let mut inc = f64::INFINITY;
-            for (ci, mem) in self.members.iter().enumerate().take(n_cons) {
-                let active = mem.iter().filter(|&&f| !self.frozen[f as usize]).count();
-                if active > 0 {
-                    let used: f64 = mem.iter().map(|&f| out[f as usize]).sum();
-                    inc = inc.min((self.cap[ci] - used).max(0.0) / active as f64);
+            for &c in &self.comp_cons {
+                let c = c as usize;
+                if self.active[c] > 0 {
+                    inc = inc.min((self.capv[c] - self.used[c]).max(0.0) / self.active[c] as f64);
+                }
+            }
+            for &s in &self.comp_slots {
+                let sl = &self.slots[s as usize];
+                if !sl.frozen {
+                    inc = inc.min((sl.cap - sl.rate).max(0.0));
                 }
             }
             if !inc.is_finite() {
                 break;
             }
-            for (f, o) in out.iter_mut().enumerate() {
-                if !self.frozen[f] {
-                    *o += inc;
+            for &s in &self.comp_slots {
+                let sl = &mut self.slots[s as usize];
+                if !sl.frozen {
+                    sl.rate += inc;
                 }
             }
-            for (ci, mem) in self.members.iter().enumerate().take(n_cons) {
-                if mem.is_empty() {
+            for &c in &self.comp_cons {
+                let c = c as usize;
+                self.used[c] += inc * self.active[c] as f64;
+            }
+            // Freeze the flows at saturated shared limits, then at their own.
+            for k in 0..self.comp_cons.len() {
+                let c = self.comp_cons[k] as usize;
+                if self.active[c] == 0 || self.used[c] < self.capv[c] * (1.0 - 1e-12) {
                     continue;
                 }
-                let used: f64 = mem.iter().map(|&f| out[f as usize]).sum();
-                if used >= self.cap[ci] * (1.0 - 1e-12) {
-                    for &f in mem {
-                        if !self.frozen[f as usize] {
-                            self.frozen[f as usize] = true;
-                            remaining -= 1;
-                        }
+                for j in 0..self.members[c].len() {
+                    let s = self.members[c][j] as usize;
+                    if !self.slots[s].frozen {
+                        self.freeze(s);
+                        remaining -= 1;
                     }
                 }
             }
+            for k in 0..self.comp_slots.len() {
+                let s = self.comp_slots[k] as usize;
+                let sl = &self.slots[s];
+                if !sl.frozen && sl.rate >= sl.cap * (1.0 - 1e-12) {
+                    self.freeze(s);
+                    remaining -= 1;
+                }
+            }
+        }
+    }
+
+    fn freeze(&mut self, s: usize) {
+        self.slots[s].frozen = true;
+        for j in 0..self.slots[s].cons.len() {
+            let c = self.slots[s].cons[j] as usize;
+            self.active[c] -= 1;
+        }
+    }
+
+    /// Max-min fair bandwidth for each of `flows` on an otherwise idle machine,
+    /// bytes/ns, written to `out` (the reference computation: one component
+    /// pass per flow over a fresh copy; tests and calibration use it).
+    pub fn share(&mut self, flows: &[Flow], out: &mut Vec<f64>) {
+        let mut fresh = MemModel {
+            slots: Vec::new(),
+            free: Vec::new(),
+            members: vec![Vec::new(); self.members.len()],
+            slot_mark: Vec::new(),
+            ..self.clone_static()
+        };
+        let slots: Vec<u32> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| fresh.insert(f, i as u32))
+            .collect();
+        let mut tmp = Vec::new();
+        let n_cons = fresh.members.len() as u32;
+        let all: Vec<u32> = (0..n_cons).collect();
+        fresh.reshare_from(&all, &mut tmp);
+        out.clear();
+        out.extend(slots.iter().map(|&s| fresh.rate(s)));
+    }
+
+    fn clone_static(&self) -> MemModel {
+        MemModel {
+            cpu_core: self.cpu_core.clone(),
+            cpu_core_bw: self.cpu_core_bw.clone(),
+            cpu_links: self.cpu_links.clone(),
+            cpu_node: self.cpu_node.clone(),
+            cpu_package: self.cpu_package.clone(),
+            node_package: self.node_package.clone(),
+            core_bw: self.core_bw.clone(),
+            link_bw: self.link_bw.clone(),
+            link_remote_only: self.link_remote_only.clone(),
+            node_peak: self.node_peak.clone(),
+            node_k: self.node_k.clone(),
+            distance: self.distance.clone(),
+            n_cores: self.n_cores,
+            slots: Vec::new(),
+            free: Vec::new(),
+            members: Vec::new(),
+            epoch: 0,
+            cons_mark: vec![0; self.cons_mark.len()],
+            slot_mark: Vec::new(),
+            comp_cons: Vec::new(),
+            comp_slots: Vec::new(),
+            used: vec![0.0; self.used.len()],
+            active: vec![0; self.active.len()],
+            capv: vec![0.0; self.capv.len()],
         }
     }
 }
@@ -212,6 +506,192 @@ pub fn compute_speed(m: &Machine, cpu: CpuId, sibling_busy: bool) -> f64 {
         base * m.core_types[c.core_type as usize].smt_thread_speed
     } else {
         base
+    }
+}
+
+// ----- caches, transfers, refills ----------------------------------------------
+
+/// Refill bandwidth from a shared cache, bytes/ns: 1 MiB in ~17.5 µs, the
+/// middle of "streaming from LLC ~10–25 µs per MiB" (hardware.md section 8,
+/// ESTIMATE (derived)).
+pub const CACHE_REFILL_BYTES_PER_NS: f64 = 1_048_576.0 / 17_500.0;
+
+/// Misses in flight when a core pulls many independent lines (hardware.md
+/// section 8: "MLP 10", ESTIMATE).
+pub const TRANSFER_MLP: f64 = 10.0;
+
+/// The data caches of a machine as the performance model sees them.
+#[derive(Clone, Debug)]
+pub struct CacheModel {
+    /// Per cache instance (data/unified only): level, size, CPUs.
+    level: Vec<u8>,
+    size: Vec<u64>,
+    line: Vec<u32>,
+    cpus: Vec<schedlab_topo::CpuMask>,
+    /// Per CPU: its last-level data cache (the largest level containing it).
+    cpu_llc: Vec<u32>,
+}
+
+impl CacheModel {
+    pub fn new(m: &Machine) -> Self {
+        let data: Vec<&schedlab_topo::CacheInfo> =
+            m.caches.iter().filter(|c| c.kind != "Instruction").collect();
+        let cpu_llc = m
+            .cpus
+            .iter()
+            .map(|cpu| {
+                data.iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.cpus.test(cpu.id))
+                    .max_by_key(|(i, c)| (c.level, std::cmp::Reverse(*i)))
+                    .map(|(i, _)| i as u32)
+                    .unwrap_or(NONE)
+            })
+            .collect();
+        CacheModel {
+            level: data.iter().map(|c| c.level).collect(),
+            size: data.iter().map(|c| c.size_bytes).collect(),
+            line: data.iter().map(|c| c.line_bytes.max(1)).collect(),
+            cpus: data.iter().map(|c| c.cpus).collect(),
+            cpu_llc,
+        }
+    }
+
+    /// Number of cache instances (indices for [`CacheModel::size`] etc.).
+    pub fn len(&self) -> usize {
+        self.size.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size.is_empty()
+    }
+
+    /// The last-level data cache of `cpu`, if the machine lists one.
+    pub fn llc(&self, cpu: CpuId) -> Option<u32> {
+        self.cpu_llc
+            .get(cpu as usize)
+            .copied()
+            .filter(|&x| x != NONE)
+    }
+
+    pub fn size(&self, cache: u32) -> u64 {
+        self.size[cache as usize]
+    }
+
+    pub fn level(&self, cache: u32) -> u8 {
+        self.level[cache as usize]
+    }
+
+    pub fn line(&self, cache: u32) -> u32 {
+        self.line[cache as usize]
+    }
+
+    /// The lowest-level cache shared by `a` and `b`.
+    pub fn shared(&self, a: CpuId, b: CpuId) -> Option<u32> {
+        (0..self.size.len())
+            .filter(|&i| self.cpus[i].test(a) && self.cpus[i].test(b))
+            .min_by_key(|&i| (self.level[i], i))
+            .map(|i| i as u32)
+    }
+}
+
+/// Cache sharing: bytes of working set `ws` that miss a cache of `size` bytes
+/// because co-running working sets totalling `others` compete for it, beyond
+/// what misses when running alone. Each co-runner holds a share of the cache
+/// proportional to its working set (LRU under uniform reuse).
+pub fn contention_miss_bytes(size: u64, ws: u64, others: u64) -> u64 {
+    let total = ws.saturating_add(others);
+    if ws == 0 || total <= size {
+        return 0;
+    }
+    let share = (size as f64 * ws as f64 / total as f64) as u64;
+    ws.min(size).saturating_sub(share.min(ws))
+}
+
+/// Time to bring `bytes` from memory node `mem_node` to `cpu` as one stream:
+/// the first line's latency plus the bytes at the core's (latency-bound)
+/// single-stream bandwidth.
+pub fn memory_fetch_ns(m: &Machine, cpu: CpuId, mem_node: u32, bytes: u64) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    let c = &m.cpus[cpu as usize];
+    let d = m.node_distance(c.node, mem_node);
+    let f = remote_latency_factor(if c.node == mem_node { 10 } else { d });
+    let lat = m
+        .nodes
+        .iter()
+        .find(|n| n.id == mem_node)
+        .or_else(|| m.nodes.iter().find(|n| n.id == c.node))
+        .map(|n| n.mem_latency_ns as f64)
+        .unwrap_or(100.0)
+        * f;
+    let bw = m.core_types[c.core_type as usize].core_bw_bytes_per_s / NS_PER_S / f;
+    (lat + bytes as f64 / bw).ceil() as u64
+}
+
+/// Cost of `cpu` consuming `bytes` that `from` wrote (cache-line transfers at
+/// the core-to-core latency of their distance, [`Machine::c2c_ns`]): the first
+/// line pays the full latency, the others overlap `TRANSFER_MLP` at a time.
+pub fn transfer_ns(m: &Machine, from: CpuId, cpu: CpuId, bytes: u64, line: u32) -> u64 {
+    if bytes == 0 || from == cpu {
+        return 0;
+    }
+    let lines = bytes.div_ceil(line.max(1) as u64) as f64;
+    let c2c = m.c2c_ns(from, cpu) as f64;
+    (c2c * (1.0 + (lines - 1.0) / TRANSFER_MLP)).ceil() as u64
+}
+
+/// Cost of `lines` dependent cache-line transfers (pointer chasing through
+/// data another CPU wrote: each miss waits for the previous one).
+pub fn dependent_transfer_ns(m: &Machine, from: CpuId, cpu: CpuId, lines: u64) -> u64 {
+    if from == cpu {
+        return 0;
+    }
+    lines * m.c2c_ns(from, cpu) as u64
+}
+
+/// Where a migrated working set is refilled from, and at what cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefillSource {
+    /// Same core: the private caches come along; nothing to refill.
+    None,
+    /// A cache both CPUs share (index into [`CacheModel`]).
+    Cache(u32),
+    /// Memory (no shared cache holds it).
+    Memory,
+}
+
+/// Refill of working set `ws` (bytes) that lived in `from`'s caches, now that
+/// the task runs on `to`; its memory is on `mem_node`. Returns the source and
+/// the time in ns. Only what `from`'s last-level cache could hold was cached;
+/// it comes from the closest shared cache at [`CACHE_REFILL_BYTES_PER_NS`]
+/// when that cache can hold it, else from memory ([`memory_fetch_ns`]).
+/// (hardware.md section 8: 1 MiB ~10–25 µs from LLC, ~70–100 µs from DRAM.)
+pub fn migration_refill(
+    m: &Machine,
+    caches: &CacheModel,
+    from: CpuId,
+    to: CpuId,
+    ws: u64,
+    mem_node: u32,
+) -> (RefillSource, u64) {
+    if ws == 0 || from == to || m.cpus[from as usize].core == m.cpus[to as usize].core {
+        return (RefillSource::None, 0);
+    }
+    let held = match caches.llc(from) {
+        Some(l) => ws.min(caches.size(l)),
+        None => 0,
+    };
+    if held == 0 {
+        return (RefillSource::None, 0);
+    }
+    match caches.shared(from, to) {
+        Some(c) if caches.size(c) >= held => (
+            RefillSource::Cache(c),
+            (held as f64 / CACHE_REFILL_BYTES_PER_NS).ceil() as u64,
+        ),
+        _ => (RefillSource::Memory, memory_fetch_ns(m, to, mem_node, held)),
     }
 }
 
@@ -330,6 +810,202 @@ mod tests {
             }],
             &mut out,
         );
-        assert!((out[0] - 5.0).abs() < 1e-9);
+        let want = 10.0 / remote_latency_factor(20);
+        assert!((out[0] - want).abs() < 1e-9, "{} vs {want}", out[0]);
+    }
+
+
+    fn kunpeng() -> Machine {
+        schedlab_topo::preset("kunpeng920").unwrap()
+    }
+
+    /// Incremental component re-sharing equals the full recomputation after
+    /// every change of a deterministic pseudo-random add/remove sequence.
+    #[test]
+    fn incremental_equals_full_recompute() {
+        let m = kunpeng();
+        let mut mm = MemModel::new(&m);
+        let mut live: Vec<(u32, Flow, u32)> = Vec::new(); // (slot, flow, tag)
+        let mut out = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut rates: Vec<f64> = vec![0.0; 1000];
+        for step in 0..600u32 {
+            let r = next();
+            if live.is_empty() || r % 3 != 0 {
+                let f = Flow {
+                    cpu: (next() % 96) as CpuId,
+                    mem_node: (next() % 4) as u32,
+                };
+                let slot = mm.add_flow(f, step, &mut out);
+                live.push((slot, f, step));
+            } else {
+                let i = (next() % live.len() as u64) as usize;
+                let (slot, _, _) = live.remove(i);
+                mm.remove_flow(slot, &mut out);
+            }
+            for &(tag, rate) in &out {
+                rates[tag as usize] = rate;
+            }
+            let flows: Vec<Flow> = live.iter().map(|l| l.1).collect();
+            let mut full = Vec::new();
+            mm.share(&flows, &mut full);
+            for (l, want) in live.iter().zip(&full) {
+                let got = rates[l.2 as usize];
+                assert!(
+                    (got - want).abs() <= 1e-9 * want.max(1.0),
+                    "step {step}: flow {:?} got {got} want {want}",
+                    l.1
+                );
+                assert!((mm.rate(l.0) - got).abs() < 1e-12);
+            }
+        }
+    }
+
+    /// A change re-shares only the flows that share a limit with it.
+    #[test]
+    fn resharing_is_local_to_the_component() {
+        let m = kunpeng();
+        let mut mm = MemModel::new(&m);
+        let mut out = Vec::new();
+        // Node 0 streams (CPUs 0..24) and node 2 streams (CPUs 48..72).
+        for c in 0..8u16 {
+            mm.add_flow(Flow { cpu: c, mem_node: 0 }, c as u32, &mut out);
+            mm.add_flow(
+                Flow {
+                    cpu: 48 + c,
+                    mem_node: 2,
+                },
+                100 + c as u32,
+                &mut out,
+            );
+        }
+        mm.add_flow(Flow { cpu: 9, mem_node: 0 }, 999, &mut out);
+        assert_eq!(out.len(), 9, "only node 0's flows: {out:?}");
+        assert!(out.iter().all(|&(t, _)| t < 100 || t == 999));
+    }
+
+    /// Socket link: cross-socket streams share the Hydra ports' 90 GB/s,
+    /// local streams do not cross it.
+    #[test]
+    fn socket_link_limits_only_cross_socket_streams() {
+        let m = kunpeng();
+        assert!(m.links.iter().any(|l| l.name.starts_with(SOCKET_LINK_PREFIX)));
+        let mut mm = MemModel::new(&m);
+        let mut out = Vec::new();
+        // Socket 0's 48 CPUs stream from socket 1's two nodes: the nodes could
+        // give 2 x 63 GB/s, the socket link allows 90.
+        let flows: Vec<Flow> = (0..48u16)
+            .map(|c| Flow {
+                cpu: c,
+                mem_node: 2 + (c as u32 / 24),
+            })
+            .collect();
+        mm.share(&flows, &mut out);
+        let total: f64 = out.iter().sum();
+        assert!((total - 90.0).abs() < 1e-6, "total {total}");
+        // The same 48 streams to their local nodes: no socket link.
+        let local: Vec<Flow> = (0..48u16)
+            .map(|c| Flow {
+                cpu: c,
+                mem_node: c as u32 / 24,
+            })
+            .collect();
+        mm.share(&local, &mut out);
+        let total: f64 = out.iter().sum();
+        assert!(total > 120.0, "total {total}");
+    }
+
+    /// [WAYCA] remote STREAM copy, 4 threads (one per cluster of node 0).
+    #[test]
+    fn remote_stream_matches_wayca() {
+        let m = kunpeng();
+        let mut mm = MemModel::new(&m);
+        let mut out = Vec::new();
+        for (node, published) in [(1u32, 37.4), (2, 31.4), (3, 29.0)] {
+            let flows: Vec<Flow> = [0u16, 4, 8, 12]
+                .iter()
+                .map(|&cpu| Flow {
+                    cpu,
+                    mem_node: node,
+                })
+                .collect();
+            mm.share(&flows, &mut out);
+            let total: f64 = out.iter().sum();
+            assert!(
+                (total / published - 1.0).abs() < 0.05,
+                "node {node}: {total} vs {published}"
+            );
+        }
+    }
+
+    #[test]
+    fn smt_sibling_slows_compute() {
+        let m = schedlab_topo::preset("genoa").unwrap();
+        let alone = compute_speed(&m, 0, false);
+        let shared = compute_speed(&m, 0, true);
+        assert_eq!(alone, 1.0);
+        assert!((shared - m.core_types[0].smt_thread_speed).abs() < 1e-12);
+        let big = schedlab_topo::preset("exynos5422").unwrap();
+        let little = compute_speed(&big, 0, false);
+        let a15 = compute_speed(&big, 4, false);
+        assert!((a15 / little - 1024.0 / 377.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cache_contention_is_proportional() {
+        // Alone and fitting: nothing extra. Two 16 MiB sets in 24 MiB: each
+        // keeps 12 MiB and misses 4 MiB more than alone.
+        let mib = 1u64 << 20;
+        assert_eq!(contention_miss_bytes(24 * mib, 16 * mib, 0), 0);
+        assert_eq!(contention_miss_bytes(24 * mib, 8 * mib, 8 * mib), 0);
+        assert_eq!(contention_miss_bytes(24 * mib, 16 * mib, 16 * mib), 4 * mib);
+        // Already larger than the cache alone: only the lost share counts.
+        assert_eq!(
+            contention_miss_bytes(24 * mib, 48 * mib, 48 * mib),
+            12 * mib
+        );
+    }
+
+    #[test]
+    fn refill_costs_follow_the_hierarchy() {
+        let m = kunpeng();
+        let cm = CacheModel::new(&m);
+        let mib = 1u64 << 20;
+        // Same die (L3 shared): ~17.5 us per MiB; other die: from memory.
+        let (src, ns) = migration_refill(&m, &cm, 0, 5, mib, 0);
+        assert!(matches!(src, RefillSource::Cache(_)));
+        assert!((10_000..=25_000).contains(&ns), "{ns}");
+        let (src, far) = migration_refill(&m, &cm, 0, 30, mib, 0);
+        assert_eq!(src, RefillSource::Memory);
+        // hardware.md section 8: 70-100 us from DRAM at 10-15 GB/s (remote: slower).
+        assert!((70_000..=130_000).contains(&far), "{far}");
+        assert_eq!(migration_refill(&m, &cm, 0, 0, mib, 0).1, 0);
+        // exynos5422: no cache shared between the clusters.
+        let e = schedlab_topo::preset("exynos5422").unwrap();
+        let ce = CacheModel::new(&e);
+        assert_eq!(migration_refill(&e, &ce, 4, 0, mib, 0).0, RefillSource::Memory);
+        assert!(matches!(
+            migration_refill(&e, &ce, 4, 5, mib, 0).0,
+            RefillSource::Cache(_)
+        ));
+    }
+
+    #[test]
+    fn transfers_cost_by_distance() {
+        let m = kunpeng();
+        let same_cluster = transfer_ns(&m, 0, 1, 64, 64);
+        let other_die = transfer_ns(&m, 0, 24, 64, 64);
+        let other_socket = transfer_ns(&m, 0, 48, 64, 64);
+        assert_eq!(same_cluster, 34);
+        assert!(same_cluster < other_die && other_die < other_socket);
+        assert_eq!(transfer_ns(&m, 0, 0, 4096, 64), 0);
+        // 64 lines: 1 + 63/10 latencies.
+        assert_eq!(transfer_ns(&m, 0, 1, 4096, 64), (34.0f64 * 7.3).ceil() as u64);
     }
 }

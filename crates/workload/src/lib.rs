@@ -1,11 +1,20 @@
 //! Workloads: task programs and the built-in benchmarks.
 //!
 //! This crate describes *what* threads do ([`program`]) and provides built-in
-//! benchmark models ([`stream`]) together with the code that turns a finished
-//! run's timestamps into the benchmark's own metric. It knows nothing about
+//! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
+//! [`parsec`], [`pbzip2`], [`kernbench`])
+//! together with the code that turns a finished run's timestamps into the
+//! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
 
+pub mod hackbench;
+pub mod kernbench;
+pub mod parsec;
+pub mod pbzip2;
+pub mod pipe;
 pub mod program;
+pub mod rtapp;
+pub mod schbench;
 pub mod spec;
 pub mod stream;
 

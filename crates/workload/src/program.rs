@@ -33,6 +33,65 @@ pub enum Step {
     Loop { start: u32, count: u32, slot: u8 },
     /// End the thread.
     Exit,
+    /// Busy for `ns` of wall time whatever the CPU's speed (rt-app `runtime`).
+    RunWall { ns: u64 },
+    /// Write `bytes` into a [`SyncObject::Channel`] (pipe_write / unix stream
+    /// socket): blocks while the buffer is full, wakes a reader with WF_SYNC.
+    Send { chan: SyncId, bytes: u64 },
+    /// Read exactly `bytes` from a channel (a read loop until the message is
+    /// complete): blocks while the buffer is empty, wakes a blocked writer.
+    Recv { chan: SyncId, bytes: u64 },
+    /// Acquire a [`SyncObject::Mutex`] (futex semantics: a contended lock
+    /// sleeps; a woken waiter retries and may lose to a lock stealer).
+    Lock { mutex: SyncId },
+    /// Release a mutex and wake its first waiter (FIFO).
+    Unlock { mutex: SyncId },
+    /// Acquire the mutex of the CPU the thread runs on: mutex
+    /// `first + cpu % count` (schbench's per-CPU lock, chosen by sched_getcpu()).
+    LockPerCpu { first: SyncId, count: u32 },
+    /// Release the mutex taken by the last `LockPerCpu`.
+    UnlockPerCpu,
+    /// pthread_cond_wait: release `mutex` (if any), sleep on `cond`, then
+    /// re-acquire the mutex. With `mutex: None` it is a bare futex wait.
+    Wait { cond: SyncId, mutex: Option<SyncId> },
+    /// Wake one waiter of a [`SyncObject::Cond`] (lost when none waits).
+    Signal { cond: SyncId },
+    /// Wake every waiter of a condition.
+    Broadcast { cond: SyncId },
+    /// Post a [`SyncObject::Semaphore`] (count + 1, wake one waiter).
+    SemPost { sem: SyncId },
+    /// Wait on a semaphore: take a count or sleep until one is posted.
+    SemWait { sem: SyncId },
+    /// sched_yield().
+    Yield,
+    /// The thread becomes its own process (fork without threads: a new
+    /// thread-group id), as hackbench's or make's child processes are.
+    NewProcess,
+    /// Take the next ticket of a [`SyncObject::Counter`] (an atomic
+    /// fetch-and-add on a shared work counter): when the counter is below
+    /// `limit` go on with the next step, otherwise jump to step `exit_to`.
+    /// Dynamic work distribution (PARSEC's ticket dispensers, job queues).
+    Grab {
+        counter: SyncId,
+        limit: u32,
+        exit_to: u32,
+    },
+    /// Reset a counter to zero (the next batch of tickets).
+    ResetCounter { counter: SyncId },
+    /// Periodic timer (rt-app `timer`): sleep until the next expiry, anchored
+    /// to the previous expiry (the first is one period after the thread
+    /// started). `id` names the timer (per thread). When the expiry has
+    /// already passed: `absolute` keeps the grid and goes on without
+    /// sleeping; relative mode re-anchors at the current time.
+    Timer {
+        id: u32,
+        period_ns: u64,
+        absolute: bool,
+    },
+    /// Record, under `tag`, the time at which the thread was last woken by a
+    /// synchronisation object (the waker's timestamp; schbench's `wake_time`)
+    /// or at which its last `Timer` expired (rt-app's wakeup-latency base).
+    MarkWoken { tag: u32 },
 }
 
 /// A thread template.
@@ -51,7 +110,28 @@ pub struct ThreadTemplate {
 pub enum SyncObject {
     /// A barrier for `parties` threads, reusable (generation-counted).
     Barrier { parties: u32 },
+    /// A futex-based mutex.
+    Mutex,
+    /// A condition variable (or a bare futex wait queue).
+    Cond,
+    /// A byte stream with a bounded buffer: a pipe or a unix socket.
+    Channel { capacity: u64 },
+    /// A counting semaphore.
+    Semaphore { initial: u32 },
+    /// A shared atomic counter (work tickets), starting at 0.
+    Counter,
 }
+
+/// The kernel's default pipe buffer: 16 pages (`PIPE_DEF_BUFFERS`).
+pub const PIPE_CAPACITY: u64 = 64 * 1024;
+/// A unix stream socket's send buffer: `net.core.wmem_default` (208 KiB).
+/// The limit counts each message's skb truesize, not its payload: see
+/// [`SKB_OVERHEAD`].
+pub const SOCKET_CAPACITY: u64 = 212_992;
+/// Bytes an skb adds to a message's size in the socket's accounting
+/// (`struct sk_buff`, `skb_shared_info`, kmalloc rounding; ESTIMATE: ~740
+/// bytes of truesize for a 100-byte message).
+pub const SKB_OVERHEAD: u64 = 640;
 
 /// A complete workload: the initial threads and everything they share.
 #[derive(Clone, Debug, PartialEq)]

@@ -244,3 +244,46 @@ fn every_preset_builds_for_every_config_it_lists() {
         assert!(o.status.success(), "{p}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn run_accepts_rtapp_files_and_rejects_malformed_ones_with_the_json_path() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../workload/tests/fixtures");
+    let o = schedlab(&["run", "--machine", "exynos5422", "--workload", &format!("{fixtures}/finite.json")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tempdir("rtapp-bad");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"tasks": {"ui": {"loop": 1, "phases": {"p": {"run": 100, "timer": {"ref": "t", "period": "x"}}}}}}"#,
+    )
+    .unwrap();
+    let o = schedlab(&["run", "--machine", "exynos5422", "--workload", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.json") && e.contains("tasks.ui.phases.p.timer.period"), "{e}");
+    let o = schedlab(&["run", "--machine", "exynos5422", "--workload", "/nonexistent/x.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn every_builtin_runs_on_a_small_machine() {
+    for w in [
+        "hackbench:groups=1,fds=4,loops=20,ipc=pipe,mode=threads",
+        "hackbench:groups=1,fds=4,loops=20,ipc=socket,mode=process",
+        "pipe:instances=2,loops=200",
+        "schbench:message_threads=1,workers=4,runtime_s=1",
+        "blackscholes:threads=4,input=simsmall",
+        "streamcluster:threads=4,input=simsmall",
+        "bodytrack:threads=4,input=simsmall",
+        "pbzip2:threads=4,size_mib=8",
+        "kernbench:threads=8,files=50",
+        "stream:threads=2,iterations=2,size_mib=16",
+    ] {
+        let o = schedlab(&["run", "--machine", "alderlake", "--workload", w, "--checked"]);
+        assert!(o.status.success(), "{w}: {}", stderr(&o));
+        let out = stdout(&o);
+        // Timed benchmarks (schbench) end by their runtime; none may stall.
+        assert!(out.contains("Finished") || out.contains("TimeLimit"), "{w}: {out}");
+        assert!(!out.contains("Stalled"), "{w}: {out}");
+    }
+}

@@ -5,15 +5,20 @@
 //! can_migrate_task()/task_hot(), and active balance.
 
 use crate::event::{EventKind, TaskId};
+use crate::fair::wakeup::NUMA_IMBALANCE_MIN;
+use crate::fair::{capacity_greater, SCHED_CAPACITY_SCALE};
 use crate::features::Feat;
 use crate::sim::{EnqueueKind, Sim};
 use crate::task::TaskState;
+use rand::Rng;
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
 /// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
 pub const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate.
 pub const NR_MIGRATE: u32 = 32;
+/// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
+pub const MAX_PINNED_INTERVAL_MS: u32 = 512;
 /// Newidle balance needs at least this much expected idle time.
 pub const MAX_IDLE_BALANCE_COST_NS: u64 = 500_000;
 
@@ -48,7 +53,9 @@ pub enum IdleType {
     NewlyIdle,
 }
 
-/// Statistics of one group (`struct sg_lb_stats`).
+/// Statistics of one group (`struct sg_lb_stats`), plus the group data the
+/// comparisons need (`sg->flags`, `sg->cores`, `sgc->min/max_capacity`,
+/// the priority of `sg->asym_prefer_cpu`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GroupStats {
     pub avg_load: u64,
@@ -63,6 +70,19 @@ pub struct GroupStats {
     pub group_type: GroupType,
     pub misfit_task_load: u64,
     pub overloaded_cpu: bool,
+    /// `sgs->group_asym_packing`: an idle dst of higher priority can take the work.
+    pub asym_packing: bool,
+    /// `sgs->group_smt_balance`: an SMT group running more than one task.
+    pub smt_balance: bool,
+    /// `sgc->imbalance`: a child balance failed because of affinity.
+    pub imbalanced: bool,
+    /// The group's flags (its child domain's flags).
+    pub flags: SdFlags,
+    pub cores: u32,
+    pub max_capacity: u64,
+    pub min_capacity: u64,
+    /// asym priority of the group's preferred CPU.
+    pub asym_prefer_prio: u32,
 }
 
 /// group_has_capacity(): the group can take more work.
@@ -87,11 +107,17 @@ pub fn is_overloaded(pct: u32, s: &GroupStats) -> bool {
     s.group_capacity * (pct as u64) < s.group_runnable * 100
 }
 
-/// Classifies a group (mirrors group_classify(); the asym, SMT, LLC and
-/// imbalanced types need inputs this simulator does not model yet).
+/// Classifies a group (mirrors group_classify(); llc_balance belongs to
+/// SCHED_CACHE, which is not modelled).
 pub fn classify(pct: u32, s: &GroupStats) -> GroupType {
     if is_overloaded(pct, s) {
         GroupType::Overloaded
+    } else if s.imbalanced {
+        GroupType::Imbalanced
+    } else if s.asym_packing {
+        GroupType::AsymPacking
+    } else if s.smt_balance {
+        GroupType::SmtBalance
     } else if s.misfit_task_load > 0 {
         GroupType::MisfitTask
     } else if !has_capacity(pct, s) {
@@ -99,6 +125,11 @@ pub fn classify(pct: u32, s: &GroupStats) -> GroupType {
     } else {
         GroupType::HasSpare
     }
+}
+
+/// `smt_vs_nonsmt_groups()`: exactly one of the two groups is an SMT group.
+pub fn smt_vs_nonsmt_groups(a: SdFlags, b: SdFlags) -> bool {
+    a.contains(SdFlags::SHARE_CPUCAPACITY) != b.contains(SdFlags::SHARE_CPUCAPACITY)
 }
 
 /// `sibling_imbalance()`: tasks to move so both groups run tasks in proportion to their cores.
@@ -117,33 +148,272 @@ pub fn sibling_imbalance(idle: bool, b_nr: u32, b_cores: u32, l_nr: u32, l_cores
     imb
 }
 
+/// What the busiest-group comparison needs to know about the balancing CPU
+/// and domain (parts of `struct lb_env` / `struct sd_lb_stats`).
+#[derive(Clone, Copy, Debug)]
+pub struct PickCtx {
+    pub sd_flags: SdFlags,
+    /// capacity_of(dst_cpu).
+    pub dst_capacity: u64,
+    /// `env->dst_core_idle`.
+    pub dst_core_idle: bool,
+    pub local_type: GroupType,
+}
+
+/// Is `s` busier than the current busiest `b` (mirrors update_sd_pick_busiest())?
+/// `b` is `None` before any group was picked (the kernel's initial busiest
+/// stats: has_spare with "infinitely many" idle CPUs).
+pub fn pick_busiest(ctx: &PickCtx, s: &GroupStats, b: Option<&GroupStats>) -> bool {
+    if s.sum_h_nr_running == 0 {
+        return false;
+    }
+    let asym_cap = ctx.sd_flags.contains(SdFlags::ASYM_CPUCAPACITY);
+    // A misfit group the dst cannot help: dst not on an idle core, not
+    // clearly bigger, or the local group has no spare capacity.
+    if asym_cap
+        && s.group_type == GroupType::MisfitTask
+        && (!ctx.dst_core_idle
+            || !capacity_greater(ctx.dst_capacity, s.max_capacity)
+            || ctx.local_type != GroupType::HasSpare)
+    {
+        return false;
+    }
+    // Never pull from a not-overloaded group of clearly bigger CPUs.
+    if asym_cap
+        && s.group_type <= GroupType::FullyBusy
+        && capacity_greater(s.min_capacity, ctx.dst_capacity)
+    {
+        return false;
+    }
+    let Some(b) = b else {
+        return true;
+    };
+    if s.group_type != b.group_type {
+        return s.group_type > b.group_type;
+    }
+    let has_spare_rule = |s: &GroupStats, b: &GroupStats| {
+        if s.idle_cpus > b.idle_cpus {
+            return false;
+        }
+        !(s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running)
+    };
+    let fully_busy_rule = |s: &GroupStats, b: &GroupStats| {
+        if s.avg_load < b.avg_load {
+            return false;
+        }
+        !(s.avg_load == b.avg_load && b.flags.contains(SdFlags::SHARE_CPUCAPACITY))
+    };
+    match s.group_type {
+        GroupType::Overloaded => s.avg_load > b.avg_load,
+        GroupType::LlcBalance | GroupType::Imbalanced => false,
+        // Prefer moving work away from the lowest-priority preferred CPU.
+        GroupType::AsymPacking => b.asym_prefer_prio > s.asym_prefer_prio,
+        GroupType::MisfitTask => s.misfit_task_load > b.misfit_task_load,
+        GroupType::SmtBalance => {
+            if s.idle_cpus != 0 || b.idle_cpus != 0 {
+                has_spare_rule(s, b)
+            } else {
+                fully_busy_rule(s, b)
+            }
+        }
+        GroupType::FullyBusy => fully_busy_rule(s, b),
+        GroupType::HasSpare => {
+            // Do not empty an SMT core running one task for a non-SMT group.
+            if smt_vs_nonsmt_groups(b.flags, s.flags) {
+                return !(s.flags.contains(SdFlags::SHARE_CPUCAPACITY) && s.sum_h_nr_running <= 1);
+            }
+            has_spare_rule(s, b)
+        }
+    }
+}
+
+/// Domain-wide results of update_sd_lb_stats() (`struct sd_lb_stats`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SdLbStats {
+    pub local: GroupStats,
+    pub busiest: GroupStats,
+    pub total_load: u64,
+    pub total_capacity: u64,
+    /// The busiest group's SD_PREFER_SIBLING.
+    pub prefer_sibling: bool,
+}
+
+/// The balancing domain's parameters used by the decision functions.
+#[derive(Clone, Copy, Debug)]
+pub struct DecideCtx {
+    pub sd_flags: SdFlags,
+    pub imbalance_pct: u32,
+    pub imb_numa_nr: u32,
+    /// The dst CPU is idle or newly idle (`env->idle != CPU_NOT_IDLE`).
+    pub idle: bool,
+}
+
+/// mirrors calculate_imbalance(): the migration type and amount.
+pub fn calculate_imbalance(ctx: &DecideCtx, sds: &SdLbStats) -> (MigrationType, u64) {
+    let (l, b) = (&sds.local, &sds.busiest);
+    match b.group_type {
+        GroupType::MisfitTask => {
+            return if ctx.sd_flags.contains(SdFlags::ASYM_CPUCAPACITY) {
+                (MigrationType::Misfit, 1)
+            } else {
+                (MigrationType::Load, b.misfit_task_load)
+            };
+        }
+        GroupType::AsymPacking => return (MigrationType::Task, b.sum_h_nr_running as u64),
+        GroupType::SmtBalance | GroupType::Imbalanced | GroupType::LlcBalance => {
+            return (MigrationType::Task, 1)
+        }
+        _ => {}
+    }
+    if l.group_type == GroupType::HasSpare {
+        if b.group_type > GroupType::FullyBusy && !ctx.sd_flags.contains(SdFlags::SHARE_LLC) {
+            // Fill the local group's spare capacity.
+            let imb = l.group_capacity.max(l.group_util) - l.group_util;
+            if ctx.idle && imb == 0 {
+                return (MigrationType::Task, 1);
+            }
+            return (MigrationType::Util, imb);
+        }
+        let mut imb = if b.group_weight == 1 || sds.prefer_sibling {
+            sibling_imbalance(
+                ctx.idle,
+                b.sum_nr_running,
+                b.cores,
+                l.sum_nr_running,
+                l.cores,
+            )
+        } else {
+            l.idle_cpus.saturating_sub(b.idle_cpus) as u64
+        };
+        // adjust_numa_imbalance(): a lightly used local node keeps a small imbalance.
+        if ctx.sd_flags.contains(SdFlags::NUMA)
+            && l.sum_nr_running < ctx.imb_numa_nr
+            && imb <= NUMA_IMBALANCE_MIN as u64
+        {
+            imb = 0;
+        }
+        return (MigrationType::Task, imb >> 1);
+    }
+    let avg_load = sds.total_load * SCHED_CAPACITY_SCALE / sds.total_capacity.max(1);
+    let mut local_avg = l.avg_load;
+    if l.group_type < GroupType::Overloaded {
+        local_avg = l.group_load * SCHED_CAPACITY_SCALE / l.group_capacity.max(1);
+        if local_avg >= b.avg_load || local_avg >= avg_load {
+            return (MigrationType::Load, 0);
+        }
+    }
+    let imb = (b.avg_load.saturating_sub(avg_load) * b.group_capacity)
+        .min(avg_load.saturating_sub(local_avg) * l.group_capacity)
+        / SCHED_CAPACITY_SCALE;
+    (MigrationType::Load, imb)
+}
+
+/// mirrors the decision part of sched_balance_find_src_group(): `None` when
+/// balanced, else the migration type and imbalance from calculate_imbalance().
+/// `smt_vs_nonsmt` tells whether exactly one of local and busiest is an SMT group.
+pub fn find_src_group_decide(ctx: &DecideCtx, sds: &SdLbStats) -> Option<(MigrationType, u64)> {
+    let (l, b) = (&sds.local, &sds.busiest);
+    let force = match b.group_type {
+        GroupType::MisfitTask | GroupType::AsymPacking | GroupType::Imbalanced => true,
+        _ => {
+            if l.group_type > b.group_type {
+                return None;
+            }
+            if l.group_type == GroupType::Overloaded {
+                if l.avg_load >= b.avg_load {
+                    return None;
+                }
+                let avg = sds.total_load * SCHED_CAPACITY_SCALE / sds.total_capacity.max(1);
+                if l.avg_load >= avg {
+                    return None;
+                }
+                if 100 * b.avg_load <= ctx.imbalance_pct as u64 * l.avg_load {
+                    return None;
+                }
+            }
+            sds.prefer_sibling
+                && l.group_type == GroupType::HasSpare
+                && sibling_imbalance(
+                    ctx.idle,
+                    b.sum_nr_running,
+                    b.cores,
+                    l.sum_nr_running,
+                    l.cores,
+                ) > 1
+        }
+    };
+    if !force && b.group_type != GroupType::Overloaded {
+        if !ctx.idle {
+            return None;
+        }
+        let smt_force =
+            b.group_type == GroupType::SmtBalance && smt_vs_nonsmt_groups(l.flags, b.flags);
+        if !smt_force {
+            if b.group_weight > 1 && l.idle_cpus <= b.idle_cpus + 1 {
+                return None;
+            }
+            if b.sum_h_nr_running == 1 {
+                return None;
+            }
+        }
+    }
+    let (mt, imb) = calculate_imbalance(ctx, sds);
+    (imb > 0).then_some((mt, imb))
+}
+
 /// The balancing environment (`struct lb_env`).
 struct LbEnv {
+    /// The CPU running the balance (`this_cpu`); `sd` state belongs to it.
+    this_cpu: CpuId,
     dst: CpuId,
     level: usize,
+    sd_flags: SdFlags,
     idle: IdleType,
     cpus: CpuMask,
+    /// `env->dst_grpmask`: the local group's span.
+    dst_grpmask: CpuMask,
     imbalance: u64,
     mt: MigrationType,
     src: CpuId,
     loop_max: u32,
+    /// LBF_ALL_PINNED, LBF_SOME_PINNED, LBF_DST_PINNED.
     all_pinned: bool,
+    some_pinned: bool,
+    dst_pinned: bool,
+    new_dst_cpu: CpuId,
+}
+
+impl LbEnv {
+    fn is_idle(&self) -> bool {
+        self.idle != IdleType::NotIdle
+    }
 }
 
 impl Sim {
     /// Periodic balancing of every domain of `cpu` that is due (mirrors
-    /// sched_balance_domains()).
+    /// sched_balance_domains()); also decays the newidle costs.
     pub(crate) fn sched_balance_domains(&mut self, cpu: CpuId, idle_cpu: bool) {
         let now = self.now;
         let jiffy = self.tick_ns;
-        let mut busy = !idle_cpu;
-        let mut next_balance = now + 60 * jiffy * 250 / self.cfg.hz as u64;
+        // A CPU running only SCHED_IDLE tasks balances with idle intervals.
+        let mut busy = !idle_cpu && !self.sched_idle_cpu(cpu);
+        let mut next_balance = now + 60 * jiffy * self.cfg.hz as u64;
         let n = self.domains.cpus[cpu as usize].domains.len();
         let ncpus = self.nr_cpus() as u64;
+        let mut continue_balancing = true;
+        let (mut max_cost, mut any_decay) = (0u64, false);
         for level in 0..n {
+            let need_decay = self.update_newidle_cost(cpu, level, 0, 0);
+            any_decay |= need_decay;
+            max_cost += self.sd[cpu as usize][level].max_newidle_lb_cost_ns;
+            if !continue_balancing {
+                if need_decay {
+                    continue;
+                }
+                break;
+            }
             let interval = self.balance_interval_ns(cpu, level, busy, ncpus);
             let st = self.sd[cpu as usize][level];
-            let mut continue_balancing = true;
             if now >= st.last_balance_ns + interval {
                 let idle = if busy {
                     IdleType::NotIdle
@@ -153,18 +423,20 @@ impl Sim {
                 let (moved, cont) = self.sched_balance_rq(cpu, level, idle);
                 continue_balancing = cont;
                 if moved > 0 {
-                    busy = !self.is_idle_cpu(cpu);
+                    busy = !self.is_idle_cpu(cpu) && !self.sched_idle_cpu(cpu);
                 }
                 self.sd[cpu as usize][level].last_balance_ns = now;
             }
             let interval = self.balance_interval_ns(cpu, level, busy, ncpus);
             let due = self.sd[cpu as usize][level].last_balance_ns + interval;
             next_balance = next_balance.min(due);
-            if !continue_balancing {
-                break;
-            }
         }
         self.rqs[cpu as usize].next_balance = next_balance;
+        // The rq's idle-balance cost decays with its domains' costs, but
+        // never below the migration cost.
+        if any_decay {
+            self.rqs[cpu as usize].max_idle_balance_cost_ns = max_cost.max(MIGRATION_COST_NS);
+        }
     }
 
     /// get_sd_balance_interval(): the interval in ns, ×busy_factor when busy,
@@ -184,63 +456,161 @@ impl Sim {
         jiffies.clamp(1, max_j) * self.tick_ns
     }
 
-    /// Newly idle balancing (mirrors sched_balance_newidle()): pull one task
-    /// from the nearest busy domain while the expected idle time exceeds the
-    /// cost of balancing. Returns the number of tasks pulled.
+    /// Records one newidle pass of `cost` ns at `level` (mirrors
+    /// update_newidle_cost() with update_newidle_stats()): the max cost
+    /// decays by 253/256 per second; the success ratio drives NI_RANDOM.
+    /// Returns true when the cost decayed.
+    fn update_newidle_cost(&mut self, cpu: CpuId, level: usize, cost: u64, success: u32) -> bool {
+        let now = self.now;
+        if cost > 0 {
+            self.update_newidle_stats(cpu, level, success);
+        }
+        let st = &mut self.sd[cpu as usize][level];
+        if cost > st.max_newidle_lb_cost_ns {
+            st.max_newidle_lb_cost_ns = cost;
+            st.last_decay_ns = now;
+        } else if now > st.last_decay_ns + 1_000_000_000 {
+            st.max_newidle_lb_cost_ns = st.max_newidle_lb_cost_ns * 253 / 256;
+            st.last_decay_ns = now;
+            return true;
+        }
+        false
+    }
+
+    /// Counts one newidle attempt and its success weight; every 1024 calls
+    /// the success ratio is recomputed and the counts halve (mirrors
+    /// update_newidle_stats()).
+    fn update_newidle_stats(&mut self, cpu: CpuId, level: usize, success: u32) {
+        let now = self.now;
+        let ni_rate = self.feat(Feat::NI_RATE);
+        let st = &mut self.sd[cpu as usize][level];
+        st.newidle_call += 1;
+        st.newidle_success += success;
+        if st.newidle_call >= 1024 {
+            let delta = now.saturating_sub(st.newidle_stamp_ns);
+            st.newidle_stamp_ns = now;
+            // NI_RATE: a balancer called rarely (~4 ms apart) counts as
+            // successful.
+            let rate = if ni_rate { (delta >> 22) as u32 } else { 0 };
+            st.newidle_ratio = (rate + st.newidle_success).min(1024);
+            st.newidle_call /= 2;
+            st.newidle_success /= 2;
+        }
+    }
+
+    /// The earliest due time of `level`'s idle balance, folded into
+    /// `next` (mirrors update_next_balance()).
+    fn update_next_balance(&self, cpu: CpuId, level: usize, next: &mut u64) {
+        let ncpus = self.nr_cpus() as u64;
+        let due = self.sd[cpu as usize][level].last_balance_ns
+            + self.balance_interval_ns(cpu, level, false, ncpus);
+        *next = (*next).min(due);
+    }
+
+    /// Newly idle balancing (mirrors sched_balance_newidle()): only when some
+    /// CPU is overloaded and the expected idle time covers the cost; walks the
+    /// domains while the accumulated cost stays below avg_idle, stops on a
+    /// pull; NI_RANDOM skips a level at random by its past success.
+    /// Returns the number of tasks pulled.
     pub(crate) fn sched_balance_newidle(&mut self, cpu: CpuId) -> u32 {
+        self.update_misfit_status(cpu, None);
+        if self.rqs[cpu as usize].ttwu_pending > 0 {
+            return 0;
+        }
         let avg_idle = self.rqs[cpu as usize].avg_idle;
         let n = self.domains.cpus[cpu as usize].domains.len();
         if n == 0 {
             return 0;
         }
-        // The root domain is "overloaded" when some CPU has more than one task.
-        if !self.rqs.iter().any(|rq| rq.nr_running() > 1) {
-            return 0;
-        }
-        if avg_idle < self.sd[cpu as usize][0].max_newidle_lb_cost_ns {
+        // Going idle: the CPU's next periodic balance uses idle intervals.
+        let mut next_balance = self.now + self.tick_ns * self.cfg.hz as u64;
+        // rd->overloaded: some CPU has more than one task, or a misfit task.
+        let overloaded = self
+            .rqs
+            .iter()
+            .any(|rq| rq.nr_running() > 1 || rq.misfit_task_load > 0);
+        if !overloaded || avg_idle < self.sd[cpu as usize][0].max_newidle_lb_cost_ns {
+            self.update_next_balance(cpu, 0, &mut next_balance);
+            let rq = &mut self.rqs[cpu as usize];
+            rq.next_balance = rq.next_balance.min(next_balance);
             return 0;
         }
         let mut curr_cost = 0u64;
         let mut pulled = 0;
         for level in 0..n {
+            self.update_next_balance(cpu, level, &mut next_balance);
             let st = self.sd[cpu as usize][level];
             if avg_idle < curr_cost + st.max_newidle_lb_cost_ns {
                 break;
             }
             let d = &self.domains.cpus[cpu as usize].domains[level];
-            if !d.flags.contains(SdFlags::BALANCE_NEWIDLE) {
-                continue;
+            let mut cont = true;
+            if d.flags.contains(SdFlags::BALANCE_NEWIDLE) {
+                let mut weight = 1u32;
+                if self.feat(Feat::NI_RANDOM) && st.newidle_ratio < 1024 {
+                    let d1k = self.rng_newidle.gen_range(0..1024u32);
+                    weight = 1 + st.newidle_ratio;
+                    if d1k > weight {
+                        self.update_newidle_stats(cpu, level, 0);
+                        continue;
+                    }
+                    weight = (1024 + weight / 2) / weight;
+                }
+                // Cost of one balance pass: proportional to the CPUs it looks
+                // at (ESTIMATE: 2 µs + ~50 ns per CPU of the span).
+                let cost = 2_000 + 50 * d.span.weight() as u64;
+                let (moved, c) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
+                cont = c;
+                curr_cost += cost;
+                self.counters.newidle_balance += 1;
+                pulled += moved;
+                self.update_newidle_cost(cpu, level, cost, weight * (moved > 0) as u32);
             }
-            // Cost of one balance pass: proportional to the CPUs it looks at
-            // (ESTIMATE: ~50 ns per CPU of the span).
-            let cost = 2_000 + 50 * d.span.weight() as u64;
-            let (moved, _) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
-            let st = &mut self.sd[cpu as usize][level];
-            st.max_newidle_lb_cost_ns = st.max_newidle_lb_cost_ns.max(cost);
-            curr_cost += cost;
-            self.counters.newidle_balance += 1;
-            pulled += moved;
-            if pulled > 0 || self.rqs[cpu as usize].nr_running() > 0 {
+            if pulled > 0 || !cont {
                 break;
             }
+        }
+        let rq = &mut self.rqs[cpu as usize];
+        rq.max_idle_balance_cost_ns = rq.max_idle_balance_cost_ns.max(curr_cost);
+        rq.next_balance = rq.next_balance.min(next_balance);
+        if pulled == 0 && self.rqs[cpu as usize].nr_running() > 0 {
+            pulled = 1;
         }
         pulled
     }
 
     /// Decides whether the busy tick should kick an idle CPU to balance on
-    /// behalf of tick-stopped CPUs (mirrors nohz_balancer_kick()).
+    /// behalf of tick-stopped CPUs (mirrors nohz_balancer_kick()): two or more
+    /// tasks; an idle CPU of higher asym-packing priority; a misfit task on
+    /// asymmetric capacities; else more than one busy CPU in the LLC.
     pub(crate) fn nohz_balancer_kick(&mut self, cpu: CpuId) {
-        if self.now < self.nohz_next_balance {
+        // No tick-stopped CPU: nothing to balance on anyone's behalf.
+        if self.nr_nohz_idle == 0 || self.now < self.nohz_next_balance {
             return;
         }
-        let rq = &self.rqs[cpu as usize];
-        let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-        let kick = rq.nr_running() >= 2 || self.llc[llc].nr_busy_cpus > 1;
+        let Some(ilb) = self.find_new_ilb(cpu) else {
+            return;
+        };
+        let cd = &self.domains.cpus[cpu as usize];
+        let mut kick = self.rqs[cpu as usize].nr_running() >= 2;
         if !kick {
-            return;
+            if let Some(l) = cd.sd_asym_packing {
+                let d = &cd.domains[l];
+                kick = d
+                    .span
+                    .iter()
+                    .any(|i| i != cpu && self.is_idle_cpu(i) && self.sched_asym(d.flags, i, cpu));
+            }
         }
-        let ilb = (0..self.nr_cpus() as CpuId).find(|&c| c != cpu && self.is_idle_cpu(c));
-        if let Some(ilb) = ilb {
+        if !kick {
+            if cd.sd_asym_cpucapacity.is_some() {
+                kick = self.rqs[cpu as usize].misfit_task_load > 0;
+            } else {
+                let llc = cd.llc_id as usize;
+                kick = self.llc[llc].nr_busy_cpus > 1;
+            }
+        }
+        if kick {
             self.nohz_next_balance = u64::MAX;
             let delay = self.machine.wakeup.ipi_ns as u64;
             self.q
@@ -248,12 +618,29 @@ impl Sim {
         }
     }
 
+    /// The CPU to run idle balancing (mirrors find_new_ilb()): the first
+    /// idle CPU on a fully idle core, else the first idle CPU.
+    fn find_new_ilb(&self, kicker: CpuId) -> Option<CpuId> {
+        let mut fallback = None;
+        for c in self.nohz_idle.iter() {
+            if c == kicker || !self.is_idle_cpu(c) {
+                continue;
+            }
+            if self.smt_active && !self.is_core_idle(c) {
+                fallback = fallback.or(Some(c));
+                continue;
+            }
+            return Some(c);
+        }
+        fallback
+    }
+
     /// The kicked CPU balances every idle CPU whose balance is due, itself
     /// last (mirrors _nohz_idle_balance()).
     pub(crate) fn nohz_idle_balance(&mut self, ilb: CpuId) {
-        let n = self.nr_cpus() as CpuId;
         let mut next = u64::MAX;
-        for c in (0..n).filter(|&c| c != ilb).chain(std::iter::once(ilb)) {
+        let idle = self.nohz_idle;
+        for c in idle.iter().filter(|&c| c != ilb).chain(std::iter::once(ilb)) {
             if !self.is_idle_cpu(c) {
                 continue;
             }
@@ -269,14 +656,97 @@ impl Sim {
         self.nohz_next_balance = if next == u64::MAX { 0 } else { next };
     }
 
+    /// mirrors sched_use_asym_prio(): between SMT siblings the priority always
+    /// counts; between cores only when the whole core of `cpu` is idle.
+    pub(crate) fn sched_use_asym_prio(&self, sd_flags: SdFlags, cpu: CpuId) -> bool {
+        if !sd_flags.contains(SdFlags::ASYM_PACKING) {
+            return false;
+        }
+        !self.smt_active || sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) || self.is_core_idle(cpu)
+    }
+
+    /// mirrors sched_asym(): `dst` may pull by asym packing from `src`.
+    pub(crate) fn sched_asym(&self, sd_flags: SdFlags, dst: CpuId, src: CpuId) -> bool {
+        self.sched_use_asym_prio(sd_flags, dst) && self.sched_asym_prefer(dst, src)
+    }
+
+    /// `group_balance_mask()` of the local group of domain `level` of `cpu`:
+    /// its span, except in overlapping (NUMA) domains, where only the CPUs
+    /// whose own child domain spans exactly the group may balance for it.
+    fn group_balance_mask(&self, cpu: CpuId, level: usize) -> CpuMask {
+        let doms = &self.domains.cpus[cpu as usize].domains;
+        let d = &doms[level];
+        let span = d.groups[0].span;
+        if !d.flags.contains(SdFlags::OVERLAP) || level == 0 {
+            return span;
+        }
+        let child_level = doms[level - 1].level;
+        let mut m = CpuMask::default();
+        for c in span.iter() {
+            let same = self.domains.cpus[c as usize]
+                .domains
+                .iter()
+                .find(|x| x.level == child_level)
+                .is_some_and(|x| x.span == span);
+            if same {
+                m.set(c);
+            }
+        }
+        if m.is_empty() {
+            m.set(cpu);
+        }
+        m
+    }
+
+    /// Index of a group's shared `sgc->imbalance` flag: groups with the same
+    /// span at the same topology level share it, as they share `sgc`.
+    fn sg_imbalance_idx(&self, topo_level: u8, span: &CpuMask) -> usize {
+        topo_level as usize * self.nr_cpus() + span.first().unwrap_or(0) as usize
+    }
+
+    /// `sg_imbalanced()`: the group's `sgc->imbalance` flag.
+    pub(crate) fn sg_imbalanced(&self, topo_level: u8, span: &CpuMask) -> bool {
+        let i = self.sg_imbalance_idx(topo_level, span);
+        self.sg_imbalance.get(i).copied().unwrap_or(false)
+    }
+
+    fn set_sg_imbalanced(&mut self, topo_level: u8, span: &CpuMask, v: bool) {
+        let i = self.sg_imbalance_idx(topo_level, span);
+        if i >= self.sg_imbalance.len() {
+            self.sg_imbalance.resize(i + 1, false);
+        }
+        self.sg_imbalance[i] = v;
+    }
+
     /// Group statistics for balancing (mirrors update_sg_lb_stats()).
-    fn sg_lb_stats(&self, env: &LbEnv, span: &CpuMask, capacity: u64, pct: u32) -> GroupStats {
+    fn sg_lb_stats(&self, env: &LbEnv, gi: usize) -> GroupStats {
+        let d = &self.domains.cpus[env.this_cpu as usize].domains[env.level];
+        let g = &d.groups[gi];
+        let local = g.span.test(env.this_cpu);
+        let pct = d.imbalance_pct;
         let mut s = GroupStats {
-            group_capacity: capacity,
-            group_weight: span.weight(),
+            group_capacity: g.span.iter().map(|c| self.capacity_of(c)).sum(),
+            group_weight: g.span.weight(),
+            flags: g.flags,
+            cores: g.cores,
+            max_capacity: g
+                .span
+                .iter()
+                .map(|c| self.capacity_of(c))
+                .max()
+                .unwrap_or(0),
+            min_capacity: g
+                .span
+                .iter()
+                .map(|c| self.capacity_of(c))
+                .min()
+                .unwrap_or(0),
+            asym_prefer_prio: self.machine.cpus[g.asym_prefer_cpu as usize].asym_prio,
+            imbalanced: self.sg_imbalanced(d.level, &g.span),
             ..Default::default()
         };
-        for c in span.and(&env.cpus).iter() {
+        let dst_cap = self.capacity_of(env.dst);
+        for c in g.span.and(&env.cpus).iter() {
             s.group_load += self.cpu_load(c);
             s.group_util += self.cpu_util(c);
             s.group_runnable += self.cpu_runnable(c);
@@ -284,16 +754,43 @@ impl Sim {
             s.sum_h_nr_running += rq.cfs.nr_runnable();
             let nr = rq.nr_running();
             s.sum_nr_running += nr;
+            if nr == 0 && self.is_idle_cpu(c) {
+                s.idle_cpus += 1;
+                continue;
+            }
             if nr > 1 {
                 s.overloaded_cpu = true;
             }
-            if nr == 0 && self.is_idle_cpu(c) {
-                s.idle_cpus += 1;
+            if local {
+                continue;
+            }
+            // Misfit load counts only if dst is clearly bigger than the group.
+            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY)
+                && rq.misfit_task_load > 0
+                && capacity_greater(dst_cap, s.max_capacity)
+            {
+                s.misfit_task_load = s.misfit_task_load.max(rq.misfit_task_load);
+            }
+        }
+        if !local {
+            // sched_group_asym(): an SMT group with other than one busy CPU
+            // has no meaningful priority.
+            let smt_group = g.flags.contains(SdFlags::SHARE_CPUCAPACITY);
+            if env.is_idle()
+                && s.sum_h_nr_running > 0
+                && !(smt_group && s.group_weight - s.idle_cpus != 1)
+                && self.sched_asym(d.flags, env.dst, g.asym_prefer_cpu)
+            {
+                s.asym_packing = true;
+            }
+            // smt_balance()
+            if env.is_idle() && smt_group && s.sum_h_nr_running > 1 {
+                s.smt_balance = true;
             }
         }
         s.group_type = classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
-            s.avg_load = s.group_load * 1024 / s.group_capacity.max(1);
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity.max(1);
         }
         s
     }
@@ -302,168 +799,85 @@ impl Sim {
     /// sched_balance_find_src_group() with update_sd_lb_stats() and
     /// calculate_imbalance()). Returns the group's span.
     fn find_src_group(&mut self, env: &mut LbEnv) -> Option<CpuMask> {
-        let cpu = env.dst;
-        let d = self.domains.cpus[cpu as usize].domains[env.level].clone();
-        let pct = d.imbalance_pct;
-        let prefer_sibling = env.level > 0
-            && self.domains.cpus[cpu as usize].domains[env.level - 1]
-                .flags
-                .contains(SdFlags::PREFER_SIBLING);
-        let mut local = GroupStats::default();
-        let mut local_cores = 1;
-        let mut busiest: Option<(usize, GroupStats)> = None;
-        let (mut total_load, mut total_capacity, mut sum_util) = (0u64, 0u64, 0u64);
-        for (gi, g) in d.groups.iter().enumerate() {
-            let s = self.sg_lb_stats(env, &g.span, g.capacity as u64, pct);
-            total_load += s.group_load;
-            total_capacity += s.group_capacity;
+        let cpu = env.this_cpu;
+        // Only scalars of the domain are needed here: no clone per balance pass.
+        let (n_groups, d_flags, d_pct, d_imb_numa_nr) = {
+            let d = &self.domains.cpus[cpu as usize].domains[env.level];
+            (d.groups.len(), d.flags, d.imbalance_pct, d.imb_numa_nr)
+        };
+        let mut sds = SdLbStats::default();
+        let mut busiest: Option<usize> = None;
+        let mut sum_util = 0u64;
+        let dst_core_idle = !self.smt_active || self.is_core_idle(env.dst);
+        // The local group comes first, so its type is known for the others.
+        for gi in 0..n_groups {
+            let s = self.sg_lb_stats(env, gi);
+            sds.total_load += s.group_load;
+            sds.total_capacity += s.group_capacity;
             sum_util += s.group_util;
-            if g.span.test(cpu) {
-                local = s;
-                local_cores = g.cores;
+            if gi == 0 {
+                sds.local = s;
                 continue;
             }
-            if s.sum_h_nr_running == 0 {
-                continue;
-            }
-            let pick = match &busiest {
-                None => true,
-                Some((bgi, b)) => pick_busiest(&s, b, d.groups[*bgi].flags),
+            let ctx = PickCtx {
+                sd_flags: d_flags,
+                dst_capacity: self.capacity_of(env.dst),
+                dst_core_idle,
+                local_type: sds.local.group_type,
             };
-            if pick {
-                busiest = Some((gi, s));
+            if pick_busiest(&ctx, &s, busiest.map(|_| &sds.busiest)) {
+                busiest = Some(gi);
+                sds.busiest = s;
             }
         }
-        // SIS_UTIL: the LLC domain's periodic balance sets the scan depth.
+        // SIS_UTIL: the LLC domain's periodic balance sets the scan depth
+        // (mirrors update_idle_cpu_scan()).
         if env.idle != IdleType::NewlyIdle && self.feat(Feat::SIS_UTIL) {
             let cd = &self.domains.cpus[cpu as usize];
             if cd.sd_llc == Some(env.level) {
-                let llc_weight = cd.llc_size.max(1) as u64;
-                let x = sum_util / llc_weight;
-                let tmp = (x * x * pct as u64 * pct as u64 / (10_000 * 1024)).min(1024);
-                let y = (1024 - tmp) * llc_weight / 1024;
                 let llc = cd.llc_id as usize;
-                self.llc[llc].nr_idle_scan = y as u32;
+                self.llc[llc].nr_idle_scan = nr_idle_scan(sum_util, cd.llc_size, d_pct);
             }
         }
-        let (bgi, b) = busiest?;
-        let b_cores = d.groups[bgi].cores;
-        let b_span = d.groups[bgi].span;
-        let idle = env.idle != IdleType::NotIdle;
-        let mut force =
-            b.group_type == GroupType::MisfitTask || b.group_type == GroupType::Imbalanced;
-        let mut sds_avg_load = 0;
-        if !force {
-            if local.group_type > b.group_type {
-                return None;
-            }
-            if local.group_type == GroupType::Overloaded {
-                if local.avg_load >= b.avg_load {
-                    return None;
-                }
-                sds_avg_load = total_load * 1024 / total_capacity.max(1);
-                if local.avg_load >= sds_avg_load {
-                    return None;
-                }
-                if 100 * b.avg_load <= pct as u64 * local.avg_load {
-                    return None;
-                }
-            }
-            if prefer_sibling
-                && local.group_type == GroupType::HasSpare
-                && sibling_imbalance(
-                    idle,
-                    b.sum_nr_running,
-                    b_cores,
-                    local.sum_nr_running,
-                    local_cores,
-                ) > 1
-            {
-                force = true;
-            }
-        }
-        if !force && b.group_type != GroupType::Overloaded {
-            if !idle {
-                return None;
-            }
-            if b.group_weight > 1 && local.idle_cpus <= b.idle_cpus + 1 {
-                return None;
-            }
-            if b.sum_h_nr_running == 1 {
-                return None;
-            }
-        }
-        // calculate_imbalance()
-        if b.group_type == GroupType::MisfitTask {
-            env.mt = MigrationType::Misfit;
-            env.imbalance = 1;
-        } else if b.group_type == GroupType::Imbalanced {
-            env.mt = MigrationType::Task;
-            env.imbalance = 1;
-        } else if local.group_type == GroupType::HasSpare {
-            if b.group_type > GroupType::FullyBusy && !d.flags.contains(SdFlags::SHARE_LLC) {
-                env.mt = MigrationType::Util;
-                env.imbalance = local.group_capacity.max(local.group_util) - local.group_util;
-                if idle && env.imbalance == 0 {
-                    env.mt = MigrationType::Task;
-                    env.imbalance = 1;
-                }
-            } else {
-                env.mt = MigrationType::Task;
-                env.imbalance = if b.group_weight == 1 || prefer_sibling {
-                    sibling_imbalance(
-                        idle,
-                        b.sum_nr_running,
-                        b_cores,
-                        local.sum_nr_running,
-                        local_cores,
-                    )
-                } else {
-                    local.idle_cpus.saturating_sub(b.idle_cpus) as u64
-                };
-                // adjust_numa_imbalance(): a lightly used local node keeps a
-                // small imbalance.
-                if d.flags.contains(SdFlags::NUMA)
-                    && local.sum_nr_running < d.imb_numa_nr
-                    && env.imbalance <= 2
-                {
-                    env.imbalance = 0;
-                }
-                env.imbalance >>= 1;
-            }
-        } else {
-            let mut local_avg = local.avg_load;
-            if local.group_type < GroupType::Overloaded {
-                local_avg = local.group_load * 1024 / local.group_capacity.max(1);
-                if local_avg >= b.avg_load {
-                    return None;
-                }
-                sds_avg_load = total_load * 1024 / total_capacity.max(1);
-                if local_avg >= sds_avg_load {
-                    return None;
-                }
-            }
-            env.mt = MigrationType::Load;
-            env.imbalance = (b.avg_load.saturating_sub(sds_avg_load) * b.group_capacity)
-                .min(sds_avg_load.saturating_sub(local_avg) * local.group_capacity)
-                / 1024;
-        }
-        if env.imbalance == 0 {
-            return None;
-        }
-        Some(b_span)
+        let bgi = busiest?;
+        sds.prefer_sibling = self.domains.cpus[cpu as usize].domains[env.level].groups[bgi].flags.contains(SdFlags::PREFER_SIBLING);
+        let ctx = DecideCtx {
+            sd_flags: d_flags,
+            imbalance_pct: d_pct,
+            imb_numa_nr: d_imb_numa_nr,
+            idle: env.is_idle(),
+        };
+        let (mt, imb) = find_src_group_decide(&ctx, &sds)?;
+        env.mt = mt;
+        env.imbalance = imb;
+        Some(self.domains.cpus[cpu as usize].domains[env.level].groups[bgi].span)
     }
 
     /// The busiest runqueue of the busiest group (mirrors sched_balance_find_src_rq()).
     fn find_src_rq(&self, env: &LbEnv, span: &CpuMask) -> Option<CpuId> {
         let mut best: Option<CpuId> = None;
         let (mut b_load, mut b_cap, mut b_util, mut b_nr) = (0u64, 1u64, 0u64, 0u32);
+        let dst_cap = self.capacity_of(env.dst);
         for c in span.and(&env.cpus).iter() {
             let nr = self.rqs[c as usize].cfs.nr_runnable();
             if nr == 0 {
                 continue;
             }
             let cap = self.capacity_of(c);
+            // Asymmetric capacities: leave a single task where it is unless
+            // dst is clearly bigger (or the source core is shared, or the
+            // two CPUs are of equal capacity in a cluster system).
+            if env.sd_flags.contains(SdFlags::ASYM_CPUCAPACITY) && nr == 1 {
+                let cluster_equal_cap = self.domains.cluster_active && dst_cap == cap;
+                let smt_degraded = self.smt_active && !self.is_core_idle(c);
+                if !smt_degraded && !cluster_equal_cap && !capacity_greater(dst_cap, cap) {
+                    continue;
+                }
+            }
+            // A single task on a CPU of higher asym priority stays there.
+            if nr == 1 && self.sched_asym(env.sd_flags, c, env.dst) {
+                continue;
+            }
             match env.mt {
                 MigrationType::Load => {
                     let load = self.cpu_load(c);
@@ -486,9 +900,16 @@ impl Sim {
                         best = Some(c);
                     }
                 }
-                MigrationType::Task | MigrationType::Misfit => {
+                MigrationType::Task => {
                     if b_nr < nr {
                         b_nr = nr;
+                        best = Some(c);
+                    }
+                }
+                MigrationType::Misfit => {
+                    let m = self.rqs[c as usize].misfit_task_load;
+                    if m > b_load {
+                        b_load = m;
                         best = Some(c);
                     }
                 }
@@ -497,31 +918,40 @@ impl Sim {
         best
     }
 
-    /// mirrors should_we_balance(): newidle always; otherwise only the first
-    /// idle CPU of the local group (preferring one on an idle core), or the
-    /// group's first CPU when none is idle.
+    /// mirrors should_we_balance(): newidle balances unless work arrived;
+    /// otherwise only the first idle CPU of the local group on an idle core
+    /// (any idle CPU at the SMT level), else the first idle SMT thread, else
+    /// the group's first CPU.
     fn should_we_balance(&self, env: &LbEnv) -> bool {
-        if env.idle == IdleType::NewlyIdle {
-            return true;
+        if !env.cpus.test(env.dst) {
+            return false;
         }
-        let d = &self.domains.cpus[env.dst as usize].domains[env.level];
-        let local = d.groups[0].span.and(&env.cpus);
-        let mut first_idle = None;
-        for c in local.iter() {
+        if env.idle == IdleType::NewlyIdle {
+            let rq = &self.rqs[env.dst as usize];
+            return rq.nr_running() == 0 && rq.ttwu_pending == 0;
+        }
+        let mut cand = env.dst_grpmask.and(&env.cpus);
+        let mut idle_smt = None;
+        while let Some(c) = cand.first() {
+            cand.clear(c);
             if !self.is_idle_cpu(c) {
                 continue;
             }
-            let core_idle = self.machine.smt_mask(c).iter().all(|s| self.is_idle_cpu(s));
-            if core_idle {
-                return c == env.dst;
+            if self.smt_active
+                && !env.sd_flags.contains(SdFlags::SHARE_CPUCAPACITY)
+                && !self.is_core_idle(c)
+            {
+                if idle_smt.is_none() {
+                    idle_smt = Some(c);
+                }
+                cand = cand.and_not(&self.smt_masks[c as usize]);
+                continue;
             }
-            if first_idle.is_none() {
-                first_idle = Some(c);
-            }
+            return c == env.dst;
         }
-        match first_idle {
+        match idle_smt {
             Some(c) => c == env.dst,
-            None => local.first() == Some(env.dst),
+            None => env.dst_grpmask.first() == Some(env.dst),
         }
     }
 
@@ -534,99 +964,150 @@ impl Sim {
         idle: IdleType,
     ) -> (u32, bool) {
         let d = &self.domains.cpus[cpu as usize].domains[level];
-        let span = d.span;
-        let name_idx = level;
+        let parent = self.domains.cpus[cpu as usize]
+            .domains
+            .get(level + 1)
+            .map(|p| (p.level, p.groups[0].span));
         let mut env = LbEnv {
+            this_cpu: cpu,
             dst: cpu,
             level,
+            sd_flags: d.flags,
             idle,
-            cpus: span,
+            cpus: d.span,
+            dst_grpmask: CpuMask::default(),
             imbalance: 0,
             mt: MigrationType::Load,
             src: cpu,
             loop_max: 0,
-            all_pinned: true,
+            all_pinned: false,
+            some_pinned: false,
+            dst_pinned: false,
+            new_dst_cpu: cpu,
         };
-        self.counters.lb_count(name_idx, &d.name);
-        if !self.should_we_balance(&env) {
-            return (0, false);
-        }
+        self.counters.lb_count(level, &d.name);
+        env.dst_grpmask = self.group_balance_mask(cpu, level);
+        let mut continue_balancing = true;
         let mut moved = 0;
-        // Each round removes a fully pinned source CPU: bounded by the span.
-        loop {
+        // Each redo removes a fully pinned source CPU: bounded by the span.
+        let outcome = 'redo: loop {
+            if !self.should_we_balance(&env) {
+                continue_balancing = false;
+                break 'redo Outcome::Balanced;
+            }
             let Some(gspan) = self.find_src_group(&mut env) else {
-                self.balanced(cpu, level, idle, false);
-                return (0, true);
+                break 'redo Outcome::Balanced;
             };
             let Some(src) = self.find_src_rq(&env, &gspan) else {
-                self.balanced(cpu, level, idle, false);
-                return (0, true);
+                break 'redo Outcome::Balanced;
             };
             env.src = src;
             env.all_pinned = true;
             if self.rqs[src as usize].nr_running() > 1 {
                 env.loop_max = NR_MIGRATE.min(self.rqs[src as usize].nr_running());
-                moved += self.detach_attach(&mut env);
-                if env.all_pinned && moved == 0 {
-                    env.cpus.clear(src);
-                    let local = self.domains.cpus[cpu as usize].domains[level].groups[0].span;
-                    if !env.cpus.is_subset(&local) {
+                // Each dst retry removes a CPU from env.cpus: bounded.
+                loop {
+                    moved += self.detach_attach(&mut env);
+                    if env.dst_pinned && env.imbalance > 0 {
+                        // LBF_DST_PINNED: retry with another CPU of the local group.
+                        env.cpus.clear(env.dst);
+                        env.dst = env.new_dst_cpu;
+                        env.dst_pinned = false;
                         continue;
                     }
-                    self.balanced(cpu, level, idle, true);
-                    return (0, true);
+                    break;
                 }
-            }
-            break;
-        }
-        let st_tries = self.domains.cpus[cpu as usize].domains[level].cache_nice_tries;
-        if moved == 0 {
-            if idle != IdleType::NewlyIdle {
-                self.sd[cpu as usize][level].nr_balance_failed += 1;
-            }
-            let failed = self.sd[cpu as usize][level].nr_balance_failed;
-            // need_active_balance(): after enough failures, push the running task.
-            let need_active = (env.mt == MigrationType::Task && failed > st_tries + 2)
-                || env.mt == MigrationType::Misfit;
-            if need_active && idle != IdleType::NewlyIdle {
-                let src = env.src;
-                if let Some(cur) = self.rqs[src as usize].curr {
-                    if self.tasks[cur as usize].affinity.test(cpu)
-                        && !self.rqs[src as usize].active_balance
-                    {
-                        self.rqs[src as usize].active_balance = true;
-                        self.q
-                            .push(self.now, EventKind::ActiveBalance { src, dst: cpu });
-                        self.sd[cpu as usize][level].nr_balance_failed = st_tries + 1;
+                // Affinity kept us from balancing: tell the parent level.
+                if let Some((pl, pspan)) = parent {
+                    if env.some_pinned && env.imbalance > 0 {
+                        self.set_sg_imbalanced(pl, &pspan, true);
                     }
                 }
+                if env.all_pinned {
+                    env.cpus.clear(src);
+                    if !env.cpus.is_subset(&env.dst_grpmask) {
+                        continue 'redo;
+                    }
+                    break 'redo Outcome::AllPinned;
+                }
             }
-        } else {
-            self.sd[cpu as usize][level].nr_balance_failed = 0;
-            self.counters.lb_moved(name_idx, moved as u64);
+            if moved > 0 {
+                self.sd[cpu as usize][level].nr_balance_failed = 0;
+                break 'redo Outcome::Unbalanced;
+            }
+            if idle != IdleType::NewlyIdle && env.mt != MigrationType::Misfit {
+                self.sd[cpu as usize][level].nr_balance_failed += 1;
+            }
+            if !self.need_active_balance(&env) {
+                break 'redo Outcome::Unbalanced;
+            }
+            let Some(cur) = self.rqs[src as usize].curr else {
+                break 'redo Outcome::Unbalanced;
+            };
+            if !self.tasks[cur as usize].affinity.test(cpu) {
+                break 'redo Outcome::OnePinned;
+            }
+            env.all_pinned = false;
+            if !self.rqs[src as usize].active_balance {
+                self.rqs[src as usize].active_balance = true;
+                self.q
+                    .push(self.now, EventKind::ActiveBalance { src, dst: cpu });
+            }
+            break 'redo Outcome::Unbalanced;
+        };
+        let d = &self.domains.cpus[cpu as usize].domains[level];
+        let (min_i, max_i) = (d.min_interval_ms.max(1), d.max_interval_ms.max(1));
+        match outcome {
+            Outcome::Unbalanced => {
+                self.sd[cpu as usize][level].balance_interval_ms = min_i;
+                if moved > 0 {
+                    self.counters.lb_moved(level, moved as u64);
+                }
+                return (moved, continue_balancing);
+            }
+            Outcome::Balanced => {
+                // Balanced despite affinity: the others had their chance.
+                if let Some((pl, pspan)) = parent {
+                    if !env.all_pinned && self.sg_imbalanced(pl, &pspan) {
+                        self.set_sg_imbalanced(pl, &pspan, false);
+                    }
+                }
+                self.sd[cpu as usize][level].nr_balance_failed = 0;
+            }
+            Outcome::AllPinned => self.sd[cpu as usize][level].nr_balance_failed = 0,
+            Outcome::OnePinned => {}
         }
-        let min = self.domains.cpus[cpu as usize].domains[level]
-            .min_interval_ms
-            .max(1);
-        self.sd[cpu as usize][level].balance_interval_ms = min;
-        (moved, true)
+        // out_one_pinned: back off (not for newidle or misfit balancing).
+        if env.idle != IdleType::NewlyIdle && env.mt != MigrationType::Misfit {
+            let st = &mut self.sd[cpu as usize][level];
+            if (env.all_pinned && st.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
+                || st.balance_interval_ms < max_i
+            {
+                st.balance_interval_ms *= 2;
+            }
+        }
+        (0, continue_balancing)
     }
 
-    /// out_balanced / out_one_pinned bookkeeping: back off the interval.
-    fn balanced(&mut self, cpu: CpuId, level: usize, idle: IdleType, all_pinned: bool) {
-        let d = &self.domains.cpus[cpu as usize].domains[level];
-        let max = d.max_interval_ms.max(1);
-        let st = &mut self.sd[cpu as usize][level];
-        if !all_pinned {
-            st.nr_balance_failed = 0;
-        }
-        if idle == IdleType::NewlyIdle
-            || (all_pinned && st.balance_interval_ms < 512)
-            || st.balance_interval_ms < max
+    /// mirrors need_active_balance() with asym_active_balance() and
+    /// imbalanced_active_balance(): push the running task of the source?
+    fn need_active_balance(&self, env: &LbEnv) -> bool {
+        let st = self.sd[env.this_cpu as usize][env.level];
+        let tries = self.domains.cpus[env.this_cpu as usize].domains[env.level].cache_nice_tries;
+        // asym packing: an idle dst of higher priority, or a source whose
+        // priority does not count (its core has busy siblings).
+        if env.is_idle()
+            && self.sched_use_asym_prio(env.sd_flags, env.dst)
+            && (self.sched_asym_prefer(env.dst, env.src)
+                || !self.sched_use_asym_prio(env.sd_flags, env.src))
         {
-            st.balance_interval_ms =
-                (st.balance_interval_ms * 2).min(max.max(if all_pinned { 512 } else { 0 }));
+            return true;
         }
+        if env.mt == MigrationType::Task && st.nr_balance_failed > tries + 2 {
+            return true;
+        }
+        // (check_cpu_capacity(): no capacity pressure is modelled.)
+        env.mt == MigrationType::Misfit
     }
 
     /// Can `t` move from env.src to env.dst (mirrors can_migrate_task())?
@@ -635,29 +1116,44 @@ impl Sim {
         if tk.se.sched_delayed && env.mt != MigrationType::Load {
             return false;
         }
+        let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
+        // task_is_ineligible_on_dst_cpu(): no first-try move of a task that
+        // is not eligible where it is to a busy dst.
+        if failed == 0
+            && self.feat(Feat::PLACE_LAG)
+            && self.rqs[env.dst as usize].cfs.nr_queued > 0
+            && !self.vruntime_eligible(env.src, tk.se.vruntime)
+        {
+            return false;
+        }
         if tk.kthread {
             return false;
         }
         if !tk.affinity.test(env.dst) {
+            env.some_pinned = true;
+            if env.idle == IdleType::NewlyIdle || env.dst_pinned {
+                return false;
+            }
+            // Remember another CPU of the local group the task may use.
+            let alt = env.dst_grpmask.and(&env.cpus).and(&tk.affinity).first();
+            if let Some(c) = alt {
+                env.dst_pinned = true;
+                env.new_dst_cpu = c;
+            }
             return false;
         }
         env.all_pinned = false;
         if self.rqs[env.src as usize].curr == Some(t) {
             return false;
         }
-        let failed = self.sd[env.dst as usize][env.level].nr_balance_failed;
-        let tries = self.domains.cpus[env.dst as usize].domains[env.level].cache_nice_tries;
-        if !self.task_hot(env, t) || failed > tries {
-            return true;
-        }
-        false
+        let tries = self.domains.cpus[env.this_cpu as usize].domains[env.level].cache_nice_tries;
+        !self.task_hot(env, t) || failed > tries
     }
 
     /// Did `t` run on its CPU so recently that moving it loses a warm cache
-    /// (mirrors task_hot())?
+    /// (mirrors task_hot())? Never for SCHED_IDLE tasks or within an SMT domain.
     fn task_hot(&self, env: &LbEnv, t: TaskId) -> bool {
-        let d = &self.domains.cpus[env.dst as usize].domains[env.level];
-        if d.flags.contains(SdFlags::SHARE_CPUCAPACITY) {
+        if self.tasks[t as usize].idle_policy || env.sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) {
             return false;
         }
         let delta = self
@@ -672,21 +1168,26 @@ impl Sim {
     fn detach_attach(&mut self, env: &mut LbEnv) -> u32 {
         let src = env.src;
         let dst = env.dst;
+        if self.rqs[src as usize].nr_running() <= 1 {
+            env.all_pinned = false;
+            return 0;
+        }
+        if env.imbalance == 0 {
+            return 0;
+        }
         self.update_rq_clock(src);
         self.update_rq_clock(dst);
-        let candidates: Vec<TaskId> = self.rqs[src as usize]
-            .cfs
-            .queue
-            .iter()
-            .rev()
-            .copied()
-            .collect();
+        // cfs_tasks from the tail, the running task included: can_migrate_task()
+        // refuses it, but it clears LBF_ALL_PINNED as in the kernel.
+        let candidates = self.cfs_tasks_from_tail(src);
+        let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
+        let lb_min = self.feat(Feat::LB_MIN);
         let mut moved = 0;
         for (i, t) in candidates.into_iter().enumerate() {
-            if i as u32 >= env.loop_max || env.imbalance == 0 {
+            if env.is_idle() && self.rqs[src as usize].nr_running() <= 1 {
                 break;
             }
-            if self.rqs[src as usize].nr_running() <= 1 {
+            if i as u32 >= env.loop_max {
                 break;
             }
             if !self.can_migrate_task(env, t) {
@@ -695,8 +1196,11 @@ impl Sim {
             let tk = &self.tasks[t as usize];
             match env.mt {
                 MigrationType::Load => {
+                    // task_h_load() is the task's load_avg without cgroups.
                     let load = tk.avg.load_avg.max(1);
-                    let failed = self.sd[dst as usize][env.level].nr_balance_failed;
+                    if lb_min && load < 16 && failed == 0 {
+                        continue;
+                    }
                     if (load >> failed.min(63)) > env.imbalance {
                         continue;
                     }
@@ -704,25 +1208,32 @@ impl Sim {
                 }
                 MigrationType::Util => {
                     let u = tk.util_est();
-                    if u > env.imbalance {
+                    if (u >> failed.min(63)) > env.imbalance {
                         continue;
                     }
-                    env.imbalance -= u;
+                    env.imbalance = env.imbalance.saturating_sub(u);
                 }
-                MigrationType::Task | MigrationType::Misfit => env.imbalance -= 1,
+                MigrationType::Task => env.imbalance -= 1,
+                MigrationType::Misfit => {
+                    // Only a task that does not fit where it is.
+                    if self.task_fits_cpu(t, src) {
+                        continue;
+                    }
+                    env.imbalance = 0;
+                }
             }
             self.move_queued_task(t, src, dst);
             moved += 1;
-            if env.idle == IdleType::NewlyIdle {
+            if env.idle == IdleType::NewlyIdle || env.imbalance == 0 {
                 break;
             }
         }
         if moved > 0 && self.rqs[dst as usize].curr.is_none() {
-            self.resched_cpu(dst, dst);
+            self.resched_cpu(dst, env.this_cpu);
         } else if moved > 0 {
             let first = self.rqs[dst as usize].cfs.queue.first().copied();
             if let Some(f) = first {
-                self.wakeup_preempt(dst, f, dst);
+                self.wakeup_preempt(dst, f, env.this_cpu);
             }
         }
         moved
@@ -745,63 +1256,84 @@ impl Sim {
         self.enqueue_task(dst, t, EnqueueKind::Migrated);
     }
 
-    /// The stopper pushes the running task of `src` to `dst` (mirrors
-    /// active_load_balance_cpu_stop()).
+    /// The stopper of `src` pushes one task to `dst` (mirrors
+    /// active_load_balance_cpu_stop() with detach_one_task()): it preempts
+    /// the running task, then takes the first movable task from the tail of
+    /// the task list (the preempted one comes last), ignoring cache hotness
+    /// (LBF_ACTIVE_LB). On success the balancing domain's failure count resets.
     pub(crate) fn active_balance_stop(&mut self, src: CpuId, dst: CpuId) {
         self.rqs[src as usize].active_balance = false;
-        let Some(t) = self.rqs[src as usize].curr else {
-            return;
-        };
-        if !self.tasks[t as usize].affinity.test(dst) || !self.is_idle_cpu(dst) {
+        if self.rqs[src as usize].cfs.nr_queued == 0 {
             return;
         }
-        // The stopper preempts the task; then it is moved while queued.
+        let Some(level) = self.domains.cpus[dst as usize]
+            .domains
+            .iter()
+            .position(|d| d.span.test(src))
+        else {
+            return;
+        };
+        // The stopper preempts the running task.
         self.update_rq_clock(src);
-        self.update_curr(src);
-        self.stop_running(t);
-        self.put_prev_entity(src, t);
-        self.rqs[src as usize].curr = None;
-        let tk = &mut self.tasks[t as usize];
-        tk.state = TaskState::Runnable;
-        tk.stats.wait_start_ns = self.now;
-        self.counters.active_balance += 1;
-        self.move_queued_task(t, src, dst);
-        // src picks its next task (it may go idle); dst starts the moved one.
-        self.pick_and_switch(src, Some(t));
-        self.resched_cpu(dst, src);
+        let prev = self.rqs[src as usize].curr;
+        if let Some(t) = prev {
+            self.update_curr(src);
+            self.stop_running(t);
+            self.put_prev_entity(src, t);
+            self.rqs[src as usize].curr = None;
+            let tk = &mut self.tasks[t as usize];
+            tk.state = TaskState::Runnable;
+            tk.stats.wait_start_ns = self.now;
+        }
+        let failed = self.sd[dst as usize][level].nr_balance_failed;
+        let dst_busy = self.rqs[dst as usize].cfs.nr_queued > 0;
+        let place_lag = self.feat(Feat::PLACE_LAG);
+        // detach_one_task() walks cfs_tasks from the tail.
+        let cands = self.cfs_tasks_from_tail(src);
+        let pick = cands.into_iter().find(|&t| {
+            let tk = &self.tasks[t as usize];
+            // task_is_ineligible_on_dst_cpu() before any failure.
+            let ineligible = failed == 0
+                && place_lag
+                && dst_busy
+                && !self.vruntime_eligible(src, tk.se.vruntime);
+            !ineligible && !tk.kthread && tk.affinity.test(dst)
+        });
+        if let Some(t) = pick {
+            self.counters.active_balance += 1;
+            self.sd[dst as usize][level].nr_balance_failed = 0;
+            let was_delayed = self.tasks[t as usize].se.sched_delayed;
+            self.move_queued_task(t, src, dst);
+            if !was_delayed {
+                if self.rqs[dst as usize].curr.is_none() {
+                    self.resched_cpu(dst, src);
+                } else {
+                    self.wakeup_preempt(dst, t, src);
+                }
+            }
+        }
+        // src picks its next task (it may go idle).
+        self.pick_and_switch(src, prev);
     }
 }
 
-/// Is `s` busier than the current busiest `b` (mirrors update_sd_pick_busiest()
-/// for the group types modelled)?
-fn pick_busiest(s: &GroupStats, b: &GroupStats, b_flags: SdFlags) -> bool {
-    if s.group_type != b.group_type {
-        return s.group_type > b.group_type;
-    }
-    match s.group_type {
-        GroupType::Overloaded => s.avg_load > b.avg_load,
-        GroupType::Imbalanced => false,
-        GroupType::MisfitTask => s.misfit_task_load > b.misfit_task_load,
-        GroupType::FullyBusy | GroupType::SmtBalance => {
-            if s.avg_load < b.avg_load {
-                return false;
-            }
-            if s.avg_load == b.avg_load && b_flags.contains(SdFlags::SHARE_CPUCAPACITY) {
-                return false;
-            }
-            true
-        }
-        GroupType::HasSpare => {
-            if s.idle_cpus > b.idle_cpus {
-                return false;
-            }
-            if s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running {
-                return false;
-            }
-            true
-        }
-        _ => false,
-    }
+/// How a sched_balance_rq() pass ended (its exit labels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Unbalanced,
+    Balanced,
+    AllPinned,
+    OnePinned,
+}
+
+/// SIS_UTIL's scan depth for an LLC of `llc_weight` CPUs with total
+/// utilisation `sum_util` (mirrors update_idle_cpu_scan()):
+/// x = util/weight, y = weight·(1024 − min(1024, x²·pct²/(10⁴·1024)))/1024.
+pub fn nr_idle_scan(sum_util: u64, llc_weight: u32, pct: u32) -> u32 {
+    let w = llc_weight.max(1) as u64;
+    let x = sum_util / w;
+    let tmp = (x * x * pct as u64 * pct as u64 / (10_000 * 1024)).min(1024);
+    ((1024 - tmp) * w / 1024) as u32
 }
 
 #[cfg(test)]

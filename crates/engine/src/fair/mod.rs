@@ -7,6 +7,8 @@
 //! between entities and PELT.
 
 pub mod balance;
+#[cfg(test)]
+mod fidelity_tests;
 pub mod pelt;
 pub mod wakeup;
 
@@ -18,6 +20,8 @@ use schedlab_topo::CpuId;
 
 /// NICE_0_LOAD.
 pub const NICE_0_LOAD: u64 = 1024;
+/// WEIGHT_IDLEPRIO: the load weight of a SCHED_IDLE task.
+pub const WEIGHT_IDLEPRIO: u64 = 3;
 /// Capacity scale.
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 
@@ -29,6 +33,19 @@ pub fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
         ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as u64
     }
 }
+
+/// fits_capacity(): `util` fits `cap` with a 20% margin (util·1280 < cap·1024).
+pub fn fits_capacity(util: u64, cap: u64) -> bool {
+    util * 1280 < cap * 1024
+}
+
+/// capacity_greater(): `a` is more than ~5% bigger than `b` (a·1024 > b·1078).
+pub fn capacity_greater(a: u64, b: u64) -> bool {
+    a * 1024 > b * 1078
+}
+
+/// normalized_sysctl_sched_base_slice: the unscaled base slice, 0.70 ms.
+pub const NORMALIZED_BASE_SLICE_NS: u64 = 700_000;
 
 /// sysctl_sched_base_slice: 0.70 ms scaled by 1 + log2(min(ncpus, 8))
 /// (SCHED_TUNABLESCALING_LOG).
@@ -89,6 +106,22 @@ impl Sim {
         cfs.zero_vruntime = v;
     }
 
+    /// Moves `t` to the head of its runqueue's `cfs_tasks` list (the
+    /// list_add()/list_move() of account_entity_enqueue() and the pick).
+    fn cfs_tasks_to_head(&mut self, t: TaskId) {
+        self.cfs_tasks_seq += 1;
+        self.tasks[t as usize].cfs_tasks_seq = self.cfs_tasks_seq;
+    }
+
+    /// The fair tasks of `cpu` in `cfs_tasks` order from the tail (least
+    /// recently enqueued or picked first), as detach_tasks() walks them.
+    pub(crate) fn cfs_tasks_from_tail(&self, cpu: CpuId) -> Vec<TaskId> {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        let mut v: Vec<TaskId> = cfs.queue.iter().copied().chain(cfs.curr).collect();
+        v.sort_by_key(|&t| (self.tasks[t as usize].cfs_tasks_seq, t));
+        v
+    }
+
     fn queue_insert(&mut self, cpu: CpuId, t: TaskId) {
         let se = self.tasks[t as usize].se;
         let key = (se.deadline, t);
@@ -136,17 +169,90 @@ impl Sim {
             .vruntime
             .wrapping_add(calc_delta_fair(delta, tk.se.weight));
         // update_deadline()
+        let mut resched = false;
         if tk.se.vruntime.wrapping_sub(tk.se.deadline) as i64 >= 0 {
             tk.se.slice = slice;
             tk.se.deadline = tk.se.vruntime + calc_delta_fair(slice, tk.se.weight);
-            if self.rqs[cpu as usize].cfs.nr_queued > 1 {
-                self.resched_cpu(cpu, cpu);
+            resched = true;
+        }
+        let protected = (tk.se.vruntime.wrapping_sub(tk.se.vprot) as i64) < 0;
+        // Others wait and the request is used up or the protection is over.
+        if self.rqs[cpu as usize].cfs.nr_queued > 1 && (resched || !protected) {
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    /// Σ w·key and Σ w of the queued entities only, without curr.
+    fn queued_avg(&self, cpu: CpuId) -> (i128, i128) {
+        let cfs = &self.rqs[cpu as usize].cfs;
+        (cfs.sum_w_key, cfs.sum_weight)
+    }
+
+    /// The vruntime just past the others' average (mirrors
+    /// ineligible_vruntime()): where curr stops being eligible.
+    fn ineligible_vruntime(&self, cpu: CpuId) -> u64 {
+        let (sum, w) = self.queued_avg(cpu);
+        let delta = if w > 0 { sum.div_euclid(w) } else { 0 };
+        self.rqs[cpu as usize]
+            .cfs
+            .zero_vruntime
+            .wrapping_add(delta as i64 as u64)
+            .wrapping_add(1)
+    }
+
+    /// Sets how long the new curr runs before a switch (mirrors
+    /// set_protect_slice()): up to its deadline with RUN_TO_PARITY (all
+    /// slices are the base slice here); otherwise only the normalised base
+    /// slice (0.70 ms), or, with PREEMPT_SHORT, until it becomes ineligible.
+    fn set_protect_slice(&mut self, cpu: CpuId, t: TaskId) {
+        let se = self.tasks[t as usize].se;
+        let mut slice = NORMALIZED_BASE_SLICE_NS;
+        if self.feat(Feat::RUN_TO_PARITY) {
+            slice = se.slice; // cfs_rq_min_slice(): every slice is the base slice
+        }
+        slice = slice.min(se.slice);
+        let mut vprot = se.deadline;
+        if slice != se.slice {
+            let limit = if self.feat(Feat::PREEMPT_SHORT) {
+                self.ineligible_vruntime(cpu)
+            } else {
+                se.vruntime.wrapping_add(calc_delta_fair(slice, se.weight))
+            };
+            if (limit.wrapping_sub(vprot) as i64) < 0 {
+                vprot = limit;
             }
+        }
+        self.tasks[t as usize].se.vprot = vprot;
+    }
+
+    /// Shrinks curr's protection after a wakeup that did not preempt
+    /// (mirrors update_protect_slice()): at most the shortest slice past
+    /// min(vruntime, V).
+    fn update_protect_slice(&mut self, cpu: CpuId, t: TaskId) {
+        let v_avg = self.avg_vruntime(cpu);
+        let se = self.tasks[t as usize].se;
+        let base = if (se.vruntime.wrapping_sub(v_avg) as i64) < 0 {
+            se.vruntime
+        } else {
+            v_avg
+        };
+        let limit = base.wrapping_add(calc_delta_fair(se.slice, se.weight));
+        if (limit.wrapping_sub(se.vprot) as i64) < 0 {
+            self.tasks[t as usize].se.vprot = limit;
+        }
+    }
+
+    /// mirrors cancel_protect_slice().
+    fn cancel_protect_slice(&mut self, t: TaskId) {
+        let se = &mut self.tasks[t as usize].se;
+        if (se.vruntime.wrapping_sub(se.vprot) as i64) < 0 {
+            se.vprot = se.vruntime;
         }
     }
 
     /// Earliest eligible virtual deadline first (mirrors pick_eevdf()); with
-    /// `protect`, RUN_TO_PARITY keeps curr until its protected vruntime.
+    /// `protect`, an eligible curr keeps the CPU until its protected vruntime
+    /// (set_protect_slice() decides how far that is).
     pub(crate) fn pick_eevdf(&self, cpu: CpuId, protect: bool) -> Option<TaskId> {
         let cfs = &self.rqs[cpu as usize].cfs;
         let first = cfs.queue.first().copied();
@@ -161,10 +267,7 @@ impl Sim {
         }
         if let Some(c) = curr {
             let se = &self.tasks[c as usize].se;
-            if protect
-                && self.feat(Feat::RUN_TO_PARITY)
-                && (se.vruntime.wrapping_sub(se.vprot) as i64) < 0
-            {
+            if protect && (se.vruntime.wrapping_sub(se.vprot) as i64) < 0 {
                 return Some(c);
             }
         }
@@ -204,6 +307,7 @@ impl Sim {
         let nr_queued = self.rqs[cpu as usize].cfs.nr_queued;
         let place_lag = self.feat(Feat::PLACE_LAG);
         let initial_half = self.feat(Feat::PLACE_DEADLINE_INITIAL);
+        let rel_deadline = self.feat(Feat::PLACE_REL_DEADLINE);
         let se = &mut self.tasks[t as usize].se;
         se.slice = slice;
         let mut vslice = calc_delta_fair(slice, se.weight);
@@ -213,30 +317,47 @@ impl Sim {
             lag = ((se.vlag as i128 * (load + se.weight as i128)) / load) as i64;
         }
         se.vruntime = v.wrapping_sub(lag as u64);
+        if rel_deadline && se.rel_deadline {
+            // A migrated task keeps its remaining request.
+            se.deadline = se.deadline.wrapping_add(se.vruntime);
+            se.rel_deadline = false;
+            return;
+        }
         if initial && initial_half {
             vslice /= 2;
         }
         se.deadline = se.vruntime.wrapping_add(vslice);
     }
 
-    /// Saves the lag of an entity leaving the runqueue, clamped to a slice plus
-    /// a tick (mirrors update_entity_lag()).
-    fn update_entity_lag(&mut self, cpu: CpuId, t: TaskId) {
+    /// Saves the lag of an entity, clamped to a slice plus a tick (mirrors
+    /// update_entity_lag() with entity_lag()); a delayed entity's negative lag
+    /// may not grow, and with DELAY_ZERO it leaves with at most zero lag.
+    /// Returns true when the saved lag differs from V − vruntime.
+    fn update_entity_lag(&mut self, cpu: CpuId, t: TaskId) -> bool {
         let v = self.avg_vruntime(cpu);
         let max_slice = base_slice_ns(self.nr_cpus()) + self.tick_ns;
+        let delay_zero = self.feat(Feat::DELAY_ZERO);
         let se = &mut self.tasks[t as usize].se;
         let limit = calc_delta_fair(max_slice, se.weight) as i64;
         let mut vlag = (v.wrapping_sub(se.vruntime) as i64).clamp(-limit, limit);
         if se.sched_delayed {
-            vlag = vlag.max(se.vlag).min(0);
+            vlag = vlag.max(se.vlag);
+            if delay_zero {
+                vlag = vlag.min(0);
+            }
         }
         se.vlag = vlag;
+        v.wrapping_sub(vlag as u64) != se.vruntime
     }
 
     /// Puts a task on `cpu`'s runqueue (mirrors enqueue_task_fair() →
     /// enqueue_entity()).
     pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
         debug_assert!(!self.tasks[t as usize].se.on_rq);
+        if self.tasks[t as usize].idle_policy {
+            // SCHED_IDLE (set_load_weight()): the policy overrides nice.
+            self.tasks[t as usize].se.weight = WEIGHT_IDLEPRIO;
+        }
         self.update_curr(cpu);
         self.tasks[t as usize].cpu = cpu;
         self.place_entity(cpu, t, kind == EnqueueKind::New);
@@ -246,6 +367,7 @@ impl Sim {
         let util_est = self.tasks[t as usize].util_est();
         let w = self.tasks[t as usize].se.weight;
         self.tasks[t as usize].se.on_rq = true;
+        self.cfs_tasks_to_head(t);
         self.queue_insert(cpu, t);
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_queued += 1;
@@ -262,6 +384,7 @@ impl Sim {
         self.update_curr(cpu);
         self.update_load_avg(cpu, t);
         let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
+        self.update_entity_lag(cpu, t);
         if sleep
             && self.feat(Feat::DELAY_DEQUEUE)
             && !self.tasks[t as usize].se.sched_delayed
@@ -279,8 +402,12 @@ impl Sim {
             self.update_cfs_avg(cpu);
             return false;
         }
-        self.update_entity_lag(cpu, t);
         let was_delayed = self.tasks[t as usize].se.sched_delayed;
+        if !sleep && self.feat(Feat::PLACE_REL_DEADLINE) {
+            let se = &mut self.tasks[t as usize].se;
+            se.deadline = se.deadline.wrapping_sub(se.vruntime);
+            se.rel_deadline = true;
+        }
         if is_curr {
             self.rqs[cpu as usize].cfs.curr = None;
         } else {
@@ -310,6 +437,19 @@ impl Sim {
     /// requeue_delayed_entity()).
     pub(crate) fn requeue_delayed(&mut self, cpu: CpuId, t: TaskId) {
         self.update_curr(cpu);
+        if self.update_entity_lag(cpu, t) {
+            // The lag was clamped: place the entity again by its saved lag.
+            let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
+            if !is_curr {
+                self.queue_remove(cpu, t);
+            }
+            self.rqs[cpu as usize].cfs.nr_queued -= 1;
+            self.place_entity(cpu, t, false);
+            self.rqs[cpu as usize].cfs.nr_queued += 1;
+            if !is_curr {
+                self.queue_insert(cpu, t);
+            }
+        }
         self.update_load_avg(cpu, t);
         let se = &mut self.tasks[t as usize].se;
         debug_assert!(se.sched_delayed);
@@ -345,13 +485,12 @@ impl Sim {
         }
         self.update_load_avg(cpu, t);
         self.rqs[cpu as usize].cfs.curr = Some(t);
+        self.cfs_tasks_to_head(t);
         let now = self.now;
-        // set_protect_slice(): protect until the deadline, or the shortest
-        // queued slice with RUN_TO_PARITY.
         let se = &mut self.tasks[t as usize].se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
-        se.vprot = se.deadline;
+        self.set_protect_slice(cpu, t);
     }
 
     /// Puts the running task back into the tree (mirrors put_prev_entity()).
@@ -365,9 +504,11 @@ impl Sim {
         }
     }
 
-    /// Wakeup preemption (mirrors check_preempt_wakeup_fair()): reschedule when
-    /// the EEVDF pick is the wakee, or with PREEMPT_SHORT when the eligible
-    /// wakee has a shorter slice.
+    /// Wakeup preemption (mirrors wakeup_preempt_fair()): a new task (WF_FORK)
+    /// or a delayed wakee never preempts; otherwise reschedule when the pick
+    /// that respects curr's protection is the wakee (all slices are equal
+    /// here, so PREEMPT_SHORT never applies); without preemption, curr's
+    /// protection shrinks to the shortest slice (update_protect_slice()).
     pub(crate) fn wakeup_preempt(&mut self, cpu: CpuId, wakee: TaskId, from: CpuId) {
         let Some(curr) = self.rqs[cpu as usize].curr else {
             self.resched_cpu(cpu, from);
@@ -384,8 +525,30 @@ impl Sim {
             self.resched_cpu(cpu, from);
             return;
         }
-        if self.pick_eevdf(cpu, false) == Some(wakee) {
+        // SCHED_IDLE: a normal wakee preempts an idle-policy curr at once; an
+        // idle-policy wakee never preempts a normal one.
+        let (c_idle, p_idle) = (
+            self.tasks[curr as usize].idle_policy,
+            self.tasks[wakee as usize].idle_policy,
+        );
+        if c_idle && !p_idle {
+            self.cancel_protect_slice(curr);
             self.resched_cpu(cpu, from);
+            return;
+        }
+        let wk = &self.tasks[wakee as usize];
+        // A task that never ran nor woke is being forked (WF_FORK).
+        let forked = wk.stats.nr_switches == 0 && wk.stats.wakeups == 0;
+        let preempt = !forked
+            && !wk.se.sched_delayed
+            && !p_idle
+            && !c_idle
+            && self.pick_eevdf(cpu, true) == Some(wakee);
+        if preempt {
+            self.cancel_protect_slice(curr);
+            self.resched_cpu(cpu, from);
+        } else if self.feat(Feat::RUN_TO_PARITY) && self.rqs[cpu as usize].cfs.curr == Some(curr) {
+            self.update_protect_slice(cpu, curr);
         }
     }
 
@@ -402,6 +565,8 @@ impl Sim {
             let runnable = (tk.se.on_rq && !tk.se.sched_delayed) as u64;
             if tk.avg.update_sum(now, on, runnable, is_curr) {
                 tk.avg.update_avg(tk.se.weight);
+                // cfs_se_util_change(): util_avg moved, util_est may update.
+                tk.util_est_unchanged = false;
             }
         }
         self.update_cfs_avg(cpu);
@@ -446,7 +611,7 @@ impl Sim {
     /// capacity of the runqueue as utilisation.
     pub(crate) fn init_entity_util(&mut self, cpu: CpuId, t: TaskId) {
         self.update_cfs_avg(cpu);
-        let cap = self.machine.cpus[cpu as usize].capacity as u64;
+        let cap = self.capacity_of(cpu);
         let rq_avg = self.rqs[cpu as usize].cfs.avg;
         let tk = &mut self.tasks[t as usize];
         let w = tk.se.weight;
@@ -469,20 +634,51 @@ impl Sim {
         self.attach_entity_load(cpu, t);
     }
 
-    /// util_est update at dequeue (mirrors util_est_update()): EWMA with
-    /// weight 1/4, and the last value.
-    fn update_util_est_dequeue(&mut self, t: TaskId) {
+    /// util_est update at dequeue (mirrors util_est_update()): skipped when
+    /// util_avg did not change since the last update; a rise is taken at
+    /// once; a drop within 1% is ignored, as is one while the task waited
+    /// (runnable above util); otherwise an EWMA with weight 1/4.
+    pub(crate) fn update_util_est_dequeue(&mut self, t: TaskId) {
         if !self.feat(Feat::UTIL_EST) {
             return;
         }
+        const UTIL_EST_MARGIN: u64 = SCHED_CAPACITY_SCALE / 100;
         let tk = &mut self.tasks[t as usize];
-        let u = tk.avg.util_avg;
-        tk.util_est_enqueued = u;
-        let e = tk.util_est_ewma as i64;
-        tk.util_est_ewma = (e + (u as i64 - e) / 4).max(0) as u64;
+        if tk.util_est_unchanged {
+            return;
+        }
+        let dequeued = tk.avg.util_avg;
+        let ewma = tk.util_est_ewma;
+        let new = if ewma <= dequeued {
+            dequeued
+        } else {
+            let diff = ewma - dequeued;
+            if diff < UTIL_EST_MARGIN || dequeued + UTIL_EST_MARGIN < tk.avg.runnable_avg {
+                ewma
+            } else {
+                ((ewma << 2) - diff) >> 2
+            }
+        };
+        tk.util_est_ewma = new;
+        tk.util_est_unchanged = true;
     }
 
     // ----- per-CPU load and utilisation accessors ---------------------------
+
+    /// mirrors sched_idle_cpu(): the CPU runs only SCHED_IDLE tasks (and at
+    /// least one).
+    pub(crate) fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu as usize];
+        if rq.nr_running() == 0 {
+            return false;
+        }
+        let tasks = &self.tasks;
+        rq.cfs
+            .queue
+            .iter()
+            .chain(rq.cfs.curr.iter())
+            .all(|&t| tasks[t as usize].idle_policy)
+    }
 
     /// `cpu_load()`.
     pub(crate) fn cpu_load(&self, cpu: CpuId) -> u64 {
@@ -494,9 +690,70 @@ impl Sim {
         self.rqs[cpu as usize].cfs.avg.runnable_avg
     }
 
-    /// `capacity_of()`: no RT/IRQ pressure is modelled.
+    /// `capacity_of()`: the kernel's view of the CPU's capacity
+    /// (`arch_scale_cpu_capacity()`; no RT/IRQ/thermal pressure is modelled).
     pub(crate) fn capacity_of(&self, cpu: CpuId) -> u64 {
-        self.machine.cpus[cpu as usize].capacity as u64
+        self.kcap[cpu as usize]
+    }
+
+    /// `sched_asym_cpucap_active()`: CPUs of different kernel capacity exist.
+    pub(crate) fn asym_cpucap_active(&self) -> bool {
+        self.domains.asym_cpucapacity
+    }
+
+    /// Does `util` fit `cpu` with the 20% margin (mirrors util_fits_cpu()
+    /// without uclamp, i.e. fits_capacity() against capacity_of())?
+    pub(crate) fn util_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+        fits_capacity(util, self.capacity_of(cpu))
+    }
+
+    /// mirrors task_fits_cpu(): the task's estimated utilisation fits `cpu`.
+    pub(crate) fn task_fits_cpu(&self, t: TaskId, cpu: CpuId) -> bool {
+        self.util_fits_cpu(self.tasks[t as usize].util_est(), cpu)
+    }
+
+    /// `p->max_allowed_capacity`: the biggest capacity among allowed CPUs.
+    pub(crate) fn max_allowed_capacity(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize]
+            .affinity
+            .iter()
+            .map(|c| self.kcap[c as usize])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// mirrors is_core_idle(): every SMT sibling of `cpu` other than itself is idle.
+    pub(crate) fn is_core_idle(&self, cpu: CpuId) -> bool {
+        self.smt_masks[cpu as usize]
+            .iter()
+            .all(|s| s == cpu || self.is_idle_cpu(s))
+    }
+
+    /// mirrors sched_asym_prefer(): `a` has a higher ITMT/asym priority than `b`.
+    pub(crate) fn sched_asym_prefer(&self, a: CpuId, b: CpuId) -> bool {
+        self.machine.cpus[a as usize].asym_prio > self.machine.cpus[b as usize].asym_prio
+    }
+
+    /// Recomputes `rq->misfit_task_load` for the task running on `cpu`
+    /// (mirrors update_misfit_status()): only with asymmetric capacities, when
+    /// the task may run elsewhere, is not already on its biggest allowed CPU
+    /// and does not fit this one.
+    pub(crate) fn update_misfit_status(&mut self, cpu: CpuId, t: Option<TaskId>) {
+        if !self.asym_cpucap_active() {
+            return;
+        }
+        let load = match t {
+            Some(t)
+                if self.tasks[t as usize].affinity.weight() > 1
+                    && self.kcap[cpu as usize] != self.max_allowed_capacity(t)
+                    && !self.task_fits_cpu(t, cpu) =>
+            {
+                // task_h_load() is the task's load_avg without cgroups.
+                self.tasks[t as usize].avg.load_avg.max(1)
+            }
+            _ => 0,
+        };
+        self.rqs[cpu as usize].misfit_task_load = load;
     }
 
     /// `cpu_util_cfs()`: max of util_avg and util_est, capped at capacity.

@@ -91,7 +91,7 @@ impl Sim {
     /// Waker's CPU or the previous one (mirrors wake_affine(): WA_IDLE, then WA_WEIGHT).
     fn wake_affine(
         &mut self,
-        _level: usize,
+        level: usize,
         t: TaskId,
         this_cpu: CpuId,
         prev: CpuId,
@@ -102,7 +102,8 @@ impl Sim {
             target = self.wake_affine_idle(this_cpu, prev, sync);
         }
         if target.is_none() && self.feat(Feat::WA_WEIGHT) {
-            target = self.wake_affine_weight(t, this_cpu, prev, sync);
+            let pct = self.domains.cpus[this_cpu as usize].domains[level].imbalance_pct;
+            target = self.wake_affine_weight(t, this_cpu, prev, sync, pct);
         }
         match target {
             Some(c) if c == this_cpu => {
@@ -122,7 +123,7 @@ impl Sim {
                 this_cpu
             });
         }
-        if sync && self.rqs[this_cpu as usize].nr_running() == 1 {
+        if sync && self.rqs[this_cpu as usize].cfs.nr_runnable() == 1 {
             return Some(this_cpu);
         }
         if self.is_idle_cpu(prev) {
@@ -131,13 +132,14 @@ impl Sim {
         None
     }
 
-    /// mirrors wake_affine_weight().
-    fn wake_affine_weight(
+    /// mirrors wake_affine_weight(); `imbalance_pct` is the affine domain's.
+    pub(crate) fn wake_affine_weight(
         &self,
         t: TaskId,
         this_cpu: CpuId,
         prev: CpuId,
         sync: bool,
+        imbalance_pct: u32,
     ) -> Option<CpuId> {
         let task_load = self.tasks[t as usize].avg.load_avg as i128;
         let mut this_eff_load = self.cpu_load(this_cpu) as i128;
@@ -155,11 +157,7 @@ impl Sim {
         } else {
             this_eff_load = task_load;
         }
-        let pct = self.domains.cpus[this_cpu as usize]
-            .domains
-            .first()
-            .map(|d| d.imbalance_pct)
-            .unwrap_or(117) as i128;
+        let pct = imbalance_pct as i128;
         if self.feat(Feat::WA_BIAS) {
             this_eff_load *= 100;
         }
@@ -188,12 +186,6 @@ impl Sim {
         a == b || self.domains.cpus[a as usize].share_id == self.domains.cpus[b as usize].share_id
     }
 
-    /// A CPU running only SCHED_IDLE-weight tasks (`sched_idle_cpu()`); not
-    /// modelled yet: no SCHED_IDLE policy.
-    fn sched_idle_cpu(&self, _cpu: CpuId) -> bool {
-        false
-    }
-
     fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
         self.is_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
@@ -208,12 +200,17 @@ impl Sim {
         waker: Option<TaskId>,
     ) -> CpuId {
         let cluster_active = self.domains.cluster_active;
-        if self.idle_or_sched_idle(target) {
+        let util = self.tasks[t as usize].util_est();
+        if self.idle_or_sched_idle(target) && self.asym_fits_cpu(util, target) {
             self.counters.sis_target += 1;
             return target;
         }
         let mut prev_aff: Option<CpuId> = None;
-        if prev != target && self.cpus_share_cache(prev, target) && self.idle_or_sched_idle(prev) {
+        if prev != target
+            && self.cpus_share_cache(prev, target)
+            && self.idle_or_sched_idle(prev)
+            && self.asym_fits_cpu(util, prev)
+        {
             if !cluster_active || self.cpus_share_resources(prev, target) {
                 self.counters.sis_prev += 1;
                 return prev;
@@ -225,6 +222,7 @@ impl Sim {
             if self.tasks[w as usize].kthread
                 && prev == this_cpu
                 && self.rqs[this_cpu as usize].nr_running() <= 1
+                && self.asym_fits_cpu(util, prev)
             {
                 return prev;
             }
@@ -237,6 +235,7 @@ impl Sim {
             && self.cpus_share_cache(recent, target)
             && self.idle_or_sched_idle(recent)
             && self.tasks[t as usize].affinity.test(recent)
+            && self.asym_fits_cpu(util, recent)
         {
             if !cluster_active || self.cpus_share_resources(recent, target) {
                 self.counters.sis_recent += 1;
@@ -244,13 +243,22 @@ impl Sim {
             }
             recent_aff = Some(recent);
         }
+        // Asymmetric capacities: look for an idle CPU that fits the task.
+        if self.asym_cpucap_active() {
+            if let Some(l) = self.domains.cpus[target as usize].sd_asym_cpucapacity {
+                let i = self.select_idle_capacity(t, l, target);
+                self.counters.sis_scan_found += i.is_some() as u64;
+                return i.unwrap_or(target);
+            }
+        }
         let Some(llc_idx) = self.domains.cpus[target as usize].sd_llc else {
             return target;
         };
-        let smt = self.machine.smt_mask(target).weight() > 1;
+        // sched_smt_active() is machine-wide: an E-core target on a hybrid
+        // machine still scans for idle cores.
         let llc_id = self.domains.cpus[target as usize].llc_id as usize;
         let mut has_idle_core = false;
-        if smt {
+        if self.smt_active {
             has_idle_core = self.llc[llc_id].has_idle_cores;
             if !has_idle_core && self.cpus_share_cache(prev, target) {
                 if let Some(i) = self.select_idle_smt(t, prev) {
@@ -267,28 +275,101 @@ impl Sim {
         prev_aff.or(recent_aff).unwrap_or(target)
     }
 
+    /// mirrors asym_fits_cpu(): with asymmetric capacities, `cpu` must fit
+    /// `util` and (with SMT) sit on an idle core; otherwise any CPU fits.
+    fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+        if !self.asym_cpucap_active() {
+            return true;
+        }
+        (!self.smt_active || self.is_core_idle(cpu)) && self.util_fits_cpu(util, cpu)
+    }
+
+    /// Scans the asym-capacity domain for an idle CPU that fits the task
+    /// (mirrors select_idle_capacity()): the first fitting CPU on an idle core
+    /// wins; otherwise the best by (idle core, fits, capacity). The SIS_UTIL
+    /// limit is applied only when the domain is also the LLC (its shared
+    /// state lives there in this model).
+    fn select_idle_capacity(&mut self, t: TaskId, level: usize, target: CpuId) -> Option<CpuId> {
+        // Ranks, lower is better (enum asym_fits_state without uclamp).
+        const THREAD_FITS: i32 = -2;
+        const THREAD_MISFIT: i32 = 0;
+        const CORE_BIAS: i32 = -3;
+        const COMPLETE_MISFIT: i32 = -3;
+        let llc_id = self.domains.cpus[target as usize].llc_id as usize;
+        let has_idle_core = self.smt_active && self.llc[llc_id].has_idle_cores;
+        let d = &self.domains.cpus[target as usize].domains[level];
+        let cpus = d.span.and(&self.tasks[t as usize].affinity);
+        let util = self.tasks[t as usize].util_est();
+        let mut nr: i64 = i64::MAX;
+        if self.feat(Feat::SIS_UTIL) && self.domains.cpus[target as usize].sd_llc == Some(level) {
+            nr = self.llc[llc_id].nr_idle_scan as i64 + 1;
+            if nr == 1 {
+                return None;
+            }
+        }
+        let (mut best_cpu, mut best_fits, mut best_cap) = (None, THREAD_MISFIT, 0u64);
+        let mut scanned = 0;
+        for c in cpus.iter_wrap(target) {
+            let preferred_core = !has_idle_core || self.is_core_idle(c);
+            if !has_idle_core {
+                nr -= 1;
+                if nr <= 0 {
+                    break;
+                }
+            }
+            scanned += 1;
+            if !self.idle_or_sched_idle(c) {
+                continue;
+            }
+            let cap = self.capacity_of(c);
+            let fits = self.util_fits_cpu(util, c);
+            if fits && preferred_core {
+                self.counters.sis_scanned += scanned;
+                return Some(c);
+            }
+            let mut rank = if fits { THREAD_FITS } else { THREAD_MISFIT };
+            if preferred_core {
+                rank += CORE_BIAS;
+            }
+            if rank < best_fits || (rank == best_fits && cap > best_cap) {
+                best_cap = cap;
+                best_cpu = Some(c);
+                best_fits = rank;
+            }
+        }
+        self.counters.sis_scanned += scanned;
+        if has_idle_core && best_fits > COMPLETE_MISFIT {
+            self.llc[llc_id].has_idle_cores = false;
+        }
+        best_cpu
+    }
+
     /// An idle SMT sibling of `prev` (mirrors select_idle_smt()).
     fn select_idle_smt(&self, t: TaskId, prev: CpuId) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
-        self.machine
-            .smt_mask(prev)
+        self.smt_masks[prev as usize]
             .iter()
             .find(|&c| c != prev && aff.test(c) && self.idle_or_sched_idle(c))
     }
 
-    /// A core whose every SMT thread is idle (mirrors select_idle_core());
-    /// remembers the first idle CPU seen in `idle_cpu`.
+    /// A core whose every SMT thread is idle (mirrors select_idle_core()):
+    /// remembers the first idle (or SCHED_IDLE-only) CPU seen in `idle_cpu`,
+    /// and removes a busy core's threads from `cpus` so it is checked once.
     fn select_idle_core(
         &self,
         core_cpu: CpuId,
-        cpus: &CpuMask,
+        cpus: &mut CpuMask,
         idle_cpu: &mut Option<CpuId>,
     ) -> Option<CpuId> {
         let mut idle = true;
-        for s in self.machine.smt_mask(core_cpu).iter() {
-            if !self.idle_or_sched_idle(s) {
+        for s in self.smt_masks[core_cpu as usize].iter() {
+            if !self.is_idle_cpu(s) {
                 idle = false;
                 if idle_cpu.is_none() {
+                    if self.sched_idle_cpu(s) && cpus.test(s) {
+                        *idle_cpu = Some(s);
+                        break;
+                    }
                     continue;
                 }
                 break;
@@ -298,10 +379,10 @@ impl Sim {
             }
         }
         if idle {
-            Some(core_cpu)
-        } else {
-            None
+            return Some(core_cpu);
         }
+        *cpus = cpus.and_not(&self.smt_masks[core_cpu as usize]);
+        None
     }
 
     /// Scans the LLC for an idle CPU (mirrors select_idle_cpu()): SIS_UTIL limits
@@ -338,7 +419,7 @@ impl Sim {
                     }
                     scanned += 1;
                     if has_idle_core {
-                        if let Some(i) = self.select_idle_core(c, &cpus, &mut idle_cpu) {
+                        if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
                             self.counters.sis_scanned += scanned;
                             return Some(i);
                         }
@@ -358,10 +439,15 @@ impl Sim {
             }
         }
         let mut found = None;
-        for c in cpus.iter_wrap(start) {
+        // The scan follows the live mask: select_idle_core() drops busy cores.
+        let order = cpus;
+        for c in order.iter_wrap(start) {
+            if !cpus.test(c) {
+                continue;
+            }
             scanned += 1;
             if has_idle_core {
-                if let Some(i) = self.select_idle_core(c, &cpus, &mut idle_cpu) {
+                if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
                     found = Some(i);
                     break;
                 }
@@ -442,11 +528,25 @@ impl Sim {
 
     /// Group statistics as the wakeup path sees them, without `t`'s own
     /// contribution (mirrors update_sg_wakeup_stats()).
-    fn sg_wakeup_stats(&self, span: &CpuMask, capacity: u64, pct: u32, t: TaskId) -> GroupStats {
+    fn sg_wakeup_stats(
+        &self,
+        span: &CpuMask,
+        capacity: u64,
+        d_flags: SdFlags,
+        topo_level: u8,
+        pct: u32,
+        t: TaskId,
+    ) -> GroupStats {
         let aff = self.tasks[t as usize].affinity;
+        let asym_cap = d_flags.contains(SdFlags::ASYM_CPUCAPACITY);
         let mut s = GroupStats {
             group_capacity: capacity,
             group_weight: span.weight(),
+            max_capacity: span.iter().map(|c| self.capacity_of(c)).max().unwrap_or(0),
+            // With asymmetric capacities the group is "misfit" for the task
+            // unless one of its CPUs fits it.
+            misfit_task_load: asym_cap as u64,
+            imbalanced: self.sg_imbalanced(topo_level, span),
             ..Default::default()
         };
         for c in span.and(&aff).iter() {
@@ -462,6 +562,9 @@ impl Sim {
             s.sum_nr_running += nr;
             if nr == 0 && self.is_idle_cpu(c) {
                 s.idle_cpus += 1;
+            }
+            if asym_cap && s.misfit_task_load > 0 && self.task_fits_cpu(t, c) {
+                s.misfit_task_load = 0;
             }
         }
         s.group_type = classify(pct, &s);
@@ -482,7 +585,14 @@ impl Sim {
             if !g.span.intersects(&aff) {
                 continue;
             }
-            let s = self.sg_wakeup_stats(&g.span, g.capacity as u64, d.imbalance_pct, t);
+            let s = self.sg_wakeup_stats(
+                &g.span,
+                g.capacity as u64,
+                d.flags,
+                d.level,
+                d.imbalance_pct,
+                t,
+            );
             if g.span.test(this_cpu) {
                 local = Some(s);
                 continue;
@@ -508,6 +618,10 @@ impl Sim {
         match ls.group_type {
             GroupType::Overloaded | GroupType::FullyBusy => {
                 let imbalance = 1024 * (d.imbalance_pct as u64 - 100) / 100;
+                // Across nodes, the remote side carries the imbalance margin.
+                if d.flags.contains(SdFlags::NUMA) && is.avg_load + imbalance >= ls.avg_load {
+                    return None;
+                }
                 if is.avg_load >= ls.avg_load + imbalance {
                     return None;
                 }
@@ -520,22 +634,26 @@ impl Sim {
                     // Allow a small imbalance while the local node is lightly used
                     // (adjust_numa_imbalance()); a task restricted to fewer CPUs
                     // allows only as many as it may use locally.
-                    let mut imb_numa_nr = d.imb_numa_nr;
-                    if aff != self.machine.all_cpus() {
-                        let local_span = d
-                            .groups
-                            .iter()
-                            .find(|g| g.span.test(this_cpu))
-                            .map(|g| g.span);
-                        let w = local_span.map(|sp| sp.and(&aff).weight()).unwrap_or(0);
-                        imb_numa_nr = imb_numa_nr.min(w);
-                    }
+                    // (p->nr_cpus_allowed is never NR_CPUS in practice, so
+                    // the allowance is always capped by the usable local CPUs.)
+                    let local_span = d
+                        .groups
+                        .iter()
+                        .find(|g| g.span.test(this_cpu))
+                        .map(|g| g.span);
+                    let w = local_span.map(|sp| sp.and(&aff).weight()).unwrap_or(0);
+                    let imb_numa_nr = d.imb_numa_nr.min(w);
                     let imb = is.idle_cpus.abs_diff(ls.idle_cpus);
                     if ls.sum_nr_running < imb_numa_nr && imb <= NUMA_IMBALANCE_MIN {
                         return None;
                     }
                 }
                 if ls.idle_cpus >= is.idle_cpus {
+                    return None;
+                }
+            }
+            GroupType::MisfitTask => {
+                if ls.max_capacity >= is.max_capacity {
                     return None;
                 }
             }
@@ -588,6 +706,7 @@ fn pick_idlest(best: &GroupStats, s: &GroupStats) -> bool {
     }
     match s.group_type {
         GroupType::Overloaded | GroupType::FullyBusy => s.avg_load < best.avg_load,
+        GroupType::MisfitTask => best.max_capacity < s.max_capacity,
         GroupType::HasSpare => {
             if best.idle_cpus > s.idle_cpus {
                 return false;

@@ -1,0 +1,671 @@
+//! Hand-computed kernel cases for the fair class: SIS_UTIL scan depth,
+//! wake_affine_weight(), group classification, busiest-group choice,
+//! calculate_imbalance(), EEVDF pick order and lag across a sleep, misfit
+//! detection and select_idle_capacity().
+
+use super::balance::*;
+use super::*;
+use crate::sim::{EnqueueKind, Sim, SimConfig};
+use crate::task::Task;
+use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig, SdFlags};
+use schedlab_workload::WorkloadSpec;
+
+/// An idle simulator of `machine` without noise and without workload.
+fn bare(machine: &str) -> Sim {
+    let m = preset(machine).expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let spec = WorkloadSpec {
+        name: "none".into(),
+        templates: vec![],
+        initial: vec![],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: u64::MAX,
+    };
+    Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            noise: false,
+            checked: true,
+            ..SimConfig::default()
+        },
+    )
+}
+
+/// Adds a blocked nice-0 task allowed everywhere, last on `cpu`.
+fn add_task(s: &mut Sim, cpu: u16) -> TaskId {
+    let id = s.tasks.len() as TaskId;
+    let all = s.machine.all_cpus();
+    let mut t = Task::new(id, "t", 1, 0, 0, all);
+    t.cpu = cpu;
+    s.tasks.push(t);
+    id
+}
+
+// ----- SIS_UTIL -----------------------------------------------------------
+
+#[test]
+fn nr_idle_scan_follows_update_idle_cpu_scan() {
+    // 16-CPU LLC, imbalance_pct 117: x = Σutil/16,
+    // y = 16·(1024 − min(1024, x²·117²/(10⁴·1024)))/1024.
+    assert_eq!(nr_idle_scan(0, 16, 117), 16);
+    // 50%: x = 512, x²·13689/10240000 = 350 → 16·674/1024 = 10.
+    assert_eq!(nr_idle_scan(16 * 512, 16, 117), 10);
+    // 25%: x = 256 → 87 → 16·937/1024 = 14.
+    assert_eq!(nr_idle_scan(16 * 256, 16, 117), 14);
+    // 85%: x = 870 → 1011 → 16·13/1024 = 0: the scan is skipped.
+    assert_eq!(nr_idle_scan(16 * 870, 16, 117), 0);
+    // Saturated.
+    assert_eq!(nr_idle_scan(16 * 1024, 16, 117), 0);
+}
+
+// ----- wake_affine_weight() ---------------------------------------------------
+
+#[test]
+fn wake_affine_weight_compares_biased_loads() {
+    let mut s = bare("kunpeng920");
+    let p = add_task(&mut s, 1);
+    s.tasks[p as usize].avg.load_avg = 1024;
+    // prev (CPU 1) carries the wakee's blocked load plus one task; the
+    // waker's CPU 0 is empty: this = 1024·100·1024 < prev = 1024·108·1024.
+    s.rqs[1].cfs.avg.load_avg = 2048;
+    assert_eq!(s.wake_affine_weight(p, 0, 1, false, 117), Some(0));
+    // Equal loads besides the wakee: this = 2048·100 vs prev = 1024·108 → prev.
+    s.rqs[0].cfs.avg.load_avg = 1024;
+    assert_eq!(s.wake_affine_weight(p, 0, 1, false, 117), None);
+    // The bias alone decides a tie: this = 1024·100 < prev = 1024·108.
+    s.rqs[0].cfs.avg.load_avg = 0;
+    assert_eq!(s.wake_affine_weight(p, 0, 1, false, 117), Some(0));
+    // Without WA_BIAS the tie (1024 vs 1024) goes to prev.
+    s.cfg.features.set("WA_BIAS", false).unwrap();
+    assert_eq!(s.wake_affine_weight(p, 0, 1, false, 117), None);
+}
+
+#[test]
+fn wake_affine_weight_sync_discounts_the_waker() {
+    let mut s = bare("kunpeng920");
+    let p = add_task(&mut s, 1);
+    let w = add_task(&mut s, 0);
+    s.tasks[p as usize].avg.load_avg = 1024;
+    s.tasks[w as usize].avg.load_avg = 1024;
+    s.rqs[0].curr = Some(w);
+    s.rqs[0].cfs.avg.load_avg = 1024;
+    s.rqs[1].cfs.avg.load_avg = 1024;
+    // sync: the waker's own load leaves: this = 1024·100·1024,
+    // prev = 0·108·1024 + 1 → prev.
+    assert_eq!(s.wake_affine_weight(p, 0, 1, true, 117), None);
+    // With one more task on prev: prev = 1024·108·1024 + 1 → waker.
+    s.rqs[1].cfs.avg.load_avg = 2048;
+    assert_eq!(s.wake_affine_weight(p, 0, 1, true, 117), Some(0));
+    // A waker heavier than its CPU's load wins at once.
+    s.tasks[w as usize].avg.load_avg = 2000;
+    s.rqs[1].cfs.avg.load_avg = 0;
+    assert_eq!(s.wake_affine_weight(p, 0, 1, true, 117), Some(0));
+    s.rqs[0].curr = None;
+}
+
+// ----- group classification and busiest group -----------------------------------
+
+fn g(nr: u32, weight: u32, util: u64, cap: u64) -> GroupStats {
+    GroupStats {
+        sum_nr_running: nr,
+        sum_h_nr_running: nr,
+        group_weight: weight,
+        group_util: util,
+        group_runnable: util,
+        group_capacity: cap,
+        idle_cpus: weight.saturating_sub(nr),
+        max_capacity: cap / weight.max(1) as u64,
+        min_capacity: cap / weight.max(1) as u64,
+        cores: weight,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn group_classify_orders_the_special_types() {
+    let mut s = g(2, 4, 1500, 1508);
+    s.misfit_task_load = 900;
+    // Fewer tasks than CPUs but a misfit task: misfit.
+    assert_eq!(classify(117, &s), GroupType::MisfitTask);
+    // smt_balance outranks misfit, asym_packing outranks smt_balance,
+    // imbalanced outranks asym_packing.
+    s.smt_balance = true;
+    assert_eq!(classify(117, &s), GroupType::SmtBalance);
+    s.asym_packing = true;
+    assert_eq!(classify(117, &s), GroupType::AsymPacking);
+    s.imbalanced = true;
+    assert_eq!(classify(117, &s), GroupType::Imbalanced);
+    // Overloaded outranks everything: 5 tasks on 4 CPUs with util·117 > cap·100.
+    let mut o = g(5, 4, 4000, 4096);
+    o.imbalanced = true;
+    assert_eq!(classify(117, &o), GroupType::Overloaded);
+}
+
+fn pick_ctx(flags: SdFlags, dst_cap: u64, local: GroupType) -> PickCtx {
+    PickCtx {
+        sd_flags: flags,
+        dst_capacity: dst_cap,
+        dst_core_idle: true,
+        local_type: local,
+    }
+}
+
+#[test]
+fn pick_busiest_asym_capacity_rules() {
+    let asym = SdFlags::ASYM_CPUCAPACITY;
+    // A little group with a misfit task, seen from a big idle CPU whose
+    // local group has spare capacity: picked.
+    let mut little = g(1, 4, 600, 1508);
+    little.misfit_task_load = 600;
+    little.group_type = GroupType::MisfitTask;
+    assert!(pick_busiest(
+        &pick_ctx(asym, 1024, GroupType::HasSpare),
+        &little,
+        None
+    ));
+    // From another little CPU (not 5% bigger): skipped.
+    assert!(!pick_busiest(
+        &pick_ctx(asym, 377, GroupType::HasSpare),
+        &little,
+        None
+    ));
+    // Local group without spare capacity: skipped.
+    assert!(!pick_busiest(
+        &pick_ctx(asym, 1024, GroupType::FullyBusy),
+        &little,
+        None
+    ));
+    // A big group that is only fully busy is never drained to a little CPU.
+    let mut big = g(4, 4, 3900, 4096);
+    big.group_type = GroupType::FullyBusy;
+    assert!(!pick_busiest(
+        &pick_ctx(asym, 377, GroupType::HasSpare),
+        &big,
+        None
+    ));
+    // ... but an overloaded one is.
+    big.group_type = GroupType::Overloaded;
+    assert!(pick_busiest(
+        &pick_ctx(asym, 377, GroupType::HasSpare),
+        &big,
+        None
+    ));
+}
+
+#[test]
+fn pick_busiest_ties_follow_the_kernel() {
+    let none = SdFlags::empty();
+    let ctx = pick_ctx(none, 1024, GroupType::HasSpare);
+    // asym_packing: the group whose preferred CPU has the lower priority.
+    let mut a = g(1, 1, 900, 1024);
+    a.group_type = GroupType::AsymPacking;
+    a.asym_prefer_prio = 35;
+    let mut b = a;
+    b.asym_prefer_prio = 60;
+    assert!(pick_busiest(&ctx, &a, Some(&b)));
+    assert!(!pick_busiest(&ctx, &b, Some(&a)));
+    // has_spare: a 1-task SMT group is not picked over a non-SMT group...
+    let mut smt = g(1, 2, 900, 2048);
+    smt.flags = SdFlags::SHARE_CPUCAPACITY;
+    let mut plain = g(1, 1, 900, 1024);
+    plain.idle_cpus = 0;
+    assert!(!pick_busiest(&ctx, &smt, Some(&plain)));
+    // ... a 2-task SMT group is.
+    smt.sum_h_nr_running = 2;
+    smt.sum_nr_running = 2;
+    smt.idle_cpus = 0;
+    assert!(pick_busiest(&ctx, &smt, Some(&plain)));
+    // Plain has_spare: fewer idle CPUs wins, then more tasks.
+    let x = g(2, 4, 1000, 4096);
+    let y = g(3, 4, 1000, 4096);
+    assert!(pick_busiest(&ctx, &y, Some(&x)));
+    assert!(!pick_busiest(&ctx, &x, Some(&y)));
+}
+
+// ----- calculate_imbalance() ----------------------------------------------------
+
+fn dctx(flags: SdFlags, idle: bool) -> DecideCtx {
+    DecideCtx {
+        sd_flags: flags,
+        imbalance_pct: 117,
+        imb_numa_nr: 2,
+        idle,
+    }
+}
+
+fn sds(local: GroupStats, busiest: GroupStats) -> SdLbStats {
+    SdLbStats {
+        total_load: local.group_load + busiest.group_load,
+        total_capacity: local.group_capacity + busiest.group_capacity,
+        local,
+        busiest,
+        prefer_sibling: false,
+    }
+}
+
+fn typed(mut s: GroupStats) -> GroupStats {
+    s.group_type = classify(117, &s);
+    if s.group_type == GroupType::Overloaded {
+        s.avg_load = s.group_load * 1024 / s.group_capacity;
+    }
+    s
+}
+
+#[test]
+fn calculate_imbalance_main_cases() {
+    // Misfit: one misfit task with asym capacity, else its load.
+    let mut m = g(1, 4, 600, 1508);
+    m.misfit_task_load = 700;
+    m.group_type = GroupType::MisfitTask;
+    let l = typed(g(0, 4, 0, 4096));
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::ASYM_CPUCAPACITY, true), &sds(l, m)),
+        (MigrationType::Misfit, 1)
+    );
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::empty(), true), &sds(l, m)),
+        (MigrationType::Load, 700)
+    );
+    // asym_packing: all of the group's CFS tasks.
+    let mut a = g(2, 2, 1800, 2048);
+    a.group_type = GroupType::AsymPacking;
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::ASYM_PACKING, true), &sds(l, a)),
+        (MigrationType::Task, 2)
+    );
+    // smt_balance: one task.
+    let mut sm = g(2, 2, 1800, 2048);
+    sm.group_type = GroupType::SmtBalance;
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::SHARE_LLC, true), &sds(l, sm)),
+        (MigrationType::Task, 1)
+    );
+    // Local has spare, busiest overloaded, across LLCs: fill the local
+    // group's spare capacity (4096 − 1000).
+    let lo = typed(g(1, 4, 1000, 4096));
+    let bo = typed(g(6, 4, 4096, 4096));
+    assert_eq!(bo.group_type, GroupType::Overloaded);
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::empty(), false), &sds(lo, bo)),
+        (MigrationType::Util, 3096)
+    );
+    // Same inside an LLC: half the idle-CPU difference (3 − 0) >> 1 = 1.
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::SHARE_LLC, false), &sds(lo, bo)),
+        (MigrationType::Task, 1)
+    );
+    // prefer_sibling: by task counts, (6 − 1) >> 1 = 2.
+    let mut ps = sds(lo, bo);
+    ps.prefer_sibling = true;
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::SHARE_LLC, true), &ps),
+        (MigrationType::Task, 2)
+    );
+    // NUMA: a lightly used local node keeps an imbalance of ≤ 2:
+    // local 0 tasks < imb_numa_nr 2, idle difference 4 − 2 = 2 → 0.
+    let ln = typed(g(0, 4, 0, 4096));
+    let bn = typed(g(2, 4, 2000, 4096));
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::NUMA, true), &sds(ln, bn)),
+        (MigrationType::Task, 0)
+    );
+    // Both overloaded: load. local 5×1024 on 4 CPUs, busiest 8×1024:
+    // avgs 1280 and 2048, domain 1664 → min(384·4096, 384·4096)/1024 = 1536.
+    let mut l5 = g(5, 4, 4096, 4096);
+    l5.group_load = 5 * 1024;
+    let mut b8 = g(8, 4, 4096, 4096);
+    b8.group_load = 8 * 1024;
+    let (l5, b8) = (typed(l5), typed(b8));
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::SHARE_LLC, false), &sds(l5, b8)),
+        (MigrationType::Load, 1536)
+    );
+}
+
+#[test]
+fn find_src_group_decisions() {
+    // A busy dst never pulls from a group that is not overloaded.
+    let l = typed(g(2, 4, 1500, 4096));
+    let b = typed(g(3, 4, 2500, 4096));
+    assert_eq!(
+        find_src_group_decide(&dctx(SdFlags::SHARE_LLC, false), &sds(l, b)),
+        None
+    );
+    // An idle dst with only one idle CPU more than the busiest: balanced.
+    let l2 = typed(g(2, 4, 1500, 4096));
+    let b2 = typed(g(3, 4, 2500, 4096));
+    assert_eq!(
+        find_src_group_decide(&dctx(SdFlags::SHARE_LLC, true), &sds(l2, b2)),
+        None
+    );
+    // An SMT group with two tasks vs a non-SMT local CPU: forced, one task.
+    let lone = typed(g(0, 1, 0, 1024));
+    let mut smt = g(2, 2, 1800, 2048);
+    smt.flags = SdFlags::SHARE_CPUCAPACITY;
+    smt.smt_balance = true;
+    let smt = typed(smt);
+    assert_eq!(smt.group_type, GroupType::SmtBalance);
+    assert_eq!(
+        find_src_group_decide(&dctx(SdFlags::SHARE_LLC, true), &sds(lone, smt)),
+        Some((MigrationType::Task, 1))
+    );
+    // Overloaded local vs a busiest less than imbalance_pct heavier: balanced.
+    let mut l7 = g(7, 4, 4096, 4096);
+    l7.group_load = 7 * 1024;
+    let mut b8 = g(8, 4, 4096, 4096);
+    b8.group_load = 8 * 1024;
+    assert_eq!(
+        find_src_group_decide(&dctx(SdFlags::SHARE_LLC, false), &sds(typed(l7), typed(b8))),
+        None
+    );
+}
+
+// ----- EEVDF ------------------------------------------------------------------
+
+#[test]
+fn eevdf_pick_order_and_lag_after_sleep() {
+    let mut s = bare("kunpeng920"); // ≥ 8 CPUs: slice 2.8 ms
+    s.cfg.features.set("DELAY_DEQUEUE", false).unwrap();
+    let ids: Vec<TaskId> = (0..3).map(|_| add_task(&mut s, 0)).collect();
+    for &t in &ids {
+        s.enqueue_task(0, t, EnqueueKind::New);
+    }
+    // All start at V = 0 with half a slice to their deadline; ties by id.
+    for &t in &ids {
+        assert_eq!(s.tasks[t as usize].se.vruntime, 0);
+        assert_eq!(s.tasks[t as usize].se.deadline, 1_400_000);
+    }
+    assert_eq!(s.pick_eevdf(0, true), Some(ids[0]));
+    s.set_next_entity(0, ids[0]);
+    s.rqs[0].curr = Some(ids[0]);
+    // A runs 1 ms: v = 1 ms, V = 1/3 ms; A is no longer eligible, B is next.
+    s.now = 1_000_000;
+    s.update_curr(0);
+    assert_eq!(s.tasks[ids[0] as usize].se.vruntime, 1_000_000);
+    assert_eq!(s.avg_vruntime(0), 333_333);
+    assert_eq!(s.pick_eevdf(0, false), Some(ids[1]));
+    // Protection: A is protected until its deadline, but an ineligible
+    // curr is not kept.
+    assert_eq!(s.tasks[ids[0] as usize].se.vprot, 1_400_000);
+    assert_eq!(s.pick_eevdf(0, true), Some(ids[1]));
+    // A sleeps: lag = V − v = −666 667 is saved.
+    s.dequeue_task(0, ids[0], true);
+    s.rqs[0].curr = None;
+    assert_eq!(s.tasks[ids[0] as usize].se.vlag, -666_667);
+    assert_eq!(s.avg_vruntime(0), 0);
+    // It wakes at once: v = V − lag·(W + w)/W = 0 + 666 667·3072/2048.
+    s.enqueue_task(0, ids[0], EnqueueKind::Wakeup);
+    assert_eq!(s.tasks[ids[0] as usize].se.vruntime, 1_000_000);
+    // Its lag is preserved: V = 1/3 ms again.
+    assert_eq!(s.avg_vruntime(0), 333_333);
+    assert_eq!(s.pick_eevdf(0, true), Some(ids[1]));
+}
+
+#[test]
+fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
+    let mut s = bare("kunpeng920");
+    let ids: Vec<TaskId> = (0..2).map(|_| add_task(&mut s, 0)).collect();
+    for &t in &ids {
+        s.enqueue_task(0, t, EnqueueKind::New);
+    }
+    s.set_next_entity(0, ids[0]);
+    s.rqs[0].curr = Some(ids[0]);
+    s.now = 1_000_000;
+    s.update_curr(0);
+    // A (v = 1 ms > V = 0.5 ms) blocks: delayed, lag −0.5 ms saved.
+    s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
+    assert!(!s.dequeue_task(0, ids[0], true));
+    s.rqs[0].curr = None;
+    assert!(s.tasks[ids[0] as usize].se.sched_delayed);
+    assert_eq!(s.tasks[ids[0] as usize].se.vlag, -500_000);
+    // B runs 3 ms; A becomes eligible and the pick finishes its dequeue with
+    // lag min(V − v, 0) = 0 (DELAY_ZERO), not the positive V − v.
+    s.set_next_entity(0, ids[1]);
+    s.rqs[0].curr = Some(ids[1]);
+    s.now = 4_000_000;
+    s.update_curr(0);
+    s.put_prev_entity(0, ids[1]);
+    s.rqs[0].curr = None;
+    assert_eq!(s.pick_next_entity(0), Some(ids[1]));
+    assert!(!s.tasks[ids[0] as usize].se.on_rq);
+    assert_eq!(s.tasks[ids[0] as usize].se.vlag, 0);
+}
+
+// ----- asymmetric capacity --------------------------------------------------------
+
+#[test]
+fn misfit_status_and_fits_capacity() {
+    // fits_capacity(): util·1280 < cap·1024.
+    assert!(fits_capacity(301, 377));
+    assert!(!fits_capacity(302, 377));
+    assert!(capacity_greater(1024, 377));
+    assert!(!capacity_greater(1070, 1024));
+    let mut s = bare("exynos5422");
+    let t = add_task(&mut s, 0);
+    s.tasks[t as usize].avg.util_avg = 350;
+    s.tasks[t as usize].avg.load_avg = 800;
+    s.update_misfit_status(0, Some(t));
+    assert_eq!(s.rqs[0].misfit_task_load, 800);
+    // On a big CPU (the biggest allowed) nothing is misfit.
+    s.update_misfit_status(4, Some(t));
+    assert_eq!(s.rqs[4].misfit_task_load, 0);
+    // Pinned to little CPUs: nowhere better to go.
+    s.tasks[t as usize].affinity = CpuMask::from_cpus([0, 1, 2, 3]);
+    s.update_misfit_status(0, Some(t));
+    assert_eq!(s.rqs[0].misfit_task_load, 0);
+    // A fitting task is not misfit.
+    s.tasks[t as usize].affinity = s.machine.all_cpus();
+    s.tasks[t as usize].avg.util_avg = 200;
+    s.update_misfit_status(0, Some(t));
+    assert_eq!(s.rqs[0].misfit_task_load, 0);
+}
+
+#[test]
+fn select_idle_sibling_places_big_tasks_on_big_cpus() {
+    let mut s = bare("exynos5422");
+    let t = add_task(&mut s, 0);
+    // Small task: the idle target (little CPU 1) fits.
+    s.tasks[t as usize].avg.util_avg = 100;
+    assert_eq!(s.select_idle_sibling(t, 0, 1, 1, None), 1);
+    // Big task: no little CPU fits; select_idle_capacity() scans the PKG
+    // span from the target and returns the first idle big CPU.
+    s.tasks[t as usize].avg.util_avg = 500;
+    assert_eq!(s.select_idle_sibling(t, 0, 1, 1, None), 4);
+    // Even bigger than a big CPU: the idle CPU of highest capacity.
+    s.tasks[t as usize].avg.util_avg = 1000;
+    let c = s.select_idle_sibling(t, 0, 1, 1, None);
+    assert!(c >= 4, "got {c}");
+}
+
+#[test]
+fn sched_asym_needs_an_idle_core_between_cores() {
+    let s = bare("alderlake");
+    let mc = s.domains.cpus[0].domains[1].flags;
+    assert!(mc.contains(SdFlags::ASYM_PACKING));
+    // An idle P-core thread (prio 60) may pull from an E-core (35)...
+    assert!(s.sched_asym(mc, 0, 12));
+    // ... not the other way round.
+    assert!(!s.sched_asym(mc, 12, 0));
+}
+
+#[test]
+fn sched_idle_tasks_weigh_3_and_leave_their_cpu_idle_for_placement() {
+    let mut s = bare("kunpeng920");
+    let bg = add_task(&mut s, 2);
+    s.tasks[bg as usize].idle_policy = true;
+    s.update_rq_clock(2);
+    s.enqueue_task(2, bg, EnqueueKind::Wakeup);
+    assert_eq!(s.tasks[bg as usize].se.weight, WEIGHT_IDLEPRIO);
+    assert!(s.sched_idle_cpu(2));
+    assert!(!s.is_idle_cpu(2));
+    // A waking task takes a CPU that runs only SCHED_IDLE work.
+    let p = add_task(&mut s, 2);
+    for c in 0..s.nr_cpus() as u16 {
+        if c != 2 {
+            s.rqs[c as usize].ttwu_pending = 1; // nothing else is idle
+        }
+    }
+    assert_eq!(s.select_idle_sibling(p, 2, 3, 3, None), 2);
+    // A normal task preempts SCHED_IDLE curr at once.
+    s.set_next_entity(2, bg);
+    s.rqs[2].curr = Some(bg);
+    s.enqueue_task(2, p, EnqueueKind::Wakeup);
+    s.rqs[2].need_resched = false;
+    s.wakeup_preempt(2, p, 2);
+    assert!(s.rqs[2].need_resched);
+    assert!(!s.sched_idle_cpu(2));
+}
+
+/// Enqueues `t` on `cpu`; the first task of an empty CPU becomes curr.
+fn put(s: &mut Sim, cpu: u16, t: TaskId) {
+    s.update_rq_clock(cpu);
+    s.enqueue_task(cpu, t, EnqueueKind::New);
+    if s.rqs[cpu as usize].curr.is_none() {
+        s.set_next_entity(cpu, t);
+        s.rqs[cpu as usize].curr = Some(t);
+        s.tasks[t as usize].state = crate::task::TaskState::Running;
+    } else {
+        s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+    }
+}
+
+#[test]
+fn dst_pinned_retries_with_another_local_cpu_and_flags_the_parent() {
+    // Node 0 of kunpeng920 is overloaded; CPU 0's three tasks may run only
+    // on CPUs 0 and 30. Idle CPU 24 balances the level whose local group is
+    // its node: the tasks cannot come to 24 (LBF_SOME_PINNED), but CPU 30 of
+    // the same local group can take them (LBF_DST_PINNED → new_dst_cpu).
+    let mut s = bare("kunpeng920");
+    let level = s.domains.cpus[24]
+        .domains
+        .iter()
+        .position(|d| d.groups[0].span.weight() == 24 && d.span.weight() > 24)
+        .expect("a level with node groups");
+    for cpu in 0..24u16 {
+        let n = if cpu == 0 { 3 } else { 2 };
+        for _ in 0..n {
+            let t = add_task(&mut s, cpu);
+            if cpu == 0 {
+                s.tasks[t as usize].affinity = CpuMask::from_cpus([0, 30]);
+            }
+            put(&mut s, cpu, t);
+        }
+        // A busy history: full utilisation, every task runnable.
+        let avg = &mut s.rqs[cpu as usize].cfs.avg;
+        avg.util_avg = if cpu == 0 { 1024 } else { 1000 };
+        avg.runnable_avg = 1024 * n;
+        avg.load_avg = 1024 * n;
+    }
+    // Long enough after the tasks last ran that none is cache hot.
+    s.now = 10_000_000;
+    let (moved, _) = s.sched_balance_rq(24, level, IdleType::Idle);
+    assert!(moved >= 1, "nothing moved");
+    assert!(s.rqs[30].nr_running() >= 1, "CPU 30 got the pinned work");
+    assert_eq!(s.rqs[24].nr_running(), 0);
+    if let Some(p) = s.domains.cpus[24].domains.get(level + 1) {
+        let span = p.groups[0].span;
+        let i = p.level as usize * s.nr_cpus() + span.first().unwrap() as usize;
+        assert!(s.sg_imbalance[i], "parent's local group marked imbalanced");
+    }
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn util_est_follows_util_est_update() {
+    let mut s = bare("kunpeng920");
+    let t = add_task(&mut s, 0);
+    let set = |s: &mut Sim, ewma: u64, util: u64, runnable: u64| {
+        let tk = &mut s.tasks[t as usize];
+        tk.util_est_ewma = ewma;
+        tk.avg.util_avg = util;
+        tk.avg.runnable_avg = runnable;
+        tk.util_est_unchanged = false;
+    };
+    // A drop decays with weight 1/4: (4·500 − 200)/4 = 450.
+    set(&mut s, 500, 300, 300);
+    s.update_util_est_dequeue(t);
+    assert_eq!(s.tasks[t as usize].util_est_ewma, 450);
+    // util_avg did not change since: no second update.
+    s.update_util_est_dequeue(t);
+    assert_eq!(s.tasks[t as usize].util_est_ewma, 450);
+    // A rise is taken at once.
+    set(&mut s, 450, 600, 600);
+    s.update_util_est_dequeue(t);
+    assert_eq!(s.tasks[t as usize].util_est_ewma, 600);
+    // Within 1% (< 10): kept.
+    set(&mut s, 600, 595, 595);
+    s.update_util_est_dequeue(t);
+    assert_eq!(s.tasks[t as usize].util_est_ewma, 600);
+    // The task waited (runnable > util + 10): kept.
+    set(&mut s, 600, 300, 500);
+    s.update_util_est_dequeue(t);
+    assert_eq!(s.tasks[t as usize].util_est_ewma, 600);
+}
+
+#[test]
+fn nohz_kick_conditions() {
+    let kicked = |s: &Sim| s.nohz_next_balance == u64::MAX;
+    // Alder Lake: one task on E-core 12 while P-cores idle → kick (asym).
+    let mut s = bare("alderlake");
+    let t = add_task(&mut s, 12);
+    put(&mut s, 12, t);
+    s.nohz_balancer_kick(12);
+    assert!(kicked(&s), "idle higher-priority core");
+    // The same task on a P-core: no higher-priority idle CPU; the LLC has
+    // only one busy CPU → no kick.
+    let mut s = bare("alderlake");
+    let t = add_task(&mut s, 0);
+    put(&mut s, 0, t);
+    s.llc[0].nr_busy_cpus = 1;
+    s.nohz_balancer_kick(0);
+    assert!(!kicked(&s));
+    // Exynos: a misfit task on a little CPU → kick; a fitting one → none
+    // (asym-capacity machines skip the LLC busy-CPU test).
+    let mut s = bare("exynos5422");
+    let t = add_task(&mut s, 1);
+    put(&mut s, 1, t);
+    s.llc[0].nr_busy_cpus = 2;
+    s.nohz_balancer_kick(1);
+    assert!(!kicked(&s), "fitting task, asym capacity");
+    s.rqs[1].misfit_task_load = 500;
+    s.nohz_balancer_kick(1);
+    assert!(kicked(&s), "misfit");
+    // Kunpeng: two tasks on a CPU → kick.
+    let mut s = bare("kunpeng920");
+    for _ in 0..2 {
+        let t = add_task(&mut s, 3);
+        put(&mut s, 3, t);
+    }
+    s.nohz_balancer_kick(3);
+    assert!(kicked(&s), "two tasks");
+}
+
+#[test]
+fn run_to_parity_protection_shrinks_after_a_wakeup() {
+    let mut s = bare("kunpeng920");
+    let a = add_task(&mut s, 0);
+    put(&mut s, 0, a);
+    // Alone, A is protected up to its deadline (half a slice: new task).
+    assert_eq!(s.tasks[a as usize].se.vprot, 1_400_000);
+    s.now = 100_000;
+    s.update_curr(0);
+    // B wakes (placed at V = 0.1 ms, deadline 0.1 + 2.8 ms): it is not the
+    // protected pick, so A keeps running, with its protection cut to
+    // min(v, V) + slice = 0.1 + 2.8 ms (> its deadline: unchanged).
+    let b = add_task(&mut s, 0);
+    s.tasks[b as usize].stats.wakeups = 1;
+    s.enqueue_task(0, b, EnqueueKind::Wakeup);
+    s.tasks[b as usize].state = crate::task::TaskState::Runnable;
+    s.rqs[0].need_resched = false;
+    s.wakeup_preempt(0, b, 0);
+    assert!(!s.rqs[0].need_resched);
+    assert_eq!(s.tasks[a as usize].se.vprot, 1_400_000);
+    // Without RUN_TO_PARITY the next pick protects A only up to the point
+    // where it becomes ineligible (PREEMPT_SHORT): V of the others + 1.
+    s.cfg.features.set("RUN_TO_PARITY", false).unwrap();
+    s.set_next_entity(0, a);
+    assert_eq!(s.tasks[a as usize].se.vprot, 100_001);
+}

@@ -1,0 +1,344 @@
+//! hackbench (rt-tests) / `perf bench sched messaging`.
+//!
+//! What it models: the main thread creates, per group, `fds` receivers and
+//! then `fds` senders (threads or processes), each with its own channel to
+//! every receiver of its group: a pipe (`ipc=pipe`, 64 KiB buffer) or a unix
+//! stream socket pair (`ipc=socket`, the default; a 208 KiB send buffer that
+//! charges each message its skb truesize, so ~290 small messages fit). Each worker signals
+//! "ready" and waits for GO; the main thread times from GO until every worker
+//! has been reaped. Every sender does `for loops: for each receiver: write
+//! datasize bytes`; every receiver reads `fds·loops` messages of `datasize`
+//! bytes. A full buffer puts the writer to sleep until the reader drains it;
+//! an empty one puts the reader to sleep; the peer is woken with WF_SYNC, as
+//! pipe_write()/unix_stream_sendmsg() do. In total `groups·fds²·loops`
+//! messages. Output ends `Time: X.XXX` (seconds), like hackbench.
+//!
+//! What it leaves out: the cost of the socket/pipe code beyond a per-call CPU
+//! cost (`SYSCALL_*`, ESTIMATES) plus a copy cost per byte, cache-line
+//! transfer of the message data, poll() on the GO descriptor (a futex-style
+//! wait here), the different fork cost of processes vs threads (`mode` only
+//! changes the names), and TCP (`-i`).
+
+use crate::program::{
+    Step, SyncObject, ThreadTemplate, WorkloadSpec, PIPE_CAPACITY, SKB_OVERHEAD, SOCKET_CAPACITY,
+};
+use crate::spec::{BuiltinSpec, SpecError};
+use schedlab_topo::CpuMask;
+
+/// CPU cost of one write() or read() on a pipe, ns (ESTIMATE: ~1 µs syscall
+/// with pipe locking and the wait-queue walk on a modern core).
+pub const SYSCALL_PIPE_NS: u64 = 1_000;
+/// CPU cost of one send/recv on a unix stream socket, ns (ESTIMATE: skb
+/// allocation makes it about twice a pipe's).
+pub const SYSCALL_SOCKET_NS: u64 = 2_000;
+/// Copy cost per byte, ns ×1000 (ESTIMATE: ~10 GB/s memcpy → 0.1 ns/B).
+const COPY_PS_PER_BYTE: u64 = 100;
+
+/// hackbench parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HackbenchParams {
+    pub groups: u32,
+    pub fds: u32,
+    pub loops: u32,
+    pub datasize: u64,
+    /// Pipes (true) or unix sockets (false).
+    pub pipe: bool,
+    /// Threads (true) or processes (false).
+    pub threads: bool,
+}
+
+impl Default for HackbenchParams {
+    fn default() -> Self {
+        HackbenchParams {
+            groups: 10,
+            fds: 20,
+            loops: 100,
+            datasize: 100,
+            pipe: false,
+            threads: false,
+        }
+    }
+}
+
+/// Keys `hackbench:` accepts.
+pub const KEYS: &[&str] = &["groups", "fds", "loops", "datasize", "ipc", "mode"];
+
+impl HackbenchParams {
+    /// Reads a `hackbench:...` spec.
+    pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
+        s.check_keys(KEYS)?;
+        let choice = |key: &str, a: &str, b: &str, default_a: bool| -> Result<bool, SpecError> {
+            match s.params.get(key).map(String::as_str) {
+                None => Ok(default_a),
+                Some(v) if v == a => Ok(true),
+                Some(v) if v == b => Ok(false),
+                Some(v) => Err(SpecError::BadValue {
+                    workload: s.name.clone(),
+                    key: key.to_string(),
+                    reason: format!("'{v}' is not {a} or {b}"),
+                }),
+            }
+        };
+        Ok(HackbenchParams {
+            groups: s.get_u64("groups", 10, 1, 1024)? as u32,
+            fds: s.get_u64("fds", 20, 1, 512)? as u32,
+            loops: s.get_u64("loops", 100, 1, 1_000_000)? as u32,
+            datasize: s.get_u64("datasize", 100, 1, 1 << 20)?,
+            pipe: choice("ipc", "pipe", "socket", false)?,
+            threads: choice("mode", "threads", "process", false)?,
+        })
+    }
+
+    /// Messages the run passes: groups·fds²·loops.
+    pub fn messages(&self) -> u64 {
+        self.groups as u64 * (self.fds as u64).pow(2) * self.loops as u64
+    }
+
+    /// CPU cost of one write() / send call, ns: the syscall plus the copy.
+    pub fn write_ns(&self) -> u64 {
+        let base = if self.pipe {
+            SYSCALL_PIPE_NS
+        } else {
+            SYSCALL_SOCKET_NS
+        };
+        base + self.datasize * COPY_PS_PER_BYTE / 1000
+    }
+
+    /// CPU cost of one read() / recv call, ns: cheaper than a write, which also
+    /// allocates and walks the wait queue (ESTIMATE: 3/4 of the syscall), so
+    /// receivers drain faster than senders fill and sleep on empty buffers.
+    pub fn read_ns(&self) -> u64 {
+        let base = if self.pipe {
+            SYSCALL_PIPE_NS
+        } else {
+            SYSCALL_SOCKET_NS
+        };
+        base * 3 / 4 + self.datasize * COPY_PS_PER_BYTE / 1000
+    }
+}
+
+/// Sync ids: 0 = ready semaphore, 1 = GO condition, 2 = done semaphore,
+/// then one channel per receiver.
+const READY: u32 = 0;
+const GO: u32 = 1;
+const DONE: u32 = 2;
+/// Mark tags of the main thread: GO and all workers reaped.
+pub const TAG_START: u32 = 0;
+pub const TAG_END: u32 = 1;
+
+/// Builds the programs. Template 0 is the main thread.
+pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let (g, f) = (p.groups, p.fds);
+    let workers = 2 * g * f;
+    let cap = if p.pipe {
+        PIPE_CAPACITY
+    } else {
+        SOCKET_CAPACITY
+    };
+    // Bytes a message occupies in the buffer: pipes merge small writes into
+    // pages; a socket charges every message its skb's truesize.
+    let wire = if p.pipe {
+        p.datasize
+    } else {
+        p.datasize + SKB_OVERHEAD
+    };
+    let mut sync = vec![
+        SyncObject::Semaphore { initial: 0 },
+        SyncObject::Cond,
+        SyncObject::Semaphore { initial: 0 },
+    ];
+    sync.extend((0..g * f).map(|_| SyncObject::Channel { capacity: cap }));
+    let chan = |group: u32, r: u32| 3 + group * f + r;
+    let read = Step::Compute {
+        work_ns: p.read_ns(),
+    };
+    let write = Step::Compute {
+        work_ns: p.write_ns(),
+    };
+    let mut prologue = vec![
+        Step::SemPost { sem: READY },
+        Step::Wait {
+            cond: GO,
+            mutex: None,
+        },
+    ];
+    if !p.threads {
+        prologue.insert(0, Step::NewProcess);
+    }
+    let kind = if p.threads { "thread" } else { "process" };
+    let mut templates = vec![ThreadTemplate {
+        name: "hackbench".into(),
+        nice: 0,
+        affinity,
+        steps: Vec::new(),
+    }];
+    let mut main = Vec::new();
+    for group in 0..g {
+        for r in 0..f {
+            let mut s = prologue.clone();
+            let start = s.len() as u32;
+            s.push(Step::Recv {
+                chan: chan(group, r),
+                bytes: wire,
+            });
+            s.push(read.clone());
+            s.push(Step::Loop {
+                start,
+                count: f * p.loops,
+                slot: 0,
+            });
+            s.extend([Step::SemPost { sem: DONE }, Step::Exit]);
+            main.push(Step::Spawn {
+                template: templates.len() as u32,
+            });
+            templates.push(ThreadTemplate {
+                name: format!("receiver-{kind}-{group}.{r}"),
+                nice: 0,
+                affinity: None,
+                steps: s,
+            });
+        }
+        for w in 0..f {
+            let mut s = prologue.clone();
+            let start = s.len() as u32;
+            for r in 0..f {
+                s.push(write.clone());
+                s.push(Step::Send {
+                    chan: chan(group, r),
+                    bytes: wire,
+                });
+            }
+            s.push(Step::Loop {
+                start,
+                count: p.loops,
+                slot: 0,
+            });
+            s.extend([Step::SemPost { sem: DONE }, Step::Exit]);
+            main.push(Step::Spawn {
+                template: templates.len() as u32,
+            });
+            templates.push(ThreadTemplate {
+                name: format!("sender-{kind}-{group}.{w}"),
+                nice: 0,
+                affinity: None,
+                steps: s,
+            });
+        }
+    }
+    // Wait until every worker is ready, then GO and reap them all.
+    let n = main.len() as u32;
+    main.extend([
+        Step::SemWait { sem: READY },
+        Step::Loop {
+            start: n,
+            count: workers,
+            slot: 0,
+        },
+        Step::Mark { tag: TAG_START },
+        Step::Broadcast { cond: GO },
+        Step::SemWait { sem: DONE },
+        Step::Loop {
+            start: n + 4,
+            count: workers,
+            slot: 1,
+        },
+        Step::Mark { tag: TAG_END },
+        Step::Exit,
+    ]);
+    templates[0].steps = main;
+    WorkloadSpec {
+        name: format!(
+            "hackbench:groups={},fds={},loops={},datasize={},ipc={},mode={}",
+            g,
+            f,
+            p.loops,
+            p.datasize,
+            if p.pipe { "pipe" } else { "socket" },
+            if p.threads { "threads" } else { "process" }
+        ),
+        templates,
+        initial: vec![0],
+        sync,
+        mem_node: None,
+        max_time_ns: 3_600_000_000_000,
+    }
+}
+
+/// Seconds from GO to the last worker reaped, from the main thread's marks.
+pub fn time_s(marks: &[(u32, u64)]) -> Option<f64> {
+    let start = marks.iter().find(|m| m.0 == TAG_START)?.1;
+    let end = marks.iter().find(|m| m.0 == TAG_END)?.1;
+    Some(end.checked_sub(start)? as f64 * 1e-9)
+}
+
+/// hackbench's report.
+pub fn report(p: &HackbenchParams, time: Option<f64>) -> String {
+    let mut s = format!(
+        "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)\nEach sender will pass {} messages of {} bytes\n",
+        if p.threads { "threaded" } else { "process" },
+        p.groups,
+        2 * p.fds,
+        2 * p.fds * p.groups,
+        p.loops,
+        p.datasize
+    );
+    match time {
+        Some(t) => s.push_str(&format!("Time: {t:.3}\n")),
+        None => s.push_str("(incomplete run: no time)\n"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+
+    /// Executed count of `pred` steps per template, with loop multiplicity
+    /// (loops in these programs do not nest).
+    fn executed(steps: &[Step], pred: impl Fn(&Step) -> bool) -> u64 {
+        let mut total = 0u64;
+        let mut i = 0;
+        while i < steps.len() {
+            if let Step::Loop { start, count, .. } = steps[i] {
+                let body = steps[start as usize..i].iter().filter(|s| pred(s)).count() as u64;
+                total += body * (count as u64 - 1);
+            } else if pred(&steps[i]) {
+                total += 1;
+            }
+            i += 1;
+        }
+        total
+    }
+
+    #[test]
+    fn passes_groups_fds_squared_loops_messages() {
+        let s = parse_spec("hackbench:groups=3,fds=4,loops=7,datasize=64,ipc=pipe").unwrap();
+        let p = HackbenchParams::from_spec(&s).unwrap();
+        let spec = build(&p, None);
+        let sends: u64 = spec
+            .templates
+            .iter()
+            .map(|t| executed(&t.steps, |s| matches!(s, Step::Send { .. })))
+            .sum();
+        let recvs: u64 = spec
+            .templates
+            .iter()
+            .map(|t| executed(&t.steps, |s| matches!(s, Step::Recv { .. })))
+            .sum();
+        assert_eq!(sends, 3 * 16 * 7);
+        assert_eq!(recvs, sends);
+        assert_eq!(p.messages(), sends);
+        assert_eq!(spec.templates.len(), 1 + 2 * 3 * 4);
+        // Pipes: 64 KiB channels.
+        assert!(spec.sync.contains(&SyncObject::Channel {
+            capacity: PIPE_CAPACITY
+        }));
+        // Defaults: 400k messages over sockets, processes.
+        let d = HackbenchParams::from_spec(&parse_spec("hackbench").unwrap()).unwrap();
+        assert_eq!(d.messages(), 400_000);
+        assert!(!d.pipe && !d.threads);
+        assert!(HackbenchParams::from_spec(&parse_spec("hackbench:ipc=tcp").unwrap()).is_err());
+        assert!(report(&p, Some(0.1234)).ends_with("Time: 0.123\n"));
+    }
+}

@@ -1,0 +1,511 @@
+//! PARSEC 3.0 (pthreads builds): blackscholes, streamcluster, bodytrack.
+//!
+//! What they model (the threading structure of each program, reference
+//! workloads.md section 7):
+//! - **blackscholes**: serial input parse, then `threads` workers each price a
+//!   static contiguous slice of the options `NUM_RUNS` (100) times with no
+//!   synchronisation, joined at the end: runtime = the slowest thread.
+//! - **streamcluster**: per chunk of points the main thread generates the
+//!   chunk, creates `threads` threads and joins them (thread churn per chunk);
+//!   inside, every `pgain()` call is six short data-parallel slices separated
+//!   by pthread barriers, thread 0 doing the serial reductions.
+//! - **bodytrack**: a persistent pool of `threads` workers, the main thread and
+//!   an asynchronous image-loader thread (a two-frame queue). Per frame the
+//!   main thread issues commands (per camera GRADIENT, FILTERROW, FILTERCOLUMN;
+//!   per annealing layer PARTICLEWEIGHTS, NEWPARTICLES); each command is a
+//!   start barrier, workers taking work tickets from a shared counter (dynamic
+//!   load balance), and an end barrier; the main thread resamples serially
+//!   between layers.
+//!
+//! The metric is the program's elapsed time in seconds (`time`, as
+//! `parsecmgmt` reports it with `time`), and the region of interest
+//! (`roi_time`, PARSEC's hooks).
+//!
+//! What they leave out: every per-item cost is an ESTIMATE (named constants,
+//! ns of work on a capacity-1024 CPU, no cache or memory-bandwidth effects);
+//! file I/O is a sleep; input sets use PARSEC's sizes but not its data.
+
+use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use crate::spec::{BuiltinSpec, SpecError};
+use schedlab_topo::CpuMask;
+
+/// PARSEC input sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    SimSmall,
+    SimMedium,
+    SimLarge,
+    Native,
+}
+
+impl Input {
+    fn parse(s: &BuiltinSpec) -> Result<Input, SpecError> {
+        match s.params.get("input").map(String::as_str) {
+            None | Some("simlarge") => Ok(Input::SimLarge),
+            Some("simsmall") => Ok(Input::SimSmall),
+            Some("simmedium") => Ok(Input::SimMedium),
+            Some("native") => Ok(Input::Native),
+            Some(v) => Err(SpecError::BadValue {
+                workload: s.name.clone(),
+                key: "input".into(),
+                reason: format!("'{v}' is not simsmall, simmedium, simlarge or native"),
+            }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::SimSmall => "simsmall",
+            Input::SimMedium => "simmedium",
+            Input::SimLarge => "simlarge",
+            Input::Native => "native",
+        }
+    }
+}
+
+/// Which PARSEC program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    Blackscholes,
+    Streamcluster,
+    Bodytrack,
+}
+
+impl Bench {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::Blackscholes => "blackscholes",
+            Bench::Streamcluster => "streamcluster",
+            Bench::Bodytrack => "bodytrack",
+        }
+    }
+}
+
+/// Parameters of `blackscholes|streamcluster|bodytrack:threads=N,input=simlarge`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsecParams {
+    pub bench: Bench,
+    pub threads: u32,
+    pub input: Input,
+}
+
+/// Keys the PARSEC built-ins accept.
+pub const KEYS: &[&str] = &["threads", "input"];
+
+impl ParsecParams {
+    pub fn from_spec(bench: Bench, s: &BuiltinSpec) -> Result<Self, SpecError> {
+        s.check_keys(KEYS)?;
+        Ok(ParsecParams {
+            bench,
+            threads: s.get_u64("threads", 1, 1, 1024)? as u32,
+            input: Input::parse(s)?,
+        })
+    }
+}
+
+/// blackscholes: pricing one option once, ns (ESTIMATE: BlkSchlsEqEuroNoDiv
+/// with two CNDF evaluations, ~50 ns on a big core).
+pub const BS_OPTION_NS: u64 = 50;
+/// blackscholes: parsing one option from the input file, ns (ESTIMATE: fscanf).
+pub const BS_PARSE_NS: u64 = 300;
+/// blackscholes NUM_RUNS.
+pub const BS_RUNS: u32 = 100;
+
+/// streamcluster: per point per dimension of a distance, ps (ESTIMATE).
+pub const SC_DIM_PS: u64 = 500;
+/// streamcluster: per-point bookkeeping of one pgain slice, ns (ESTIMATE).
+pub const SC_POINT_NS: u64 = 20;
+/// streamcluster: pgain() calls per chunk (ESTIMATE: pFL's
+/// ITER·kmax·ln kmax ≈ 180 per call, a few pFL calls per pkmedian).
+pub const SC_PGAIN_CALLS: u32 = 1000;
+/// streamcluster: generating one point coordinate, ns (ESTIMATE).
+pub const SC_GEN_NS: u64 = 2;
+
+/// bodytrack: one image-filter ticket (a band of rows of one camera image), ns
+/// (ESTIMATE: ~2 ms per 640×480 filter pass in 30 bands).
+pub const BT_FILTER_TICKET_NS: u64 = 67_000;
+/// bodytrack: image filter tickets per command.
+pub const BT_FILTER_TICKETS: u32 = 30;
+/// bodytrack: likelihood of one particle over all cameras, ns (ESTIMATE).
+pub const BT_PARTICLE_NS: u64 = 8_000;
+/// bodytrack: new-particle generation per particle, ns (ESTIMATE).
+pub const BT_NEWPARTICLE_NS: u64 = 200;
+/// bodytrack: particles per work ticket.
+pub const BT_PARTICLES_PER_TICKET: u32 = 32;
+/// bodytrack: serial resampling per particle per layer, ns (ESTIMATE).
+pub const BT_RESAMPLE_NS: u64 = 100;
+/// bodytrack: loading one frame (4 camera images): I/O sleep and decode, ns
+/// (ESTIMATE).
+pub const BT_LOAD_IO_NS: u64 = 1_000_000;
+pub const BT_LOAD_DECODE_NS: u64 = 4_000_000;
+
+/// Marks of the main thread (template 0).
+pub const TAG_ROI_BEGIN: u32 = 0;
+pub const TAG_ROI_END: u32 = 1;
+pub const TAG_END: u32 = 2;
+
+fn template(name: String, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
+    ThreadTemplate {
+        name,
+        nice: 0,
+        affinity,
+        steps,
+    }
+}
+
+/// Builds the program.
+pub fn build(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let mut spec = match p.bench {
+        Bench::Blackscholes => blackscholes(p, affinity),
+        Bench::Streamcluster => streamcluster(p, affinity),
+        Bench::Bodytrack => bodytrack(p, affinity),
+    };
+    spec.name = format!(
+        "{}:threads={},input={}",
+        p.bench.name(),
+        p.threads,
+        p.input.name()
+    );
+    spec
+}
+
+/// Pushes `Loop` to repeat the steps from `start` `count` times in total.
+fn repeat(s: &mut Vec<Step>, start: usize, count: u32, slot: u8) {
+    if count > 1 {
+        s.push(Step::Loop {
+            start: start as u32,
+            count,
+            slot,
+        });
+    }
+}
+
+fn blackscholes(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let options: u64 = match p.input {
+        Input::SimSmall => 4096,
+        Input::SimMedium => 16384,
+        Input::SimLarge => 65536,
+        Input::Native => 10_000_000,
+    };
+    let n = p.threads as u64;
+    const DONE: u32 = 0;
+    let mut templates = vec![template("blackscholes".into(), affinity, Vec::new())];
+    let mut main = vec![Step::Compute {
+        work_ns: options * BS_PARSE_NS,
+    }];
+    main.push(Step::Mark { tag: TAG_ROI_BEGIN });
+    for t in 0..n {
+        let slice = options / n + u64::from(t < options % n);
+        let mut s = vec![Step::Compute {
+            work_ns: slice * BS_OPTION_NS,
+        }];
+        repeat(&mut s, 0, BS_RUNS, 0);
+        s.extend([Step::SemPost { sem: DONE }, Step::Exit]);
+        main.push(Step::Spawn {
+            template: templates.len() as u32,
+        });
+        templates.push(template(format!("blackscholes-{t}"), None, s));
+    }
+    let w = main.len();
+    main.push(Step::SemWait { sem: DONE });
+    repeat(&mut main, w, p.threads, 0);
+    main.push(Step::Mark { tag: TAG_ROI_END });
+    // Writing the prices out.
+    main.push(Step::Compute {
+        work_ns: options * BS_OPTION_NS,
+    });
+    main.extend([Step::Mark { tag: TAG_END }, Step::Exit]);
+    templates[0].steps = main;
+    WorkloadSpec {
+        name: String::new(),
+        templates,
+        initial: vec![0],
+        sync: vec![SyncObject::Semaphore { initial: 0 }],
+        mem_node: None,
+        max_time_ns: 36_000_000_000_000,
+    }
+}
+
+fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    // (dim, points, chunk)
+    let (d, n, chunk): (u64, u64, u64) = match p.input {
+        Input::SimSmall => (32, 4096, 4096),
+        Input::SimMedium => (64, 8192, 8192),
+        Input::SimLarge => (128, 16384, 16384),
+        Input::Native => (128, 1_000_000, 200_000),
+    };
+    let chunks = n.div_ceil(chunk) as u32;
+    let nt = p.threads as u64;
+    const DONE: u32 = 0;
+    const BAR: u32 = 1;
+    let per_point_gain = d * SC_DIM_PS / 1000 + SC_POINT_NS;
+    let mut templates = vec![template("streamcluster".into(), affinity, Vec::new())];
+    let mut main = vec![Step::Mark { tag: TAG_ROI_BEGIN }];
+    let chunk_start = main.len();
+    main.push(Step::Compute {
+        work_ns: chunk * d * SC_GEN_NS,
+    });
+    for t in 0..nt {
+        let pts = chunk / nt + u64::from(t < chunk % nt);
+        let bar = Step::Barrier {
+            id: BAR,
+            spin_ns: 0,
+        };
+        let serial = |s: &mut Vec<Step>| {
+            if t == 0 {
+                s.push(Step::Compute {
+                    work_ns: 2_000 + 200 * nt,
+                });
+            }
+        };
+        let mut s = vec![
+            bar.clone(),
+            // hiz: distance of every point to the first one.
+            Step::Compute {
+                work_ns: pts * d * SC_DIM_PS / 1000,
+            },
+            bar.clone(),
+        ];
+        serial(&mut s);
+        s.push(bar.clone());
+        let g = s.len();
+        // pgain(): six barrier-separated slices.
+        s.push(Step::Compute {
+            work_ns: pts * per_point_gain,
+        });
+        s.push(bar.clone());
+        serial(&mut s);
+        s.push(bar.clone());
+        for _ in 0..3 {
+            s.push(Step::Compute {
+                work_ns: pts * 5 + 100,
+            });
+            s.push(bar.clone());
+        }
+        serial(&mut s);
+        s.push(bar.clone());
+        repeat(&mut s, g, SC_PGAIN_CALLS, 0);
+        s.extend([Step::SemPost { sem: DONE }, Step::Exit]);
+        main.push(Step::Spawn {
+            template: templates.len() as u32,
+        });
+        templates.push(template(format!("streamcluster-{t}"), None, s));
+    }
+    let w = main.len();
+    main.push(Step::SemWait { sem: DONE });
+    repeat(&mut main, w, p.threads, 1);
+    // contcenters / copycenters.
+    main.push(Step::Compute {
+        work_ns: 20 * d * 1000,
+    });
+    repeat(&mut main, chunk_start, chunks, 0);
+    main.extend([
+        Step::Mark { tag: TAG_ROI_END },
+        Step::Mark { tag: TAG_END },
+        Step::Exit,
+    ]);
+    templates[0].steps = main;
+    WorkloadSpec {
+        name: String::new(),
+        templates,
+        initial: vec![0],
+        sync: vec![
+            SyncObject::Semaphore { initial: 0 },
+            SyncObject::Barrier { parties: p.threads },
+        ],
+        mem_node: None,
+        max_time_ns: 36_000_000_000_000,
+    }
+}
+
+fn bodytrack(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    // (frames, particles); 4 cameras and 5 annealing layers throughout.
+    let (frames, particles): (u32, u32) = match p.input {
+        Input::SimSmall => (1, 1000),
+        Input::SimMedium => (2, 2000),
+        Input::SimLarge => (4, 4000),
+        Input::Native => (261, 4000),
+    };
+    const CAMERAS: u32 = 4;
+    const LAYERS: u32 = 5;
+    const READY: u32 = 0;
+    const FREE: u32 = 1;
+    const TICKETS: u32 = 2;
+    const START: u32 = 3;
+    const END: u32 = 4;
+    let pt = particles.div_ceil(BT_PARTICLES_PER_TICKET);
+    // (tickets, ns per ticket) of each command of a frame, in order; `true`
+    // marks the end of an annealing layer (serial resampling follows).
+    let mut commands: Vec<(u32, u64, bool)> = Vec::new();
+    for _ in 0..CAMERAS {
+        for _ in 0..3 {
+            commands.push((BT_FILTER_TICKETS, BT_FILTER_TICKET_NS, false));
+        }
+    }
+    for _ in 0..LAYERS {
+        commands.push((pt, BT_PARTICLE_NS * BT_PARTICLES_PER_TICKET as u64, false));
+        commands.push((pt, BT_NEWPARTICLE_NS * BT_PARTICLES_PER_TICKET as u64, true));
+    }
+    // Main thread: start the pool and the loader, then per frame.
+    let nw = p.threads;
+    let mut main = vec![Step::Mark { tag: TAG_ROI_BEGIN }];
+    for i in 0..nw + 1 {
+        main.push(Step::Spawn { template: 1 + i });
+    }
+    let frame = main.len();
+    main.push(Step::SemWait { sem: READY });
+    main.push(Step::SemPost { sem: FREE });
+    for &(_, _, layer_end) in &commands {
+        main.push(Step::ResetCounter { counter: TICKETS });
+        main.push(Step::Barrier {
+            id: START,
+            spin_ns: 0,
+        });
+        main.push(Step::Barrier {
+            id: END,
+            spin_ns: 0,
+        });
+        if layer_end {
+            main.push(Step::Compute {
+                work_ns: particles as u64 * BT_RESAMPLE_NS,
+            });
+        }
+    }
+    repeat(&mut main, frame, frames, 0);
+    main.extend([
+        Step::Mark { tag: TAG_ROI_END },
+        Step::Mark { tag: TAG_END },
+        Step::Exit,
+    ]);
+    // Workers: the same command sequence, taking tickets.
+    let mut worker = Vec::new();
+    for &(tickets, ns, _) in &commands {
+        worker.push(Step::Barrier {
+            id: START,
+            spin_ns: 0,
+        });
+        let grab = worker.len() as u32;
+        worker.push(Step::Grab {
+            counter: TICKETS,
+            limit: tickets,
+            exit_to: grab + 3,
+        });
+        worker.push(Step::Compute { work_ns: ns });
+        worker.push(Step::Loop {
+            start: grab,
+            count: u32::MAX,
+            slot: 3,
+        });
+        worker.push(Step::Barrier {
+            id: END,
+            spin_ns: 0,
+        });
+    }
+    repeat(&mut worker, 0, frames, 0);
+    worker.push(Step::Exit);
+    // Loader: read and decode a frame, queue it (two slots).
+    let mut loader = vec![
+        Step::SemWait { sem: FREE },
+        Step::Sleep { ns: BT_LOAD_IO_NS },
+        Step::Compute {
+            work_ns: BT_LOAD_DECODE_NS,
+        },
+        Step::SemPost { sem: READY },
+    ];
+    repeat(&mut loader, 0, frames, 0);
+    loader.push(Step::Exit);
+    let mut templates = vec![
+        template("bodytrack".into(), affinity, main),
+        template("bodytrack-loader".into(), None, loader),
+    ];
+    for i in 0..nw {
+        templates.push(template(format!("bodytrack-{i}"), None, worker.clone()));
+    }
+    WorkloadSpec {
+        name: String::new(),
+        templates,
+        initial: vec![0],
+        sync: vec![
+            SyncObject::Semaphore { initial: 0 },
+            SyncObject::Semaphore { initial: 2 },
+            SyncObject::Counter,
+            SyncObject::Barrier { parties: nw + 1 },
+            SyncObject::Barrier { parties: nw + 1 },
+        ],
+        mem_node: None,
+        max_time_ns: 36_000_000_000_000,
+    }
+}
+
+/// (elapsed s, ROI s) from the main thread's marks `(tag, time)`.
+pub fn times_s(marks: &[(u32, u64)]) -> Option<(f64, f64)> {
+    let at = |tag| marks.iter().find(|m| m.0 == tag).map(|m| m.1);
+    let end = at(TAG_END)?;
+    let roi = at(TAG_ROI_END)?.checked_sub(at(TAG_ROI_BEGIN)?)?;
+    Some((end as f64 * 1e-9, roi as f64 * 1e-9))
+}
+
+/// PARSEC's output: the hooks' ROI line and `time`'s real line.
+pub fn report(p: &ParsecParams, t: Option<(f64, f64)>) -> String {
+    let mut s = format!(
+        "PARSEC Benchmark Suite Version 3.0 (simulated)\n[PARSEC] Running '{}' with input {} and {} threads\n[HOOKS] PARSEC Hooks Version 1.2\n",
+        p.bench.name(),
+        p.input.name(),
+        p.threads
+    );
+    match t {
+        Some((total, roi)) => {
+            s.push_str("[HOOKS] Entering ROI\n[HOOKS] Leaving ROI\n");
+            s.push_str(&format!("[HOOKS] Total time spent in ROI: {roi:.3}s\n"));
+            s.push_str("[HOOKS] Terminating\n\n");
+            let m = (total / 60.0).floor();
+            s.push_str(&format!("real\t{}m{:.3}s\n", m as u64, total - m * 60.0));
+        }
+        None => s.push_str("(incomplete run: no time)\n"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+
+    fn params(spec: &str, b: Bench) -> ParsecParams {
+        ParsecParams::from_spec(b, &parse_spec(spec).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn blackscholes_splits_options_statically() {
+        let p = params("blackscholes:threads=3,input=simsmall", Bench::Blackscholes);
+        let spec = build(&p, None);
+        let work: u64 = spec.templates[1..]
+            .iter()
+            .map(|t| match t.steps[0] {
+                Step::Compute { work_ns } => work_ns,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(work, 4096 * BS_OPTION_NS);
+        assert_eq!(spec.templates.len(), 4);
+    }
+
+    #[test]
+    fn bodytrack_and_streamcluster_build() {
+        let p = params("bodytrack:threads=4,input=simsmall", Bench::Bodytrack);
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 2 + 4);
+        assert!(spec.sync.contains(&SyncObject::Barrier { parties: 5 }));
+        let p = params("streamcluster:threads=2", Bench::Streamcluster);
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 3);
+        assert!(ParsecParams::from_spec(
+            Bench::Bodytrack,
+            &parse_spec("bodytrack:input=huge").unwrap()
+        )
+        .is_err());
+        let r = report(&p, Some((61.5, 60.25)));
+        assert!(r.contains("Total time spent in ROI: 60.250s"), "{r}");
+        assert!(r.contains("real\t1m1.500s"), "{r}");
+    }
+}

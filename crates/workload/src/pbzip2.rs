@@ -1,0 +1,208 @@
+//! pbzip2 (parallel bzip2) compressing a file.
+//!
+//! What it models: the producer (main thread) reads the file in blocks of
+//! `block_kb` (900 KB, `-9`) into a bounded queue of `threads` slots; `threads`
+//! consumer threads (`-pN`) take blocks from the queue and compress them; a
+//! file-writer thread writes each compressed block. Producer and consumers
+//! sleep on the queue's semaphores when it is full or empty, the writer when
+//! no block is ready. Throughput `tput` = input MB / elapsed seconds; the
+//! output ends with pbzip2's `Wall Clock: X seconds`.
+//!
+//! What it leaves out: in-order output (pbzip2's writer waits for block i
+//! even when later blocks are done; here it writes blocks as they complete),
+//! the data's effect on bzip2's speed (a fixed cost per byte, ESTIMATE),
+//! memory bandwidth of the block copies, and disk I/O (page-cache speed).
+
+use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use crate::spec::{BuiltinSpec, SpecError};
+use schedlab_topo::CpuMask;
+
+/// bzip2 compression cost, ps per input byte on a capacity-1024 CPU
+/// (ESTIMATE: ~12 MB/s per core for `-9`).
+pub const COMPRESS_PS_PER_BYTE: u64 = 80_000;
+/// Reading a block from the page cache, ps per byte (ESTIMATE).
+pub const READ_PS_PER_BYTE: u64 = 200;
+/// Compression ratio of the output (ESTIMATE: text-like data, 1/4).
+pub const RATIO_DIV: u64 = 4;
+/// Writing compressed output, ps per byte (ESTIMATE).
+pub const WRITE_PS_PER_BYTE: u64 = 300;
+
+/// Parameters of `pbzip2:threads=N,size_mib=M,block_kb=B`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pbzip2Params {
+    pub threads: u32,
+    pub size_mib: u64,
+    pub block_kb: u64,
+}
+
+/// Keys `pbzip2:` accepts.
+pub const KEYS: &[&str] = &["threads", "size_mib", "block_kb"];
+
+impl Pbzip2Params {
+    pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
+        s.check_keys(KEYS)?;
+        Ok(Pbzip2Params {
+            threads: s.get_u64("threads", 1, 1, 1024)? as u32,
+            size_mib: s.get_u64("size_mib", 256, 1, 1 << 20)?,
+            block_kb: s.get_u64("block_kb", 900, 100, 900)?,
+        })
+    }
+
+    /// Blocks in the file (the last may be shorter; modelled full).
+    pub fn blocks(&self) -> u32 {
+        (self.size_mib * 1024).div_ceil(self.block_kb) as u32
+    }
+}
+
+const FREE: u32 = 0;
+const FILLED: u32 = 1;
+const OUT: u32 = 2;
+const TICKETS: u32 = 3;
+pub const TAG_START: u32 = 0;
+pub const TAG_END: u32 = 1;
+
+/// Template 0 is the producer (main), 1 the writer, then the consumers.
+pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let block = p.block_kb * 1000;
+    let blocks = p.blocks();
+    let mut main = vec![Step::Mark { tag: TAG_START }];
+    for i in 0..p.threads + 1 {
+        main.push(Step::Spawn { template: 1 + i });
+    }
+    let r = main.len() as u32;
+    main.extend([
+        Step::SemWait { sem: FREE },
+        Step::Compute {
+            work_ns: block * READ_PS_PER_BYTE / 1000,
+        },
+        Step::SemPost { sem: FILLED },
+        Step::Loop {
+            start: r,
+            count: blocks,
+            slot: 0,
+        },
+        Step::Exit,
+    ]);
+    let writer = vec![
+        Step::SemWait { sem: OUT },
+        Step::Compute {
+            work_ns: block / RATIO_DIV * WRITE_PS_PER_BYTE / 1000,
+        },
+        Step::Loop {
+            start: 0,
+            count: blocks,
+            slot: 0,
+        },
+        Step::Mark { tag: TAG_END },
+        Step::Exit,
+    ];
+    let consumer = vec![
+        Step::Grab {
+            counter: TICKETS,
+            limit: blocks,
+            exit_to: 6,
+        },
+        Step::SemWait { sem: FILLED },
+        Step::SemPost { sem: FREE },
+        Step::Compute {
+            work_ns: block * COMPRESS_PS_PER_BYTE / 1000,
+        },
+        Step::SemPost { sem: OUT },
+        Step::Loop {
+            start: 0,
+            count: u32::MAX,
+            slot: 0,
+        },
+        Step::Exit,
+    ];
+    let mut templates = vec![
+        ThreadTemplate {
+            name: "pbzip2".into(),
+            nice: 0,
+            affinity,
+            steps: main,
+        },
+        ThreadTemplate {
+            name: "pbzip2-writer".into(),
+            nice: 0,
+            affinity: None,
+            steps: writer,
+        },
+    ];
+    for i in 0..p.threads {
+        templates.push(ThreadTemplate {
+            name: format!("pbzip2-c{i}"),
+            nice: 0,
+            affinity: None,
+            steps: consumer.clone(),
+        });
+    }
+    WorkloadSpec {
+        name: format!(
+            "pbzip2:threads={},size_mib={},block_kb={}",
+            p.threads, p.size_mib, p.block_kb
+        ),
+        templates,
+        initial: vec![0],
+        sync: vec![
+            SyncObject::Semaphore { initial: p.threads },
+            SyncObject::Semaphore { initial: 0 },
+            SyncObject::Semaphore { initial: 0 },
+            SyncObject::Counter,
+        ],
+        mem_node: None,
+        max_time_ns: 36_000_000_000_000,
+    }
+}
+
+/// (elapsed s, tput MB/s) from marks `(template, tag, time)`.
+pub fn result(p: &Pbzip2Params, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
+    let start = marks.iter().find(|m| m.0 == 0 && m.1 == TAG_START)?.2;
+    let end = marks.iter().find(|m| m.0 == 1 && m.1 == TAG_END)?.2;
+    let secs = end.checked_sub(start)? as f64 * 1e-9;
+    if secs <= 0.0 {
+        return None;
+    }
+    Some((secs, p.size_mib as f64 * 1.048576 / secs))
+}
+
+/// pbzip2 -v's summary.
+pub fn report(p: &Pbzip2Params, r: Option<(f64, f64)>) -> String {
+    let input = p.size_mib * 1024 * 1024;
+    let mut s = format!(
+        "Parallel BZIP2 (simulated)\n\n         # CPUs: {}\n BWT Block Size: {} KB\nFile Block Size: {} KB\n-------------------------------------------\n     Input Size: {} bytes\nCompressing data...\n    Output Size: {} bytes\n-------------------------------------------\n",
+        p.threads,
+        p.block_kb,
+        p.block_kb,
+        input,
+        input / RATIO_DIV
+    );
+    match r {
+        Some((secs, tput)) => {
+            s.push_str(&format!("\n     Wall Clock: {secs:.6} seconds\n"));
+            s.push_str(&format!("     Throughput: {tput:.2} MB/s\n"));
+        }
+        None => s.push_str("(incomplete run: no time)\n"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+
+    #[test]
+    fn blocks_and_threads() {
+        let p =
+            Pbzip2Params::from_spec(&parse_spec("pbzip2:threads=4,size_mib=9").unwrap()).unwrap();
+        assert_eq!(p.blocks(), 11);
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 2 + 4);
+        let marks = vec![(0, TAG_START, 0), (1, TAG_END, 2_000_000_000)];
+        let (secs, tput) = result(&p, &marks).unwrap();
+        assert_eq!(secs, 2.0);
+        assert!((tput - 9.0 * 1.048576 / 2.0).abs() < 1e-9);
+        assert!(report(&p, Some((secs, tput))).contains("Wall Clock: 2.000000 seconds"));
+    }
+}

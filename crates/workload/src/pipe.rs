@@ -1,0 +1,161 @@
+//! `perf bench sched pipe`, N instances at once.
+//!
+//! What it models: each instance is two processes joined by two pipes; task A
+//! writes an int to pipe 1 and reads the answer from pipe 2, task B reads
+//! pipe 1 and writes pipe 2, `loops` times. Every write wakes the blocked
+//! peer with WF_SYNC, so the pair ping-pongs through the wakeup path (wake
+//! affine, select_idle_sibling). perf times the whole exchange in A and
+//! prints `Total time`, `usecs/op` and `ops/sec`; with N instances (the
+//! power10 experiment runs N copies at once) the metric is the mean usecs/op
+//! over the instances.
+//!
+//! What it leaves out: the pipe code's cost beyond a per-call CPU cost
+//! ([`SYSCALL_NS`], ESTIMATE), the cache-line transfer of the pipe buffer, and
+//! the process setup (the timer starts when both tasks exist).
+
+use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec, PIPE_CAPACITY};
+use crate::spec::{BuiltinSpec, SpecError};
+use schedlab_topo::CpuMask;
+
+/// CPU cost of one 4-byte pipe read or write, ns (ESTIMATE).
+pub const SYSCALL_NS: u64 = 700;
+
+/// Parameters of `pipe:instances=N,loops=L`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipeParams {
+    pub instances: u32,
+    /// Round trips per instance (perf's `-l`; perf defaults to 1000000, we to
+    /// 20000 to keep runs short — usecs/op is a per-op mean either way).
+    pub loops: u32,
+}
+
+/// Keys `pipe:` accepts.
+pub const KEYS: &[&str] = &["instances", "loops"];
+
+impl PipeParams {
+    pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
+        s.check_keys(KEYS)?;
+        Ok(PipeParams {
+            instances: s.get_u64("instances", 1, 1, 4096)? as u32,
+            loops: s.get_u64("loops", 20_000, 1, 100_000_000)? as u32,
+        })
+    }
+}
+
+/// Template 2i is instance i's A (it marks start/end), 2i+1 its B.
+pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let mut templates = Vec::new();
+    let mut sync = Vec::new();
+    let call = Step::Compute {
+        work_ns: SYSCALL_NS,
+    };
+    for i in 0..p.instances {
+        let (p1, p2) = (2 * i, 2 * i + 1);
+        sync.push(SyncObject::Channel {
+            capacity: PIPE_CAPACITY,
+        });
+        sync.push(SyncObject::Channel {
+            capacity: PIPE_CAPACITY,
+        });
+        let a = vec![
+            Step::Mark { tag: 0 },
+            call.clone(),
+            Step::Send { chan: p1, bytes: 4 },
+            Step::Recv { chan: p2, bytes: 4 },
+            call.clone(),
+            Step::Loop {
+                start: 1,
+                count: p.loops,
+                slot: 0,
+            },
+            Step::Mark { tag: 1 },
+            Step::Exit,
+        ];
+        let b = vec![
+            Step::NewProcess,
+            Step::Recv { chan: p1, bytes: 4 },
+            call.clone(),
+            call.clone(),
+            Step::Send { chan: p2, bytes: 4 },
+            Step::Loop {
+                start: 1,
+                count: p.loops,
+                slot: 0,
+            },
+            Step::Exit,
+        ];
+        for (n, steps) in [("a", a), ("b", b)] {
+            templates.push(ThreadTemplate {
+                name: format!("sched-pipe-{i}{n}"),
+                nice: 0,
+                affinity,
+                steps,
+            });
+        }
+    }
+    WorkloadSpec {
+        name: format!("pipe:instances={},loops={}", p.instances, p.loops),
+        initial: (0..templates.len() as u32).collect(),
+        templates,
+        sync,
+        mem_node: None,
+        max_time_ns: 3_600_000_000_000,
+    }
+}
+
+/// Mean usecs/op over instances, from marks `(template, tag, time)`.
+/// Returns (usecs/op, total seconds of the slowest instance).
+pub fn usecs_per_op(p: &PipeParams, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
+    let mut sum = 0.0;
+    let mut slowest: f64 = 0.0;
+    for i in 0..p.instances {
+        let tpl = 2 * i;
+        let at = |tag| marks.iter().find(|m| m.0 == tpl && m.1 == tag).map(|m| m.2);
+        let dt = at(1)?.checked_sub(at(0)?)? as f64;
+        sum += dt / 1e3 / p.loops as f64;
+        slowest = slowest.max(dt * 1e-9);
+    }
+    Some((sum / p.instances as f64, slowest))
+}
+
+/// perf's output (`perf bench sched pipe`), once for the mean instance.
+pub fn report(p: &PipeParams, r: Option<(f64, f64)>) -> String {
+    let mut s = format!(
+        "# Running 'sched/pipe' benchmark ({} instance{}):\n# Executed {} pipe operations between two processes\n\n",
+        p.instances,
+        if p.instances == 1 { "" } else { "s" },
+        p.loops
+    );
+    match r {
+        Some((us, _)) => {
+            let total = us * p.loops as f64 / 1e6;
+            s.push_str(&format!("     Total time: {total:.3} [sec]\n\n"));
+            s.push_str(&format!("     {us:>12.6} usecs/op\n"));
+            s.push_str(&format!("     {:>12} ops/sec\n", (1e6 / us) as u64));
+        }
+        None => s.push_str("(incomplete run: no time)\n"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usecs_per_op_is_time_over_loops() {
+        let p = PipeParams {
+            instances: 2,
+            loops: 1000,
+        };
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 4);
+        let marks = vec![(0, 0, 0), (2, 0, 0), (0, 1, 5_000_000), (2, 1, 7_000_000)];
+        let (us, total) = usecs_per_op(&p, &marks).unwrap();
+        assert!((us - 6.0).abs() < 1e-9);
+        assert!((total - 0.007).abs() < 1e-12);
+        let r = report(&p, Some((us, total)));
+        assert!(r.contains("6.000000 usecs/op"), "{r}");
+        assert!(r.contains("166666 ops/sec"), "{r}");
+    }
+}

@@ -1,0 +1,884 @@
+//! rt-app JSON import (scheduler-tools/rt-app, doc/tutorial.txt).
+//!
+//! An rt-app file describes threads as phases of events. This module turns it
+//! into a [`WorkloadSpec`]: one thread template per task instance (named
+//! `<task>-<idx>` as rt-app names its threads), the named mutexes, condition
+//! variables, barriers and semaphores as [`SyncObject`]s, and each phase as a
+//! list of [`Step`]s wrapped in loops.
+//!
+//! JSON objects are read in document order *with* duplicate keys (rt-app's
+//! event lists depend on both: `workgen` de-duplicates repeated keys by
+//! suffixing them, but hand-written files repeat keys), through an ordered
+//! value type of our own rather than `serde_json::Value`.
+//!
+//! Event keys match by prefix as in rt-app (`run0`, `sleep_a`), with
+//! `runtime` checked before `run` and `memrun` before `mem`.
+//!
+//! Mapping (see docs/workloads.md for the support matrix):
+//! - `run` N: N µs of calibrated work on a capacity-1024 CPU (scales with the
+//!   CPU's speed); `runtime` N: N µs of wall time busy on any CPU.
+//! - `sleep`, `timer` (per-thread timers, relative or absolute mode),
+//!   `lock`/`unlock`, `wait`, `signal`, `broad`, `sync` (signal + wait),
+//!   `barrier` (parties = thread instances referencing it), `sem_post`/`sem_wait`,
+//!   `suspend`/`resume` (a per-task semaphore, so a resume is never lost),
+//!   `yield`, `fork`.
+//! - `mem` N: N bytes streamed through the memory model; `memrun`
+//!   {size, count}: size·count bytes likewise; `iorun` N: a sleep of N ns
+//!   (a 1 GB/s device, ESTIMATE).
+//! - Accepted and recorded as notes, without effect: `util_min`/`util_max`
+//!   (no uclamp), `taskgroup` (no cgroups), `nodes_membind`, and the global
+//!   keys other than `duration`.
+//! - Rejected: real-time and deadline policies, `dl-*` parameters,
+//!   phase-level `policy`/`priority`/`cpus`.
+
+use crate::program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
+use schedlab_topo::{CpuId, CpuMask};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::collections::BTreeMap;
+use std::fmt;
+use thiserror::Error;
+
+/// Mark tags after each timer: its expiry and when the thread ran again.
+pub const TAG_TIMER_DUE: u32 = 0;
+pub const TAG_TIMER_RUN: u32 = 1;
+
+/// Simulated time limit when the file sets no duration (or -1), ns.
+pub const DEFAULT_MAX_TIME_NS: u64 = 60_000_000_000;
+/// Highest CPU number a `cpus` list may name (CpuMask width).
+const MAX_CPU: u64 = 511;
+
+/// A JSON value that keeps object keys in order, duplicates included.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+        Ok(Json::Num(v as f64))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+        Ok(Json::Num(v as f64))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+        Ok(Json::Num(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Json, E> {
+        Ok(Json::Str(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Json, E> {
+        Ok(Json::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut v = Vec::new();
+        while let Some(x) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Json::Arr(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut v = Vec::new();
+        while let Some((k, x)) = map.next_entry::<String, Json>()? {
+            v.push((k, x));
+        }
+        Ok(Json::Obj(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+impl Json {
+    /// Parses JSON text keeping key order and duplicates.
+    pub fn parse(text: &str) -> Result<Json, RtAppError> {
+        serde_json::from_str(text).map_err(|e| RtAppError {
+            path: "(file)".into(),
+            msg: format!("not valid JSON: {e}"),
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Num(_) => "a number",
+            Json::Str(_) => "a string",
+            Json::Arr(_) => "a list",
+            Json::Obj(_) => "an object",
+        }
+    }
+}
+
+/// A malformed or unsupported part of an rt-app file, with its JSON path.
+#[derive(Clone, Debug, Error, PartialEq)]
+#[error("{path}: {msg}")]
+pub struct RtAppError {
+    pub path: String,
+    pub msg: String,
+}
+
+fn err<T>(path: &str, msg: impl Into<String>) -> Result<T, RtAppError> {
+    Err(RtAppError {
+        path: path.to_string(),
+        msg: msg.into(),
+    })
+}
+
+fn num(v: &Json, path: &str) -> Result<f64, RtAppError> {
+    match v {
+        Json::Num(n) if n.is_finite() => Ok(*n),
+        other => err(path, format!("expected a number, found {}", other.kind())),
+    }
+}
+
+/// A non-negative time in µs, converted to ns.
+fn us(v: &Json, path: &str) -> Result<u64, RtAppError> {
+    let n = num(v, path)?;
+    if !(0.0..=1e12).contains(&n) {
+        return err(path, format!("{n} is outside 0..=1e12 µs"));
+    }
+    Ok((n * 1000.0).round() as u64)
+}
+
+fn int(v: &Json, path: &str, min: i64, max: i64) -> Result<i64, RtAppError> {
+    let n = num(v, path)?;
+    if n.fract() != 0.0 || n < min as f64 || n > max as f64 {
+        return err(
+            path,
+            format!("expected an integer in {min}..={max}, found {n}"),
+        );
+    }
+    Ok(n as i64)
+}
+
+fn string<'a>(v: &'a Json, path: &str) -> Result<&'a str, RtAppError> {
+    match v {
+        Json::Str(s) => Ok(s),
+        other => err(path, format!("expected a string, found {}", other.kind())),
+    }
+}
+
+fn object<'a>(v: &'a Json, path: &str) -> Result<&'a [(String, Json)], RtAppError> {
+    match v {
+        Json::Obj(o) => Ok(o),
+        other => err(path, format!("expected an object, found {}", other.kind())),
+    }
+}
+
+fn field<'a>(o: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
+    o.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+/// A loop count: -1 = forever, otherwise ≥ 1.
+fn loop_count(v: &Json, path: &str) -> Result<u32, RtAppError> {
+    let n = int(v, path, -1, u32::MAX as i64 - 1)?;
+    match n {
+        -1 => Ok(u32::MAX),
+        0 => err(
+            path,
+            "a loop of 0 iterations is not supported (use -1 or ≥ 1)",
+        ),
+        n => Ok(n as u32),
+    }
+}
+
+/// An imported rt-app file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RtApp {
+    pub spec: WorkloadSpec,
+    /// Keys accepted without effect, and approximations made.
+    pub notes: Vec<String>,
+}
+
+/// Scheduling policies rt-app knows.
+fn nice_for_policy(policy: &str, prio: Option<i64>, path: &str) -> Result<i8, RtAppError> {
+    match policy {
+        "SCHED_OTHER" | "SCHED_BATCH" => Ok(prio.unwrap_or(0).clamp(-20, 19) as i8),
+        // SCHED_IDLE's weight (3) is below nice 19's (15): nice 19 is the closest.
+        "SCHED_IDLE" => Ok(19),
+        "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => err(
+            path,
+            format!("policy {policy} is not supported (schedlab models the fair class only)"),
+        ),
+        other => err(path, format!("unknown policy '{other}'")),
+    }
+}
+
+/// Event kinds, in rt-app's prefix-matching order.
+const EVENTS: &[&str] = &[
+    "runtime", "run", "sleep", "timer", "unlock", "lock", "wait", "signal", "broad", "sync",
+    "barrier", "suspend", "resume", "sem_post", "sem_wait", "memrun", "mem", "iorun", "yield",
+    "fork",
+];
+
+/// Task-or-phase properties (exact keys).
+const PROPS: &[&str] = &[
+    "loop",
+    "policy",
+    "priority",
+    "cpus",
+    "util_min",
+    "util_max",
+    "taskgroup",
+    "nodes_membind",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+    "period",
+    "deadline",
+];
+
+/// Named objects: one SyncObject per (kind, name).
+#[derive(Default)]
+struct Names {
+    sync: Vec<SyncObject>,
+    by_name: BTreeMap<(u8, String), SyncId>,
+    timers: BTreeMap<String, u32>,
+    /// Barrier id → thread instances referencing it.
+    barrier_refs: BTreeMap<SyncId, u32>,
+}
+
+const K_MUTEX: u8 = 0;
+const K_COND: u8 = 1;
+const K_BARRIER: u8 = 2;
+const K_SEM: u8 = 3;
+const K_SUSPEND: u8 = 4;
+
+impl Names {
+    fn get(&mut self, kind: u8, name: &str) -> SyncId {
+        if let Some(&id) = self.by_name.get(&(kind, name.to_string())) {
+            return id;
+        }
+        let id = self.sync.len() as SyncId;
+        self.sync.push(match kind {
+            K_MUTEX => SyncObject::Mutex,
+            K_COND => SyncObject::Cond,
+            K_BARRIER => SyncObject::Barrier { parties: 0 },
+            _ => SyncObject::Semaphore { initial: 0 },
+        });
+        self.by_name.insert((kind, name.to_string()), id);
+        id
+    }
+
+    fn timer(&mut self, name: &str) -> u32 {
+        let n = self.timers.len() as u32;
+        *self.timers.entry(name.to_string()).or_insert(n)
+    }
+}
+
+/// One task's program before instantiation (forks are resolved afterwards).
+struct TaskDef {
+    name: String,
+    instances: u32,
+    nice: i8,
+    affinity: Option<CpuMask>,
+    steps: Vec<Step>,
+    /// Fork targets by task name, with the index in `steps` to patch.
+    forks: Vec<(usize, String, String)>,
+    barriers: Vec<SyncId>,
+}
+
+/// Parses an rt-app JSON file for a machine with `nr_cpus` CPUs.
+pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
+    let root = Json::parse(text)?;
+    let top = object(&root, "(top level)")?;
+    let mut notes = Vec::new();
+    let mut max_time_ns = None;
+    let mut default_policy = "SCHED_OTHER".to_string();
+    for (k, v) in top {
+        match k.as_str() {
+            "tasks" => {}
+            "global" => {
+                for (gk, gv) in object(v, "global")? {
+                    let path = format!("global.{gk}");
+                    match gk.as_str() {
+                        "duration" => {
+                            let d = num(gv, &path)?;
+                            if d == -1.0 {
+                                max_time_ns = None;
+                            } else if d > 0.0 && d <= 1e6 {
+                                max_time_ns = Some((d * 1e9) as u64);
+                            } else {
+                                return err(&path, "expected -1 or a positive number of seconds");
+                            }
+                        }
+                        "default_policy" => {
+                            let p = string(gv, &path)?;
+                            nice_for_policy(p, None, &path)?;
+                            default_policy = p.to_string();
+                        }
+                        "calibration" => {
+                            match gv {
+                                Json::Str(_) | Json::Num(_) => {}
+                                other => {
+                                    return err(
+                                        &path,
+                                        format!(
+                                            "expected \"CPUn\" or ns per loop, found {}",
+                                            other.kind()
+                                        ),
+                                    )
+                                }
+                            }
+                            notes.push(
+                                "global.calibration ignored: `run` is µs of work on a capacity-1024 CPU"
+                                    .into(),
+                            );
+                        }
+                        "pi_enabled" | "lock_pages" | "logdir" | "log_basename" | "log_size"
+                        | "ftrace" | "gnuplot" | "io_device" | "mem_buffer_size"
+                        | "cumulative_slack" => {
+                            notes.push(format!("{path} accepted and ignored"));
+                        }
+                        _ => return err(&path, "unknown global key"),
+                    }
+                }
+            }
+            "resources" => {
+                notes.push("resources (legacy) ignored: objects are created by name".into())
+            }
+            _ => {
+                return err(
+                    k,
+                    "unknown top-level key (expected tasks, global, resources)",
+                )
+            }
+        }
+    }
+    let Some(tasks) = field(top, "tasks") else {
+        return err("tasks", "missing");
+    };
+    let tasks = object(tasks, "tasks")?;
+    if tasks.is_empty() {
+        return err("tasks", "no task defined");
+    }
+    let mut names = Names::default();
+    let mut defs: Vec<TaskDef> = Vec::new();
+    for (tname, tv) in tasks {
+        let path = format!("tasks.{tname}");
+        if defs.iter().any(|d| &d.name == tname) {
+            return err(&path, "task defined twice");
+        }
+        defs.push(parse_task(
+            tname,
+            tv,
+            &path,
+            &default_policy,
+            nr_cpus,
+            &mut names,
+            &mut notes,
+        )?);
+    }
+    // Templates: one per instance; a task with 0 instances gets one template
+    // that only `fork` starts.
+    let mut templates = Vec::new();
+    let mut initial = Vec::new();
+    let mut first_tpl: BTreeMap<String, TemplateId> = BTreeMap::new();
+    for d in &defs {
+        first_tpl.insert(d.name.clone(), templates.len() as TemplateId);
+        for i in 0..d.instances.max(1) {
+            // rt-app names its threads `<task>-<idx>`; a fork-only task keeps its name.
+            let name = if d.instances > 0 {
+                format!("{}-{i}", d.name)
+            } else {
+                d.name.clone()
+            };
+            if d.instances > 0 {
+                initial.push(templates.len() as TemplateId);
+                for &b in &d.barriers {
+                    *names.barrier_refs.entry(b).or_insert(0) += 1;
+                }
+            }
+            templates.push(ThreadTemplate {
+                name,
+                nice: d.nice,
+                affinity: d.affinity,
+                steps: d.steps.clone(),
+            });
+        }
+    }
+    // Resolve forks.
+    let mut tpl_of_def = 0usize;
+    for d in &defs {
+        let n = d.instances.max(1) as usize;
+        for (at, target, path) in &d.forks {
+            let Some(&t) = first_tpl.get(target) else {
+                return err(path, format!("fork of unknown task '{target}'"));
+            };
+            for tpl in &mut templates[tpl_of_def..tpl_of_def + n] {
+                tpl.steps[*at] = Step::Spawn { template: t };
+            }
+        }
+        tpl_of_def += n;
+    }
+    for (id, parties) in &names.barrier_refs {
+        names.sync[*id as usize] = SyncObject::Barrier { parties: *parties };
+    }
+    if max_time_ns.is_none() {
+        notes.push(format!(
+            "no global.duration: simulation limited to {} s",
+            DEFAULT_MAX_TIME_NS / 1_000_000_000
+        ));
+    }
+    Ok(RtApp {
+        spec: WorkloadSpec {
+            name: "rt-app".into(),
+            templates,
+            initial,
+            sync: names.sync,
+            mem_node: None,
+            max_time_ns: max_time_ns.unwrap_or(DEFAULT_MAX_TIME_NS),
+        },
+        notes,
+    })
+}
+
+fn parse_cpus(v: &Json, path: &str, nr_cpus: usize) -> Result<CpuMask, RtAppError> {
+    let Json::Arr(list) = v else {
+        return err(path, format!("expected a list of CPUs, found {}", v.kind()));
+    };
+    let mut cpus = Vec::new();
+    for (i, c) in list.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        let c = int(c, &p, 0, MAX_CPU as i64)? as usize;
+        if c >= nr_cpus {
+            return err(
+                &p,
+                format!("CPU {c} does not exist (the machine has {nr_cpus})"),
+            );
+        }
+        cpus.push(c as CpuId);
+    }
+    if cpus.is_empty() {
+        return err(path, "empty CPU list");
+    }
+    Ok(CpuMask::from_cpus(cpus))
+}
+
+fn parse_task(
+    tname: &str,
+    tv: &Json,
+    path: &str,
+    default_policy: &str,
+    nr_cpus: usize,
+    names: &mut Names,
+    notes: &mut Vec<String>,
+) -> Result<TaskDef, RtAppError> {
+    let o = object(tv, path)?;
+    let mut def = TaskDef {
+        name: tname.to_string(),
+        instances: 1,
+        nice: 0,
+        affinity: None,
+        steps: Vec::new(),
+        forks: Vec::new(),
+        barriers: Vec::new(),
+    };
+    let mut policy = default_policy.to_string();
+    let mut prio = None;
+    let mut task_loop = u32::MAX;
+    let mut has_phases = false;
+    let mut has_events = false;
+    for (k, v) in o {
+        let p = format!("{path}.{k}");
+        match k.as_str() {
+            "instance" => def.instances = int(v, &p, 0, 4096)? as u32,
+            "delay" => {
+                let ns = us(v, &p)?;
+                if ns > 0 {
+                    def.steps.push(Step::Sleep { ns });
+                }
+            }
+            "loop" => task_loop = loop_count(v, &p)?,
+            "policy" => policy = string(v, &p)?.to_string(),
+            "priority" => prio = Some(int(v, &p, -20, 99)?),
+            "cpus" => def.affinity = Some(parse_cpus(v, &p, nr_cpus)?),
+            "phases" => has_phases = true,
+            _ => {
+                if event_kind(k).is_some() {
+                    has_events = true;
+                } else {
+                    check_prop(k, &p, notes)?;
+                }
+            }
+        }
+    }
+    def.nice = nice_for_policy(&policy, prio, &format!("{path}.policy"))?;
+    if policy == "SCHED_IDLE" {
+        notes.push(format!("{path}: SCHED_IDLE modelled as nice 19"));
+    }
+    if has_phases && has_events {
+        return err(path, "events must be inside phases when phases is given");
+    }
+    let body_start = def.steps.len() as u32;
+    if has_phases {
+        let phases = object(
+            field(o, "phases").unwrap_or(&Json::Null),
+            &format!("{path}.phases"),
+        )?;
+        if phases.is_empty() {
+            return err(&format!("{path}.phases"), "no phase defined");
+        }
+        for (pname, pv) in phases {
+            let pp = format!("{path}.phases.{pname}");
+            let po = object(pv, &pp)?;
+            let mut ploop = 1;
+            for (k, v) in po {
+                let p = format!("{pp}.{k}");
+                match k.as_str() {
+                    "loop" => ploop = loop_count(v, &p)?,
+                    "policy" | "priority" | "cpus" => {
+                        return err(
+                            &p,
+                            "phase-level settings are not supported (set them on the task)",
+                        )
+                    }
+                    _ if event_kind(k).is_some() => {}
+                    _ => check_prop(k, &p, notes)?,
+                }
+            }
+            let start = def.steps.len() as u32;
+            events(po, &pp, &mut def, names)?;
+            if def.steps.len() as u32 == start {
+                return err(&pp, "phase has no event");
+            }
+            if ploop != 1 {
+                def.steps.push(Step::Loop {
+                    start,
+                    count: ploop,
+                    slot: 1,
+                });
+            }
+        }
+    } else {
+        events(o, path, &mut def, names)?;
+        if def.steps.len() as u32 == body_start {
+            return err(path, "task has no event");
+        }
+    }
+    if task_loop != 1 {
+        def.steps.push(Step::Loop {
+            start: body_start,
+            count: task_loop,
+            slot: 0,
+        });
+    }
+    def.steps.push(Step::Exit);
+    Ok(def)
+}
+
+/// Accepts a known property without effect (noted) or rejects the key.
+fn check_prop(k: &str, p: &str, notes: &mut Vec<String>) -> Result<(), RtAppError> {
+    match k {
+        "util_min" | "util_max" | "taskgroup" | "nodes_membind" => {
+            notes.push(format!("{p} accepted and recorded (not modelled)"));
+            Ok(())
+        }
+        _ if PROPS.contains(&k) => err(p, "not supported (no deadline class)"),
+        _ => err(p, "unknown key (not an rt-app event or property)"),
+    }
+}
+
+/// The event kind a key denotes (prefix match in rt-app's order).
+pub fn event_kind(key: &str) -> Option<&'static str> {
+    if PROPS.contains(&key) || matches!(key, "instance" | "delay" | "phases") {
+        return None;
+    }
+    EVENTS.iter().copied().find(|e| key.starts_with(e))
+}
+
+/// Appends the steps of the events of object `o` (other keys are skipped).
+fn events(
+    o: &[(String, Json)],
+    path: &str,
+    def: &mut TaskDef,
+    names: &mut Names,
+) -> Result<(), RtAppError> {
+    for (k, v) in o {
+        let Some(kind) = event_kind(k) else {
+            continue;
+        };
+        let p = format!("{path}.{k}");
+        let name = |v: &Json| -> Result<String, RtAppError> {
+            let s = string(v, &p)?;
+            if s.is_empty() {
+                return err(&p, "empty name");
+            }
+            Ok(s.to_string())
+        };
+        let steps = &mut def.steps;
+        match kind {
+            "run" => steps.push(Step::Compute {
+                work_ns: us(v, &p)?,
+            }),
+            "runtime" => steps.push(Step::RunWall { ns: us(v, &p)? }),
+            "sleep" => steps.push(Step::Sleep { ns: us(v, &p)? }),
+            "timer" => {
+                let to = object(v, &p)?;
+                let tref = match field(to, "ref") {
+                    Some(r) => string(r, &format!("{p}.ref"))?.to_string(),
+                    None => "unique".to_string(),
+                };
+                let Some(period) = field(to, "period") else {
+                    return err(&format!("{p}.period"), "missing");
+                };
+                let period_ns = us(period, &format!("{p}.period"))?;
+                if period_ns == 0 {
+                    return err(&format!("{p}.period"), "must be positive");
+                }
+                let absolute = match field(to, "mode") {
+                    None => false,
+                    Some(m) => match string(m, &format!("{p}.mode"))? {
+                        "relative" => false,
+                        "absolute" => true,
+                        other => {
+                            return err(
+                                &format!("{p}.mode"),
+                                format!("expected relative or absolute, found '{other}'"),
+                            )
+                        }
+                    },
+                };
+                for (tk, _) in to {
+                    if !matches!(tk.as_str(), "ref" | "period" | "mode") {
+                        return err(&format!("{p}.{tk}"), "unknown timer key");
+                    }
+                }
+                let id = names.timer(&tref);
+                steps.push(Step::Timer {
+                    id,
+                    period_ns,
+                    absolute,
+                });
+                // rt-app's wu_lat: expiry → running again.
+                steps.push(Step::MarkWoken { tag: TAG_TIMER_DUE });
+                steps.push(Step::Mark { tag: TAG_TIMER_RUN });
+            }
+            "lock" => {
+                let m = names.get(K_MUTEX, &name(v)?);
+                steps.push(Step::Lock { mutex: m });
+            }
+            "unlock" => {
+                let m = names.get(K_MUTEX, &name(v)?);
+                steps.push(Step::Unlock { mutex: m });
+            }
+            "wait" | "sync" => {
+                let wo = object(v, &p)?;
+                let r = field(wo, "ref").ok_or_else(|| RtAppError {
+                    path: format!("{p}.ref"),
+                    msg: "missing".into(),
+                })?;
+                let m = field(wo, "mutex").ok_or_else(|| RtAppError {
+                    path: format!("{p}.mutex"),
+                    msg: "missing".into(),
+                })?;
+                let c = names.get(K_COND, string(r, &format!("{p}.ref"))?);
+                let m = names.get(K_MUTEX, string(m, &format!("{p}.mutex"))?);
+                if kind == "sync" {
+                    steps.push(Step::Signal { cond: c });
+                }
+                steps.push(Step::Wait {
+                    cond: c,
+                    mutex: Some(m),
+                });
+            }
+            "signal" => {
+                let c = names.get(K_COND, &name(v)?);
+                steps.push(Step::Signal { cond: c });
+            }
+            "broad" => {
+                let c = names.get(K_COND, &name(v)?);
+                steps.push(Step::Broadcast { cond: c });
+            }
+            "barrier" => {
+                let b = names.get(K_BARRIER, &name(v)?);
+                if !def.barriers.contains(&b) {
+                    def.barriers.push(b);
+                }
+                steps.push(Step::Barrier { id: b, spin_ns: 0 });
+            }
+            "suspend" => {
+                // A thread suspends itself; the value names it (or is empty).
+                let s = match v {
+                    Json::Str(s) if !s.is_empty() => s.clone(),
+                    Json::Str(_) => def.name.clone(),
+                    other => return err(&p, format!("expected a string, found {}", other.kind())),
+                };
+                let id = names.get(K_SUSPEND, &s);
+                steps.push(Step::SemWait { sem: id });
+            }
+            "resume" => {
+                let id = names.get(K_SUSPEND, &name(v)?);
+                steps.push(Step::SemPost { sem: id });
+            }
+            "sem_post" => {
+                let id = names.get(K_SEM, &name(v)?);
+                steps.push(Step::SemPost { sem: id });
+            }
+            "sem_wait" => {
+                let id = names.get(K_SEM, &name(v)?);
+                steps.push(Step::SemWait { sem: id });
+            }
+            "mem" => {
+                let b = int(v, &p, 0, 1 << 40)? as u64;
+                steps.push(Step::Memory { bytes: b });
+            }
+            "iorun" => {
+                let b = int(v, &p, 0, 1 << 40)? as u64;
+                steps.push(Step::Sleep { ns: b });
+            }
+            "memrun" => {
+                let mo = object(v, &p)?;
+                let mut size = 4096u64;
+                let mut count = 1u64;
+                for (mk, mv) in mo {
+                    let mp = format!("{p}.{mk}");
+                    match mk.as_str() {
+                        "size" => size = int(mv, &mp, 0, 1 << 40)? as u64,
+                        "count" => count = int(mv, &mp, 0, 1 << 30)? as u64,
+                        "type" => {
+                            let t = string(mv, &mp)?;
+                            if !matches!(t, "read" | "write" | "chase") {
+                                return err(&mp, "expected read, write or chase");
+                            }
+                        }
+                        "stride" | "pattern" | "ref" => {}
+                        _ => return err(&mp, "unknown memrun key"),
+                    }
+                }
+                steps.push(Step::Memory {
+                    bytes: size.saturating_mul(count),
+                });
+            }
+            "yield" => steps.push(Step::Yield),
+            "fork" => {
+                let target = name(v)?;
+                def.forks.push((steps.len(), target, p.clone()));
+                steps.push(Step::Spawn { template: 0 });
+            }
+            _ => return err(&p, "unsupported event"),
+        }
+    }
+    Ok(())
+}
+
+/// Timer wakeup latencies (rt-app's `wu_lat`), µs, sorted, from marks
+/// `(task, tag, time)` in recording order.
+pub fn timer_latencies_us(marks: &[(u32, u32, u64)]) -> Vec<u64> {
+    let mut due: Vec<(u32, u64)> = Vec::new();
+    let mut out = Vec::new();
+    for &(t, tag, at) in marks {
+        match tag {
+            TAG_TIMER_DUE => match due.iter_mut().find(|d| d.0 == t) {
+                Some(d) => d.1 = at,
+                None => due.push((t, at)),
+            },
+            TAG_TIMER_RUN => {
+                if let Some(d) = due.iter().find(|d| d.0 == t) {
+                    out.push(at.saturating_sub(d.1) / 1000);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_order_and_duplicates() {
+        let j = Json::parse(r#"{"run": 1, "sleep": 2, "run": 3}"#).unwrap();
+        let Json::Obj(o) = j else { panic!() };
+        let keys: Vec<&str> = o.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(keys, ["run", "sleep", "run"]);
+    }
+
+    #[test]
+    fn prefix_matching_follows_rt_app() {
+        assert_eq!(event_kind("runtime0"), Some("runtime"));
+        assert_eq!(event_kind("run0"), Some("run"));
+        assert_eq!(event_kind("memrun"), Some("memrun"));
+        assert_eq!(event_kind("mem1"), Some("mem"));
+        assert_eq!(event_kind("sleep_a"), Some("sleep"));
+        assert_eq!(event_kind("unlock2"), Some("unlock"));
+        assert_eq!(event_kind("loop"), None);
+        assert_eq!(event_kind("priority"), None);
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let e = parse(
+            r#"{"tasks": {"ui": {"phases": {"p": {"run": 1, "timer": {"period": "x"}}}}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.ui.phases.p.timer.period");
+        assert!(e.to_string().contains("expected a number"), "{e}");
+        let e = parse(r#"{"tasks": {"a": {"run": 1, "cpus": [9]}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.cpus[0]");
+        let e = parse(r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "run": 1}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.policy");
+        let e = parse(r#"{"tasks": {"a": {"bogus": 1, "run": 1}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.bogus");
+        let e = parse(r#"{"tasks": {"a": {"loop": 1, "fork": "b"}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.fork");
+        assert!(parse("[1,2", 4).is_err());
+    }
+
+    #[test]
+    fn builds_loops_and_objects() {
+        let r = parse(
+            r#"{"global": {"duration": 2},
+                "tasks": {"t": {"instance": 2, "loop": 3, "priority": 5,
+                    "lock": "m", "run0": 100, "unlock": "m", "run1": 50, "barrier": "b"}}}"#,
+            4,
+        )
+        .unwrap();
+        let s = &r.spec;
+        assert_eq!(s.max_time_ns, 2_000_000_000);
+        assert_eq!(s.templates.len(), 2);
+        assert_eq!(s.templates[0].name, "t-0");
+        assert_eq!(s.templates[0].nice, 5);
+        assert_eq!(
+            s.templates[0].steps,
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute { work_ns: 100_000 },
+                Step::Unlock { mutex: 0 },
+                Step::Compute { work_ns: 50_000 },
+                Step::Barrier { id: 1, spin_ns: 0 },
+                Step::Loop {
+                    start: 0,
+                    count: 3,
+                    slot: 0
+                },
+                Step::Exit
+            ]
+        );
+        assert_eq!(s.sync[1], SyncObject::Barrier { parties: 2 });
+    }
+}

@@ -1,0 +1,567 @@
+//! schbench (Chris Mason, the 2023 rewrite).
+//!
+//! What it models: `message_threads` messengers, each with `workers` worker
+//! threads. A worker puts itself on its messenger's list, futex-wakes the
+//! messenger and futex-waits; the messenger wakes every listed worker (one
+//! broadcast, each woken worker stamped with the wake time) and sleeps
+//! again. The worker records its **wakeup latency** (now − wake time), then
+//! serves a fake request: `usleep(sleep_us)`, then `operations` naive matrix
+//! multiplies on a `footprint_kb` working set under a **per-CPU mutex**
+//! (taken on the CPU the worker runs on, so preemption or migration in the
+//! middle of a request blocks the next user of that CPU's lock), and records
+//! the **request latency** (from its wakeup to the end of the request).
+//! Completed requests per one-second interval give the **RPS** samples.
+//! The report follows schbench's: percentiles 50/90/*99/99.9 with min and
+//! max for both latencies, RPS percentiles 20/*50/90 and the average RPS;
+//! latencies are in µs like gettimeofday() deltas.
+//!
+//! What it leaves out: the cache footprint of the matrices (the multiply is
+//! pure compute, [`MAC_PS`] per multiply-add, ESTIMATE), the messenger's
+//! per-waiter wake cost beyond [`WAKE_ALL_NS`], schbench's log-linear
+//! histogram buckets (percentiles here are exact), the `sched delay` line,
+//! fixed-RPS (`-R`), auto-RPS (`-A`) and pipe (`-p`) modes, and zeroing (`-z`).
+//!
+//! `legacy=1` runs the pre-2023 schbench instead (defaults `-m 2 -t 16`,
+//! `-s 10000 -c 10000`): each messenger sleeps `sleep_us`, then wakes all its
+//! waiting workers; a worker records its wakeup latency and thinks for
+//! `cputime_us` of wall time. Its report is the single `Latency percentiles
+//! (usec)` table (50/75/90/95/*99/99.5/99.9, min, max); metrics `p50`..`p99_9`.
+
+use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use crate::spec::{BuiltinSpec, SpecError};
+use schedlab_topo::CpuMask;
+
+/// Cost of one multiply-add of the naive matrix multiply, picoseconds on a
+/// capacity-1024 CPU (ESTIMATE: ~4 ms requests at the defaults, the order of
+/// published schbench request latencies on servers).
+pub const MAC_PS: u64 = 700;
+/// The messenger's list splice and futex wakes per round, ns (ESTIMATE).
+pub const WAKE_ALL_NS: u64 = 1_000;
+/// Per-CPU locks: one mutex per possible CPU.
+const PER_CPU_LOCKS: u32 = 512;
+
+/// Mark tags of a worker.
+pub const TAG_WOKEN: u32 = 0;
+pub const TAG_AWAKE: u32 = 1;
+pub const TAG_DONE: u32 = 2;
+
+/// schbench parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchbenchParams {
+    pub message_threads: u32,
+    /// Workers per message thread; 0 = schbench's default ceil(ncpus / m),
+    /// resolved by [`SchbenchParams::resolve`].
+    pub workers: u32,
+    pub runtime_s: u32,
+    pub warmup_s: u32,
+    pub sleep_us: u64,
+    pub operations: u32,
+    pub footprint_kb: u64,
+    /// The per-CPU request lock (`-L` turns it off).
+    pub lock: bool,
+    /// The pre-2023 schbench: messengers wake their workers every `sleep_us`,
+    /// workers think for `cputime_us` of wall time; one latency table.
+    pub legacy: bool,
+    /// Legacy mode's think time per loop (`-c`), µs.
+    pub cputime_us: u64,
+}
+
+/// Keys `schbench:` accepts.
+pub const KEYS: &[&str] = &[
+    "message_threads",
+    "workers",
+    "runtime_s",
+    "warmup_s",
+    "sleep_us",
+    "operations",
+    "footprint_kb",
+    "lock",
+    "legacy",
+    "cputime_us",
+];
+
+impl SchbenchParams {
+    pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
+        s.check_keys(KEYS)?;
+        let legacy = s.get_u64("legacy", 0, 0, 1)? == 1;
+        Ok(SchbenchParams {
+            message_threads: s.get_u64("message_threads", if legacy { 2 } else { 1 }, 1, 256)?
+                as u32,
+            workers: s.get_u64("workers", if legacy { 16 } else { 0 }, 0, 4096)? as u32,
+            runtime_s: s.get_u64("runtime_s", 30, 1, 3600)? as u32,
+            warmup_s: s.get_u64("warmup_s", 0, 0, 3600)? as u32,
+            sleep_us: s.get_u64("sleep_us", if legacy { 10_000 } else { 100 }, 0, 10_000_000)?,
+            legacy,
+            cputime_us: s.get_u64("cputime_us", 10_000, 0, 10_000_000)?,
+            operations: s.get_u64("operations", 5, 0, 10_000)? as u32,
+            footprint_kb: s.get_u64("footprint_kb", 256, 1, 1 << 20)?,
+            lock: s.get_u64("lock", 1, 0, 1)? == 1,
+        })
+    }
+
+    /// Fills the default worker count for a machine of `ncpus` CPUs.
+    pub fn resolve(&mut self, ncpus: usize) {
+        if self.workers == 0 {
+            self.workers = (ncpus as u32).div_ceil(self.message_threads).max(1);
+        }
+    }
+
+    /// Work of one request's matrix multiplies, ns on a capacity-1024 CPU.
+    pub fn request_work_ns(&self) -> u64 {
+        // Three square matrices of u64 in the footprint.
+        let elems = self.footprint_kb * 1024 / 3 / 8;
+        let n = (elems as f64).sqrt() as u64;
+        n * n * n * self.operations as u64 * MAC_PS / 1000
+    }
+}
+
+/// Builds the programs: templates 0..m are messengers, then the workers.
+/// Sync ids: messenger i has semaphore 2i and condition 2i+1; the per-CPU
+/// locks follow.
+pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let m = p.message_threads.max(1);
+    let workers = match p.workers {
+        0 => affinity.map_or(8, |a| a.weight()).div_ceil(m).max(1),
+        w => w,
+    };
+    let mut sync = Vec::new();
+    for _ in 0..m {
+        sync.push(SyncObject::Semaphore { initial: 0 });
+        sync.push(SyncObject::Cond);
+    }
+    let first_lock = sync.len() as u32;
+    if p.lock {
+        sync.extend((0..PER_CPU_LOCKS).map(|_| SyncObject::Mutex));
+    }
+    let mut templates = Vec::new();
+    if p.legacy {
+        legacy(p, m, workers, affinity, &mut templates);
+    }
+    for i in 0..m {
+        if p.legacy {
+            break;
+        }
+        templates.push(ThreadTemplate {
+            name: format!("schbench-msg{i}"),
+            nice: 0,
+            affinity,
+            steps: vec![
+                Step::SemWait { sem: 2 * i },
+                Step::Broadcast { cond: 2 * i + 1 },
+                Step::Compute {
+                    work_ns: WAKE_ALL_NS,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: u32::MAX,
+                    slot: 0,
+                },
+            ],
+        });
+    }
+    for i in 0..m {
+        if p.legacy {
+            break;
+        }
+        for w in 0..workers {
+            let mut s = vec![
+                Step::SemPost { sem: 2 * i },
+                Step::Wait {
+                    cond: 2 * i + 1,
+                    mutex: None,
+                },
+                Step::MarkWoken { tag: TAG_WOKEN },
+                Step::Mark { tag: TAG_AWAKE },
+            ];
+            if p.sleep_us > 0 {
+                s.push(Step::Sleep {
+                    ns: p.sleep_us * 1000,
+                });
+            }
+            if p.lock {
+                s.push(Step::LockPerCpu {
+                    first: first_lock,
+                    count: PER_CPU_LOCKS,
+                });
+            }
+            s.push(Step::Compute {
+                work_ns: p.request_work_ns(),
+            });
+            if p.lock {
+                s.push(Step::UnlockPerCpu);
+            }
+            s.push(Step::Mark { tag: TAG_DONE });
+            s.push(Step::Loop {
+                start: 0,
+                count: u32::MAX,
+                slot: 0,
+            });
+            templates.push(ThreadTemplate {
+                name: format!("schbench-w{i}.{w}"),
+                nice: 0,
+                affinity,
+                steps: s,
+            });
+        }
+    }
+    WorkloadSpec {
+        name: format!(
+            "schbench:message_threads={m},workers={workers},runtime_s={}",
+            p.runtime_s
+        ),
+        initial: (0..templates.len() as u32).collect(),
+        templates,
+        sync,
+        mem_node: None,
+        max_time_ns: (p.warmup_s as u64 + p.runtime_s as u64) * 1_000_000_000,
+    }
+}
+
+/// Pre-2023 schbench: messenger i sleeps `sleep_us`, then wakes every
+/// waiting worker; a worker records its wakeup latency and thinks for
+/// `cputime_us` of wall time (a gettimeofday busy loop), then waits again.
+fn legacy(
+    p: &SchbenchParams,
+    m: u32,
+    workers: u32,
+    affinity: Option<CpuMask>,
+    templates: &mut Vec<ThreadTemplate>,
+) {
+    for i in 0..m {
+        templates.push(ThreadTemplate {
+            name: format!("schbench-msg{i}"),
+            nice: 0,
+            affinity,
+            steps: vec![
+                Step::Sleep {
+                    ns: p.sleep_us.max(1) * 1000,
+                },
+                Step::Broadcast { cond: 2 * i + 1 },
+                Step::Compute {
+                    work_ns: WAKE_ALL_NS,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: u32::MAX,
+                    slot: 0,
+                },
+            ],
+        });
+    }
+    for i in 0..m {
+        for w in 0..workers {
+            templates.push(ThreadTemplate {
+                name: format!("schbench-w{i}.{w}"),
+                nice: 0,
+                affinity,
+                steps: vec![
+                    Step::Wait {
+                        cond: 2 * i + 1,
+                        mutex: None,
+                    },
+                    Step::MarkWoken { tag: TAG_WOKEN },
+                    Step::Mark { tag: TAG_AWAKE },
+                    Step::RunWall {
+                        ns: p.cputime_us * 1000,
+                    },
+                    Step::Mark { tag: TAG_DONE },
+                    Step::Loop {
+                        start: 0,
+                        count: u32::MAX,
+                        slot: 0,
+                    },
+                ],
+            });
+        }
+    }
+}
+
+/// The samples of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Samples {
+    /// Wakeup latencies, µs, sorted.
+    pub wakeup_us: Vec<u64>,
+    /// Request latencies, µs, sorted.
+    pub request_us: Vec<u64>,
+    /// Completed requests per one-second interval, sorted.
+    pub rps: Vec<u64>,
+}
+
+/// Collects samples from worker marks `(task, tag, time)` in recording
+/// order; samples before the warmup end are dropped.
+pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
+    let warm = p.warmup_s as u64 * 1_000_000_000;
+    let mut s = Samples::default();
+    // Per task: last woken stamp and last request start.
+    let mut woken: Vec<(u32, u64)> = Vec::new();
+    let mut start: Vec<(u32, u64)> = Vec::new();
+    let mut per_sec = vec![0u64; p.runtime_s as usize];
+    let set = |v: &mut Vec<(u32, u64)>, t: u32, x: u64| match v.iter_mut().find(|e| e.0 == t) {
+        Some(e) => e.1 = x,
+        None => v.push((t, x)),
+    };
+    let get = |v: &Vec<(u32, u64)>, t: u32| v.iter().find(|e| e.0 == t).map(|e| e.1);
+    for &(t, tag, at) in marks {
+        match tag {
+            TAG_WOKEN => set(&mut woken, t, at),
+            TAG_AWAKE => {
+                if let Some(w) = get(&woken, t) {
+                    if w >= warm {
+                        s.wakeup_us.push(at.saturating_sub(w) / 1000);
+                    }
+                }
+                set(&mut start, t, at);
+            }
+            TAG_DONE => {
+                if let Some(b) = get(&start, t) {
+                    if b >= warm {
+                        s.request_us.push(at.saturating_sub(b) / 1000);
+                    }
+                }
+                if at >= warm {
+                    let k = ((at - warm) / 1_000_000_000) as usize;
+                    if k < per_sec.len() {
+                        per_sec[k] += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    s.wakeup_us.sort_unstable();
+    s.request_us.sort_unstable();
+    per_sec.sort_unstable();
+    s.rps = per_sec;
+    s
+}
+
+/// The `p`th percentile of sorted samples as schbench computes it: the
+/// smallest value with at least p% of the samples at or below it.
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, n) - 1])
+}
+
+/// Latency percentiles reported as metrics.
+pub const LAT_PCTS: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9];
+/// RPS percentiles.
+pub const RPS_PCTS: [f64; 3] = [20.0, 50.0, 90.0];
+
+/// Metrics with schbench's JSON keys (`wakeup_latency_pct99.0`, ...).
+pub fn metrics(p: &SchbenchParams, s: &Samples) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for (name, v) in [
+        ("wakeup_latency", &s.wakeup_us),
+        ("request_latency", &s.request_us),
+    ] {
+        if v.is_empty() {
+            continue;
+        }
+        for q in LAT_PCTS {
+            out.push((
+                format!("{name}_pct{q:.1}"),
+                percentile(v, q).unwrap_or(0) as f64,
+            ));
+        }
+        out.push((format!("{name}_min"), v[0] as f64));
+        out.push((format!("{name}_max"), v[v.len() - 1] as f64));
+    }
+    if !s.rps.is_empty() {
+        for q in RPS_PCTS {
+            out.push((
+                format!("rps_pct{q:.1}"),
+                percentile(&s.rps, q).unwrap_or(0) as f64,
+            ));
+        }
+        let total: u64 = s.rps.iter().sum();
+        out.push(("average_rps".into(), total as f64 / s.rps.len() as f64));
+    }
+    // The pre-2023 table's names (wakeup latency), as mmtests reports them.
+    if !s.wakeup_us.is_empty() {
+        for (q, name) in LAT_PCTS
+            .iter()
+            .zip(["p50", "p75", "p90", "p95", "p99", "p99_5", "p99_9"])
+        {
+            out.push((
+                name.into(),
+                percentile(&s.wakeup_us, *q).unwrap_or(0) as f64,
+            ));
+        }
+    }
+    out.push(("runtime".into(), p.runtime_s as f64));
+    out
+}
+
+fn table(
+    out: &mut String,
+    title: &str,
+    unit: &str,
+    runtime: u32,
+    v: &[u64],
+    pcts: &[f64],
+    star: f64,
+) {
+    out.push_str(&format!(
+        "{title} percentiles ({unit}) runtime {runtime} (s) ({} total samples)\n",
+        v.len()
+    ));
+    let mut below = 0usize;
+    for &q in pcts {
+        let val = percentile(v, q).unwrap_or(0);
+        let upto = v.partition_point(|&x| x <= val);
+        let mark = if q == star { "* " } else { "  " };
+        out.push_str(&format!(
+            "\t{mark}{q:.1}th: {val:<10} ({} samples)\n",
+            upto - below.min(upto)
+        ));
+        below = upto;
+    }
+    out.push_str(&format!(
+        "\t  min={}, max={}\n",
+        v.first().copied().unwrap_or(0),
+        v.last().copied().unwrap_or(0)
+    ));
+}
+
+/// schbench's final report.
+pub fn report(p: &SchbenchParams, s: &Samples) -> String {
+    let mut out = String::new();
+    if p.legacy {
+        out.push_str("Latency percentiles (usec)\n");
+        for q in LAT_PCTS {
+            let v = percentile(&s.wakeup_us, q).unwrap_or(0);
+            let star = if q == 99.0 { "*" } else { "" };
+            out.push_str(&format!("\t{star}{q:.4}th: {v}\n"));
+        }
+        out.push_str(&format!(
+            "\tmin={}, max={}\n",
+            s.wakeup_us.first().copied().unwrap_or(0),
+            s.wakeup_us.last().copied().unwrap_or(0)
+        ));
+        return out;
+    }
+    let pcts = [50.0, 90.0, 99.0, 99.9];
+    table(
+        &mut out,
+        "Wakeup Latencies",
+        "usec",
+        p.runtime_s,
+        &s.wakeup_us,
+        &pcts,
+        99.0,
+    );
+    table(
+        &mut out,
+        "Request Latencies",
+        "usec",
+        p.runtime_s,
+        &s.request_us,
+        &pcts,
+        99.0,
+    );
+    table(
+        &mut out,
+        "RPS",
+        "requests",
+        p.runtime_s,
+        &s.rps,
+        &RPS_PCTS,
+        50.0,
+    );
+    let total: u64 = s.rps.iter().sum();
+    out.push_str(&format!(
+        "average rps: {:.2}\n",
+        total as f64 / s.rps.len().max(1) as f64
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+
+    #[test]
+    fn percentiles_follow_schbench() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&v, 99.9), Some(100));
+        assert_eq!(percentile(&v, 0.0), Some(1));
+        assert_eq!(percentile(&[7], 99.9), Some(7));
+        assert_eq!(percentile(&[], 50.0), None);
+        let v = vec![1, 1, 1, 2, 10];
+        assert_eq!(percentile(&v, 50.0), Some(1));
+        assert_eq!(percentile(&v, 90.0), Some(10));
+    }
+
+    #[test]
+    fn samples_pair_marks_per_worker() {
+        let p = SchbenchParams::from_spec(&parse_spec("schbench:runtime_s=2,workers=2").unwrap())
+            .unwrap();
+        // Two workers interleaved: woken at 1000, awake 4000 → 3 µs; request
+        // 4000..1_004_000 → 1000 µs; the other 2 µs / 500 µs.
+        let marks = vec![
+            (5, TAG_WOKEN, 1_000),
+            (6, TAG_WOKEN, 1_000),
+            (6, TAG_AWAKE, 3_000),
+            (5, TAG_AWAKE, 4_000),
+            (6, TAG_DONE, 503_000),
+            (5, TAG_DONE, 1_004_000),
+            (5, TAG_WOKEN, 1_100_000),
+        ];
+        let s = samples(&p, &marks);
+        assert_eq!(s.wakeup_us, vec![2, 3]);
+        assert_eq!(s.request_us, vec![500, 1000]);
+        // Both requests complete in the first second.
+        assert_eq!(s.rps, vec![0, 2]);
+        let m = metrics(&p, &s);
+        let get = |k: &str| m.iter().find(|x| x.0 == k).unwrap().1;
+        assert_eq!(get("wakeup_latency_pct99.0"), 3.0);
+        assert_eq!(get("request_latency_pct50.0"), 500.0);
+        assert_eq!(get("average_rps"), 1.0);
+        let r = report(&p, &s);
+        assert!(r.starts_with(
+            "Wakeup Latencies percentiles (usec) runtime 2 (s) (2 total samples)\n\t  50.0th: 2          (1 samples)\n"
+        ), "{r}");
+        assert!(r.contains("\t* 99.0th: 3 "), "{r}");
+        assert!(r.contains("average rps: 1.00"), "{r}");
+    }
+
+    #[test]
+    fn legacy_mode_has_the_old_defaults_and_table() {
+        let p = SchbenchParams::from_spec(&parse_spec("schbench:legacy=1,runtime_s=1").unwrap())
+            .unwrap();
+        assert_eq!((p.message_threads, p.workers, p.sleep_us), (2, 16, 10_000));
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 2 + 32);
+        let s = Samples {
+            wakeup_us: (1..=1000).collect(),
+            ..Samples::default()
+        };
+        let r = report(&p, &s);
+        assert!(
+            r.starts_with("Latency percentiles (usec)\n\t50.0000th: 500\n"),
+            "{r}"
+        );
+        assert!(r.contains("\t*99.0000th: 990\n"), "{r}");
+        let m = metrics(&p, &s);
+        assert!(m.contains(&("p99_5".to_string(), 995.0)));
+    }
+
+    #[test]
+    fn default_request_is_a_few_ms_and_workers_resolve() {
+        let mut p =
+            SchbenchParams::from_spec(&parse_spec("schbench:message_threads=2").unwrap()).unwrap();
+        let w = p.request_work_ns();
+        assert!((2_000_000..8_000_000).contains(&w), "{w}");
+        p.resolve(9);
+        assert_eq!(p.workers, 5);
+        let spec = build(&p, None);
+        assert_eq!(spec.templates.len(), 2 + 10);
+    }
+}

@@ -1,0 +1,254 @@
+//! rt-app import: fixtures covering every event, and malformed input never panics.
+
+use proptest::prelude::*;
+use schedlab_workload::rtapp::{self, Json};
+use schedlab_workload::{Step, SyncObject};
+
+fn fixture(name: &str) -> String {
+    let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn example_from_the_reference_parses() {
+    let r = rtapp::parse(&fixture("example.json"), 8).unwrap();
+    let s = &r.spec;
+    assert_eq!(s.max_time_ns, 5_000_000_000);
+    let names: Vec<&str> = s.templates.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["ui-0", "ui-1", "prod-0", "cons-0"]);
+    assert_eq!(s.initial, [0, 1, 2, 3]);
+    assert_eq!(s.templates[3].nice, -5);
+    assert!(s.templates[0].affinity.is_some());
+    assert!(s.templates[0].steps.contains(&Step::Timer {
+        id: 0,
+        period_ns: 16_000_000,
+        absolute: false
+    }));
+    assert!(r.notes.iter().any(|n| n.contains("util_max")));
+    assert!(r.notes.iter().any(|n| n.contains("calibration")));
+    // prod signals the condition cons waits on, under mutex m.
+    let q = s.sync.iter().position(|o| *o == SyncObject::Cond).unwrap() as u32;
+    assert!(s.templates[2].steps.contains(&Step::Signal { cond: q }));
+    assert!(s.templates[3]
+        .steps
+        .iter()
+        .any(|st| matches!(st, Step::Wait { cond, mutex: Some(_) } if *cond == q)));
+}
+
+#[test]
+fn every_event_is_supported() {
+    let r = rtapp::parse(&fixture("all_events.json"), 8).unwrap();
+    let steps: Vec<&Step> = r.spec.templates.iter().flat_map(|t| &t.steps).collect();
+    let has = |f: &dyn Fn(&Step) -> bool| steps.iter().any(|s| f(s));
+    assert!(has(&|s| matches!(s, Step::Compute { .. })));
+    assert!(has(&|s| matches!(s, Step::RunWall { ns: 100_000 })));
+    assert!(has(&|s| matches!(s, Step::Sleep { .. })));
+    assert!(has(&|s| matches!(s, Step::Timer { absolute: true, .. })));
+    assert!(has(&|s| matches!(
+        s,
+        Step::Timer {
+            absolute: false,
+            ..
+        }
+    )));
+    assert!(has(&|s| matches!(s, Step::Lock { .. })));
+    assert!(has(&|s| matches!(s, Step::Unlock { .. })));
+    assert!(has(&|s| matches!(s, Step::Wait { .. })));
+    assert!(has(&|s| matches!(s, Step::Signal { .. })));
+    assert!(has(&|s| matches!(s, Step::Broadcast { .. })));
+    assert!(has(&|s| matches!(s, Step::Barrier { .. })));
+    assert!(has(&|s| matches!(s, Step::SemPost { .. })));
+    assert!(has(&|s| matches!(s, Step::SemWait { .. })));
+    assert!(has(&|s| matches!(s, Step::Memory { bytes: 4096 })));
+    assert!(has(&|s| matches!(s, Step::Memory { bytes: 262_144 })));
+    assert!(has(&|s| matches!(s, Step::Yield)));
+    assert!(has(&|s| matches!(s, Step::Spawn { .. })));
+    // The forked task is defined but not started.
+    let child = r
+        .spec
+        .templates
+        .iter()
+        .position(|t| t.name == "child")
+        .unwrap() as u32;
+    assert!(!r.spec.initial.contains(&child));
+    assert!(has(&|s| *s == Step::Spawn { template: child }));
+    // Barrier parties = instances referencing it (a and b).
+    assert!(r.spec.sync.contains(&SyncObject::Barrier { parties: 2 }));
+    // SCHED_IDLE as nice 19.
+    let k = r
+        .spec
+        .templates
+        .iter()
+        .find(|t| t.name == "kicker-0")
+        .unwrap();
+    assert_eq!(k.nice, 19);
+    for key in ["taskgroup", "util_min", "nodes_membind", "global.logdir"] {
+        assert!(
+            r.notes.iter().any(|n| n.contains(key)),
+            "{key}: {:?}",
+            r.notes
+        );
+    }
+}
+
+#[test]
+fn duplicate_keys_keep_their_order() {
+    let r = rtapp::parse(&fixture("duplicate_keys.json"), 2).unwrap();
+    assert_eq!(
+        r.spec.templates[0].steps[..4],
+        [
+            Step::Compute { work_ns: 100_000 },
+            Step::Sleep { ns: 100_000 },
+            Step::Compute { work_ns: 300_000 },
+            Step::Sleep { ns: 200_000 },
+        ]
+    );
+}
+
+#[test]
+fn malformed_parts_are_errors_with_paths() {
+    let cases = [
+        (r#"{"global": {}}"#, "tasks"),
+        (r#"{"tasks": {"a": {"run": -1}}}"#, "tasks.a.run"),
+        (r#"{"tasks": {"a": {"run": "x"}}}"#, "tasks.a.run"),
+        (r#"{"tasks": {"a": {"loop": 0, "run": 1}}}"#, "tasks.a.loop"),
+        (
+            r#"{"tasks": {"a": {"run": 1, "wait": {"ref": "c"}}}}"#,
+            "tasks.a.wait.mutex",
+        ),
+        (
+            r#"{"tasks": {"a": {"run": 1, "timer": {"period": 0}}}}"#,
+            "tasks.a.timer.period",
+        ),
+        (
+            r#"{"tasks": {"a": {"run": 1, "timer": {"period": 5, "mode": "x"}}}}"#,
+            "tasks.a.timer.mode",
+        ),
+        (
+            r#"{"tasks": {"a": {"phases": {"p": {"cpus": [0], "run": 1}}}}}"#,
+            "tasks.a.phases.p.cpus",
+        ),
+        (
+            r#"{"tasks": {"a": {"dl-runtime": 5, "run": 1}}}"#,
+            "tasks.a.dl-runtime",
+        ),
+        (r#"{"tasks": {"a": {"run": 1}}, "extra": 1}"#, "extra"),
+        (
+            r#"{"global": {"duration": 0}, "tasks": {"a": {"run": 1}}}"#,
+            "global.duration",
+        ),
+        (
+            r#"{"global": {"colour": 1}, "tasks": {"a": {"run": 1}}}"#,
+            "global.colour",
+        ),
+        (
+            r#"{"tasks": {"a": {"run": 1, "memrun": {"size": 1, "kind": 2}}}}"#,
+            "tasks.a.memrun.kind",
+        ),
+    ];
+    for (text, path) in cases {
+        let e = rtapp::parse(text, 4).unwrap_err();
+        assert_eq!(e.path, path, "{text}: {e}");
+    }
+}
+
+/// Strings drawn from rt-app's vocabulary, so random documents reach deep.
+fn key() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "tasks",
+        "global",
+        "duration",
+        "phases",
+        "p",
+        "run",
+        "runtime",
+        "sleep",
+        "timer",
+        "period",
+        "ref",
+        "mode",
+        "lock",
+        "unlock",
+        "wait",
+        "mutex",
+        "signal",
+        "broad",
+        "sync",
+        "barrier",
+        "suspend",
+        "resume",
+        "mem",
+        "memrun",
+        "size",
+        "count",
+        "iorun",
+        "yield",
+        "fork",
+        "loop",
+        "instance",
+        "delay",
+        "cpus",
+        "priority",
+        "policy",
+        "util_max",
+        "taskgroup",
+        "a",
+        "b",
+        "run0",
+        "sem_post",
+        "sem_wait",
+        "calibration",
+        "type",
+    ])
+    .prop_map(str::to_string)
+}
+
+fn json() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        any::<bool>().prop_map(|b| b.to_string()),
+        (-3i64..100_000).prop_map(|n| n.to_string()),
+        any::<f64>().prop_map(|f| if f.is_finite() {
+            f.to_string()
+        } else {
+            "1e308".into()
+        }),
+        key().prop_map(|k| format!("\"{k}\"")),
+        Just("\"SCHED_OTHER\"".to_string()),
+        Just("\"absolute\"".to_string()),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec((key(), inner), 0..6).prop_map(|v| {
+                let kv: Vec<String> = v.into_iter().map(|(k, x)| format!("\"{k}\":{x}")).collect();
+                format!("{{{}}}", kv.join(","))
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn random_documents_never_panic(doc in json()) {
+        let _ = rtapp::parse(&doc, 4);
+        let _ = rtapp::parse(&format!("{{\"tasks\": {doc}}}"), 4);
+        let _ = rtapp::parse(&format!("{{\"tasks\": {{\"t\": {doc}}}}}"), 4);
+        let _ = rtapp::parse(&format!("{{\"tasks\": {{\"t\": {{\"phases\": {{\"p\": {doc}}}}}}}}}"), 4);
+    }
+
+    #[test]
+    fn random_bytes_never_panic(s in ".{0,200}") {
+        let _ = Json::parse(&s);
+        let _ = rtapp::parse(&s, 4);
+    }
+
+    #[test]
+    fn truncated_fixtures_never_panic(cut in 0usize..2000) {
+        let text = fixture("all_events.json");
+        let cut = cut.min(text.len());
+        let _ = rtapp::parse(&text[..cut], 4);
+    }
+}
