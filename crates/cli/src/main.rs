@@ -506,6 +506,11 @@ fn run(
                     "name": &*t.name, "pid": t.tgid, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
                     "wait_time_ns": t.stats.wait_time_ns, "migrations": t.stats.migrations,
                     "wakeups": t.stats.wakeups,
+                    // schedstat extras: timeslices (pcount) and where wakeups landed.
+                    "timeslices": t.stats.nr_switches,
+                    "wakeups_local": t.stats.wakeups_local,
+                    "wakeups_remote": t.stats.wakeups_remote,
+                    "cpu": t.cpu,
                 })
             })
             .collect();

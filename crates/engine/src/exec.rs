@@ -705,6 +705,7 @@ mod tests {
 
     fn tpl(name: &str, steps: Vec<Step>) -> ThreadTemplate {
         ThreadTemplate {
+            idle_policy: false,
             name: name.into(),
             nice: 0,
             affinity: None,

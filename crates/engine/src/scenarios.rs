@@ -8,6 +8,7 @@ use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
 fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
     ThreadTemplate {
+        idle_policy: false,
         name: name.to_string(),
         nice: 0,
         affinity,
@@ -475,6 +476,7 @@ fn rtapp_like_load(ncpus: usize, seed: u64, max_time_ns: u64) -> WorkloadSpec {
         let nice = [-5i8, 0, 0, 0, 5][rng.gen_range(0..5)];
         let mut t = |name: String, steps: Vec<Step>| {
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name,
                 nice,
                 affinity,
@@ -627,3 +629,23 @@ mixed_load_test!(mixed_load_10s_sapphirerapids, "sapphirerapids", false);
 mixed_load_test!(mixed_load_10s_genoa, "genoa", false);
 mixed_load_test!(mixed_load_10s_exynos5422, "exynos5422", false);
 mixed_load_test!(mixed_load_10s_exynos5433, "exynos5433", false);
+
+#[test]
+fn a_sched_idle_thread_gets_only_leftover_time() {
+    // A SCHED_IDLE hog and a normal hog pinned to one CPU: weights 3 and 1024,
+    // so the idle one gets well under 1% of the CPU.
+    let cpu = Some(CpuMask::from_cpus([3]));
+    let mut spec = cpu_hogs(2, u64::MAX / 4, cpu, 1_000_000_000);
+    spec.templates[1].idle_policy = true;
+    let mut s = sim("kunpeng920", false, spec, 4);
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let idle = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    let normal = s.tasks.iter().find(|t| t.template == 0).unwrap();
+    assert!(idle.idle_policy && idle.se.weight == 3);
+    assert!(
+        idle.stats.cpu_time_ns * 100 < normal.stats.cpu_time_ns,
+        "idle {} ns vs normal {} ns",
+        idle.stats.cpu_time_ns,
+        normal.stats.cpu_time_ns
+    );
+}

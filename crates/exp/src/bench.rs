@@ -68,6 +68,7 @@ fn hogs(n: usize, sim_s: u64) -> WorkloadSpec {
         name: format!("hogs:{n}"),
         templates: (0..n)
             .map(|i| ThreadTemplate {
+                idle_policy: false,
                 name: format!("hog{i}"),
                 nice: 0,
                 affinity: None,

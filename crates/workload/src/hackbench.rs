@@ -167,6 +167,7 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     }
     let kind = if p.threads { "thread" } else { "process" };
     let mut templates = vec![ThreadTemplate {
+        idle_policy: false,
         name: "hackbench".into(),
         nice: 0,
         affinity,
@@ -192,6 +193,7 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 template: templates.len() as u32,
             });
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name: format!("receiver-{kind}-{group}.{r}"),
                 nice: 0,
                 affinity: None,
@@ -218,6 +220,7 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 template: templates.len() as u32,
             });
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name: format!("sender-{kind}-{group}.{w}"),
                 nice: 0,
                 affinity: None,

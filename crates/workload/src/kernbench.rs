@@ -89,6 +89,7 @@ pub fn build(p: &KernbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         Step::Exit,
     ]);
     let mut templates = vec![ThreadTemplate {
+        idle_policy: false,
         name: "make".into(),
         nice: 0,
         affinity,
@@ -96,6 +97,7 @@ pub fn build(p: &KernbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     }];
     for c in 0..CLASSES {
         templates.push(ThreadTemplate {
+            idle_policy: false,
             name: format!("cc1-{c}"),
             nice: 0,
             affinity: None,

@@ -146,6 +146,7 @@ pub const TAG_END: u32 = 2;
 
 fn template(name: String, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
     ThreadTemplate {
+        idle_policy: false,
         name,
         nice: 0,
         affinity,

@@ -117,12 +117,14 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
     ];
     let mut templates = vec![
         ThreadTemplate {
+            idle_policy: false,
             name: "pbzip2".into(),
             nice: 0,
             affinity,
             steps: main,
         },
         ThreadTemplate {
+            idle_policy: false,
             name: "pbzip2-writer".into(),
             nice: 0,
             affinity: None,
@@ -131,6 +133,7 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
     ];
     for i in 0..p.threads {
         templates.push(ThreadTemplate {
+            idle_policy: false,
             name: format!("pbzip2-c{i}"),
             nice: 0,
             affinity: None,

@@ -86,6 +86,7 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         ];
         for (n, steps) in [("a", a), ("b", b)] {
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name: format!("sched-pipe-{i}{n}"),
                 nice: 0,
                 affinity,

@@ -99,6 +99,9 @@ pub enum Step {
 pub struct ThreadTemplate {
     pub name: String,
     pub nice: i8,
+    /// SCHED_IDLE: the lowest weight (3), and CPUs running only such tasks
+    /// count as idle for wakeup placement (`sched_idle_cpu()`).
+    pub idle_policy: bool,
     /// CPUs the thread may run on (`sched_setaffinity`); inherited by spawned threads
     /// unless the template sets its own.
     pub affinity: Option<CpuMask>,

@@ -214,7 +214,7 @@ pub struct RtApp {
 fn nice_for_policy(policy: &str, prio: Option<i64>, path: &str) -> Result<i8, RtAppError> {
     match policy {
         "SCHED_OTHER" | "SCHED_BATCH" => Ok(prio.unwrap_or(0).clamp(-20, 19) as i8),
-        // SCHED_IDLE's weight (3) is below nice 19's (15): nice 19 is the closest.
+        // SCHED_IDLE: the template's idle_policy gives weight 3; nice is unused.
         "SCHED_IDLE" => Ok(19),
         "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => err(
             path,
@@ -288,6 +288,8 @@ impl Names {
 
 /// One task's program before instantiation (forks are resolved afterwards).
 struct TaskDef {
+    /// SCHED_IDLE policy.
+    idle_policy: bool,
     name: String,
     instances: u32,
     nice: i8,
@@ -410,6 +412,7 @@ pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
                 }
             }
             templates.push(ThreadTemplate {
+                idle_policy: d.idle_policy,
                 name,
                 nice: d.nice,
                 affinity: d.affinity,
@@ -486,6 +489,7 @@ fn parse_task(
 ) -> Result<TaskDef, RtAppError> {
     let o = object(tv, path)?;
     let mut def = TaskDef {
+        idle_policy: false,
         name: tname.to_string(),
         instances: 1,
         nice: 0,
@@ -524,9 +528,7 @@ fn parse_task(
         }
     }
     def.nice = nice_for_policy(&policy, prio, &format!("{path}.policy"))?;
-    if policy == "SCHED_IDLE" {
-        notes.push(format!("{path}: SCHED_IDLE modelled as nice 19"));
-    }
+    def.idle_policy = policy == "SCHED_IDLE";
     if has_phases && has_events {
         return err(path, "events must be inside phases when phases is given");
     }

@@ -142,6 +142,7 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             break;
         }
         templates.push(ThreadTemplate {
+            idle_policy: false,
             name: format!("schbench-msg{i}"),
             nice: 0,
             affinity,
@@ -197,6 +198,7 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 slot: 0,
             });
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name: format!("schbench-w{i}.{w}"),
                 nice: 0,
                 affinity,
@@ -229,6 +231,7 @@ fn legacy(
 ) {
     for i in 0..m {
         templates.push(ThreadTemplate {
+            idle_policy: false,
             name: format!("schbench-msg{i}"),
             nice: 0,
             affinity,
@@ -251,6 +254,7 @@ fn legacy(
     for i in 0..m {
         for w in 0..workers {
             templates.push(ThreadTemplate {
+                idle_policy: false,
                 name: format!("schbench-w{i}.{w}"),
                 nice: 0,
                 affinity,

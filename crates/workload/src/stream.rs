@@ -128,6 +128,7 @@ pub fn build(p: &StreamParams, affinity: Option<CpuMask>, mem_node: Option<u32>)
     };
     let templates = (0..n)
         .map(|t| ThreadTemplate {
+            idle_policy: false,
             name: if t == 0 {
                 "stream".to_string()
             } else {

@@ -178,6 +178,12 @@ fn run_prints_stream_output_and_writes_json() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["schema"], "schedlab.run/1");
     assert_eq!(v["tasks"].as_array().unwrap().len(), 4);
+    for t in v["tasks"].as_array().unwrap() {
+        for k in ["cpu_time_ns", "wait_time_ns", "migrations", "wakeups", "timeslices"] {
+            assert!(t[k].is_u64(), "task field {k}: {t}");
+        }
+    }
+    assert!(v["counters"]["levels"].as_array().is_some_and(|l| !l.is_empty()));
     assert!(v["metrics"]["copy"].as_f64().unwrap() > 1000.0);
     assert_eq!(v["cpus"].as_array().unwrap().len(), 96);
 }
