@@ -14,7 +14,7 @@ pub(crate) fn run(machine: &str, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     outln!(
-        "{:<40} {:>12} {:>12} {:>7}  {:<10} source",
+        "{:<62} {:>12} {:>12} {:>7}  {:<10} source",
         "check",
         "published",
         "simulated",
@@ -23,7 +23,7 @@ pub(crate) fn run(machine: &str, json: bool) -> Result<(), Failure> {
     );
     for c in &checks {
         outln!(
-            "{:<40} {:>12.1} {:>12.1} {:>7.3}  {:<10} {}",
+            "{:<62} {:>12.1} {:>12.1} {:>7.3}  {:<10} {}",
             format!("{} ({})", c.name, c.unit),
             c.published,
             c.simulated,

@@ -235,6 +235,14 @@ impl Sim {
                     self.start_activity(t, Activity::Compute, work_ns as f64);
                     return;
                 }
+                Step::Work {
+                    work_ns,
+                    working_set_bytes,
+                } => {
+                    self.set_working_set(t, working_set_bytes);
+                    self.start_activity(t, Activity::Compute, work_ns as f64);
+                    return;
+                }
                 Step::Memory { bytes } => {
                     self.start_activity(t, Activity::Memory, bytes as f64);
                     return;

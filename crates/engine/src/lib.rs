@@ -13,6 +13,7 @@ pub mod event;
 mod exec;
 pub mod fair;
 pub mod features;
+pub mod hwcost;
 pub mod rng;
 pub mod rq;
 #[cfg(test)]

@@ -111,10 +111,8 @@ pub struct Sim {
     /// Mutexes, condition variables, channels and semaphores (exec.rs).
     pub(crate) ipc: crate::exec::Ipc,
     pub(crate) mem: MemModel,
-    /// Tasks currently running a memory step, in a stable order.
-    pub(crate) mem_runners: Vec<TaskId>,
-    pub(crate) flows: Vec<Flow>,
-    pub(crate) rates: Vec<f64>,
+    /// Hardware costs beyond rates: caches, transfers, refills (hwcost.rs).
+    pub hw: crate::hwcost::HwState,
     pub counters: Counters,
     /// Benchmark timer marks: (task, tag, time).
     pub marks: Vec<(TaskId, u32, u64)>,
@@ -228,6 +226,7 @@ impl Sim {
             .collect();
         let ipc = crate::exec::Ipc::new(&spec.sync);
         let mem = MemModel::new(&machine);
+        let hw = crate::hwcost::HwState::new(&machine);
         let kcap: Vec<u64> = schedlab_topo::kernel_capacities(&machine)
             .into_iter()
             .map(u64::from)
@@ -257,9 +256,7 @@ impl Sim {
             barriers,
             ipc,
             mem,
-            mem_runners: Vec::new(),
-            flows: Vec::new(),
-            rates: Vec::new(),
+            hw,
             counters: Counters::default(),
             marks: Vec::new(),
             live: 0,
@@ -770,6 +767,8 @@ impl Sim {
         };
         let affinity = if affinity.is_empty() { all } else { affinity };
         let mut t = Task::new(id, &tmpl.name, 1, tpl, tmpl.nice, affinity);
+        // SCHED_IDLE: the weight of 3 is applied at enqueue.
+        t.idle_policy = tmpl.idle_policy;
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;
         t.settled_ns = self.now;
@@ -843,7 +842,12 @@ impl Sim {
                     } else {
                         u64::MAX / 4
                     };
-                    self.q.push(now + dt, EventKind::StepDone { task: t, gen });
+                    let at = now.saturating_add(dt);
+                    // An event past the end of the run never fires: keep the
+                    // queue small (a CPU-bound step would re-arm on every switch).
+                    if at <= self.spec.max_time_ns {
+                        self.q.push(at, EventKind::StepDone { task: t, gen });
+                    }
                 }
             }
             Activity::Spin => {
@@ -866,15 +870,31 @@ impl Sim {
     }
 
     /// Sets the rate of the running task's current activity and arms its event.
+    /// Hardware stalls (transfers, refills, cache sharing: hwcost.rs) are paid
+    /// first, as extra work at the activity's rate.
     pub(crate) fn begin_activity(&mut self, t: TaskId) {
+        let cpu = self.tasks[t as usize].cpu;
         match self.tasks[t as usize].activity {
             Activity::Compute => {
-                let cpu = self.tasks[t as usize].cpu;
-                self.tasks[t as usize].rate = self.compute_rate(cpu);
+                let rate = self.compute_rate(cpu);
+                let stall = self.hw_stall_ns(t, cpu);
+                let tk = &mut self.tasks[t as usize];
+                tk.rate = rate;
+                tk.remaining += stall as f64 * rate;
                 self.arm(t);
             }
             Activity::Memory => {
-                self.mem_runners.push(t);
+                let stall = self.hw_stall_ns(t, cpu);
+                let bw = self.core_stream_bw(cpu);
+                self.tasks[t as usize].remaining += stall as f64 * bw;
+                let flow = Flow {
+                    cpu,
+                    mem_node: self.mem_node_of(cpu),
+                };
+                let mut out = std::mem::take(&mut self.hw.mem_out);
+                let slot = self.mem.add_flow(flow, t, &mut out);
+                self.tasks[t as usize].hw.mem_slot = Some(slot);
+                self.hw.mem_out = out;
                 self.recompute_mem_rates(Some(t));
             }
             Activity::Spin => self.arm(t),
@@ -889,20 +909,19 @@ impl Sim {
     /// The task stops running (preempted or blocked): account and park its step.
     pub(crate) fn stop_running(&mut self, t: TaskId) {
         self.settle(t);
+        self.hw_stop(t);
         let tk = &mut self.tasks[t as usize];
         tk.gen = tk.gen.wrapping_add(1);
-        if tk.activity == Activity::Memory {
-            if let Some(i) = self.mem_runners.iter().position(|&x| x == t) {
-                self.mem_runners.remove(i);
-            }
+        if let Some(slot) = tk.hw.mem_slot.take() {
+            let mut out = std::mem::take(&mut self.hw.mem_out);
+            self.mem.remove_flow(slot, &mut out);
+            self.hw.mem_out = out;
             self.recompute_mem_rates(None);
         }
     }
 
     fn compute_rate(&self, cpu: CpuId) -> f64 {
-        let sib_busy = self
-            .machine
-            .smt_mask(cpu)
+        let sib_busy = self.smt_masks[cpu as usize]
             .iter()
             .any(|s| s != cpu && self.rqs[s as usize].curr.is_some());
         schedlab_hw::compute_speed(&self.machine, cpu, sib_busy)
@@ -910,10 +929,11 @@ impl Sim {
 
     /// An SMT sibling of `cpu` changed busy state: re-rate compute on the siblings.
     fn smt_sibling_changed(&mut self, cpu: CpuId) {
-        if self.machine.smt_mask(cpu).weight() < 2 {
+        let siblings = self.smt_masks[cpu as usize];
+        if siblings.weight() < 2 {
             return;
         }
-        for s in self.machine.smt_mask(cpu).iter() {
+        for s in siblings.iter() {
             if s == cpu {
                 continue;
             }
@@ -927,34 +947,20 @@ impl Sim {
         }
     }
 
-    /// Re-shares memory bandwidth among all memory-streaming running tasks
-    /// and re-arms those whose rate changed, and `started` (which has no
-    /// completion event yet) in any case.
+    /// Applies a memory re-sharing (`hw.mem_out`: the connected component of
+    /// the flow that started or stopped, see `MemModel::add_flow`): re-arms
+    /// the streams whose rate changed, and `started` (which has no completion
+    /// event yet) in any case.
     pub(crate) fn recompute_mem_rates(&mut self, started: Option<TaskId>) {
-        self.flows.clear();
-        for &t in &self.mem_runners {
-            let tk = &self.tasks[t as usize];
-            let mem_node = self
-                .spec
-                .mem_node
-                .unwrap_or(self.machine.cpus[tk.cpu as usize].node);
-            self.flows.push(Flow {
-                cpu: tk.cpu,
-                mem_node,
-            });
-        }
-        let mut rates = std::mem::take(&mut self.rates);
-        self.mem.share(&self.flows, &mut rates);
-        let runners = std::mem::take(&mut self.mem_runners);
-        for (&t, &rate) in runners.iter().zip(&rates) {
+        let out = std::mem::take(&mut self.hw.mem_out);
+        for &(t, rate) in &out {
             if self.tasks[t as usize].rate != rate || started == Some(t) {
                 self.settle(t);
                 self.tasks[t as usize].rate = rate;
                 self.arm(t);
             }
         }
-        self.mem_runners = runners;
-        self.rates = rates;
+        self.hw.mem_out = out;
         self.counters.mem_reshares += 1;
     }
 

@@ -141,6 +141,8 @@ pub struct Task {
     pub woken_at_ns: u64,
     /// The per-CPU mutex held since the last `LockPerCpu`.
     pub percpu_lock: Option<u32>,
+    /// Hardware-cost state (hwcost.rs): memory-flow slot, working set, pending transfers.
+    pub hw: crate::hwcost::TaskHw,
 }
 
 /// Nice level to load weight (mirrors sched_prio_to_weight[]).
@@ -205,6 +207,7 @@ impl Task {
             prog_start_ns: None,
             timers: Vec::new(),
             woken_at_ns: 0,
+            hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
         }
     }

@@ -157,7 +157,8 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
             ShapeClaim {
-                description: "the gain shrinks as the node fills up (24 threads below the 4-8 best)",
+                description:
+                    "the gain shrinks as the node fills up (24 threads below the 4-8 best)",
                 check: |r| {
                     let best = [4, 6, 8]
                         .iter()

@@ -110,6 +110,7 @@ pub struct MemModel {
     used: Vec<f64>,
     active: Vec<u32>,
     capv: Vec<f64>,
+    seeds: Vec<u32>,
 }
 
 impl MemModel {
@@ -192,6 +193,7 @@ impl MemModel {
             used: vec![0.0; n_cons],
             active: vec![0; n_cons],
             capv: vec![0.0; n_cons],
+            seeds: Vec::new(),
         }
     }
 
@@ -293,9 +295,11 @@ impl MemModel {
     /// included), in a fixed order. Returns the flow's slot.
     pub fn add_flow(&mut self, flow: Flow, tag: u32, out: &mut Vec<(u32, f64)>) -> u32 {
         let slot = self.insert(flow, tag);
-        let cons = std::mem::take(&mut self.slots[slot as usize].cons);
-        self.reshare_from(&cons, out);
-        self.slots[slot as usize].cons = cons;
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.clear();
+        seeds.extend_from_slice(&self.slots[slot as usize].cons);
+        self.reshare_from(&seeds, out);
+        self.seeds = seeds;
         slot
     }
 
@@ -492,6 +496,7 @@ impl MemModel {
             used: vec![0.0; self.used.len()],
             active: vec![0; self.active.len()],
             capv: vec![0.0; self.capv.len()],
+            seeds: Vec::new(),
         }
     }
 }
@@ -534,8 +539,11 @@ pub struct CacheModel {
 
 impl CacheModel {
     pub fn new(m: &Machine) -> Self {
-        let data: Vec<&schedlab_topo::CacheInfo> =
-            m.caches.iter().filter(|c| c.kind != "Instruction").collect();
+        let data: Vec<&schedlab_topo::CacheInfo> = m
+            .caches
+            .iter()
+            .filter(|c| c.kind != "Instruction")
+            .collect();
         let cpu_llc = m
             .cpus
             .iter()
@@ -814,7 +822,6 @@ mod tests {
         assert!((out[0] - want).abs() < 1e-9, "{} vs {want}", out[0]);
     }
 
-
     fn kunpeng() -> Machine {
         schedlab_topo::preset("kunpeng920").unwrap()
     }
@@ -875,7 +882,14 @@ mod tests {
         let mut out = Vec::new();
         // Node 0 streams (CPUs 0..24) and node 2 streams (CPUs 48..72).
         for c in 0..8u16 {
-            mm.add_flow(Flow { cpu: c, mem_node: 0 }, c as u32, &mut out);
+            mm.add_flow(
+                Flow {
+                    cpu: c,
+                    mem_node: 0,
+                },
+                c as u32,
+                &mut out,
+            );
             mm.add_flow(
                 Flow {
                     cpu: 48 + c,
@@ -885,7 +899,14 @@ mod tests {
                 &mut out,
             );
         }
-        mm.add_flow(Flow { cpu: 9, mem_node: 0 }, 999, &mut out);
+        mm.add_flow(
+            Flow {
+                cpu: 9,
+                mem_node: 0,
+            },
+            999,
+            &mut out,
+        );
         assert_eq!(out.len(), 9, "only node 0's flows: {out:?}");
         assert!(out.iter().all(|&(t, _)| t < 100 || t == 999));
     }
@@ -895,7 +916,10 @@ mod tests {
     #[test]
     fn socket_link_limits_only_cross_socket_streams() {
         let m = kunpeng();
-        assert!(m.links.iter().any(|l| l.name.starts_with(SOCKET_LINK_PREFIX)));
+        assert!(m
+            .links
+            .iter()
+            .any(|l| l.name.starts_with(SOCKET_LINK_PREFIX)));
         let mut mm = MemModel::new(&m);
         let mut out = Vec::new();
         // Socket 0's 48 CPUs stream from socket 1's two nodes: the nodes could
@@ -989,7 +1013,10 @@ mod tests {
         // exynos5422: no cache shared between the clusters.
         let e = schedlab_topo::preset("exynos5422").unwrap();
         let ce = CacheModel::new(&e);
-        assert_eq!(migration_refill(&e, &ce, 4, 0, mib, 0).0, RefillSource::Memory);
+        assert_eq!(
+            migration_refill(&e, &ce, 4, 0, mib, 0).0,
+            RefillSource::Memory
+        );
         assert!(matches!(
             migration_refill(&e, &ce, 4, 5, mib, 0).0,
             RefillSource::Cache(_)
@@ -1006,6 +1033,9 @@ mod tests {
         assert!(same_cluster < other_die && other_die < other_socket);
         assert_eq!(transfer_ns(&m, 0, 0, 4096, 64), 0);
         // 64 lines: 1 + 63/10 latencies.
-        assert_eq!(transfer_ns(&m, 0, 1, 4096, 64), (34.0f64 * 7.3).ceil() as u64);
+        assert_eq!(
+            transfer_ns(&m, 0, 1, 4096, 64),
+            (34.0f64 * 7.3).ceil() as u64
+        );
     }
 }

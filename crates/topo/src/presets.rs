@@ -102,7 +102,8 @@ mod tests {
         assert!((bw(4.0) - 40.8e9).abs() < 0.05e9);
         assert!((bw(24.0) - 63.3e9).abs() < 0.05e9);
         assert!((bw(12.0) - 57.0e9).abs() < 0.1e9);
-        assert_eq!(m.links.len(), 24);
+        // 24 cluster buses + the socket link (Hydra ports).
+        assert_eq!(m.links.len(), 25);
         assert_eq!(m.links[0].cpus.to_list_string(), "0-3");
     }
 }

@@ -92,6 +92,13 @@ pub enum Step {
     /// synchronisation object (the waker's timestamp; schbench's `wake_time`)
     /// or at which its last `Timer` expired (rt-app's wakeup-latency base).
     MarkWoken { tag: u32 },
+    /// CPU work (as `Compute`) over a working set of `working_set_bytes`: it
+    /// competes for its last-level cache with co-runners and is refilled
+    /// after a migration (hardware model, engine hwcost.rs).
+    Work {
+        work_ns: u64,
+        working_set_bytes: u64,
+    },
 }
 
 /// A thread template.

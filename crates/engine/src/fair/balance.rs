@@ -640,7 +640,11 @@ impl Sim {
     pub(crate) fn nohz_idle_balance(&mut self, ilb: CpuId) {
         let mut next = u64::MAX;
         let idle = self.nohz_idle;
-        for c in idle.iter().filter(|&c| c != ilb).chain(std::iter::once(ilb)) {
+        for c in idle
+            .iter()
+            .filter(|&c| c != ilb)
+            .chain(std::iter::once(ilb))
+        {
             if !self.is_idle_cpu(c) {
                 continue;
             }
@@ -840,7 +844,9 @@ impl Sim {
             }
         }
         let bgi = busiest?;
-        sds.prefer_sibling = self.domains.cpus[cpu as usize].domains[env.level].groups[bgi].flags.contains(SdFlags::PREFER_SIBLING);
+        sds.prefer_sibling = self.domains.cpus[cpu as usize].domains[env.level].groups[bgi]
+            .flags
+            .contains(SdFlags::PREFER_SIBLING);
         let ctx = DecideCtx {
             sd_flags: d_flags,
             imbalance_pct: d_pct,
