@@ -273,10 +273,11 @@ fn reproduce(
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
         .sum();
     let pb = progress_bar(total);
+    // Debug builds always check invariants (the test suite runs them).
     let opts = experiments::Options {
         quick,
         seed,
-        checked,
+        checked: checked || cfg!(debug_assertions),
     };
     let started = Instant::now();
     let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
@@ -460,7 +461,7 @@ fn run(
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),
-        checked,
+        checked: checked || cfg!(debug_assertions),
         ..SimConfig::default()
     };
     let mut sim = Sim::new(m, d, spec, sim_cfg);

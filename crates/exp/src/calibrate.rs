@@ -92,7 +92,7 @@ fn sim_for(machine: &str, spec: WorkloadSpec) -> Result<Sim, String> {
         SimConfig {
             seed: 7,
             noise: false,
-            checked: false,
+            checked: cfg!(debug_assertions),
             ..SimConfig::default()
         },
     ))

@@ -226,7 +226,8 @@ impl Default for Options {
         Options {
             quick: false,
             seed: 1,
-            checked: false,
+            // Debug builds (the test suite) check invariants after every event.
+            checked: cfg!(debug_assertions),
         }
     }
 }
