@@ -96,6 +96,30 @@ impl Sim {
                 return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
             }
         }
+        // nr_busy_cpus counts the LLC's CPUs running a task (updated on every
+        // idle entry/exit); an LLC's remembered idle core (S2) runs nothing.
+        let mut busy = vec![0u32; self.llc.len()];
+        for (c, rq) in self.rqs.iter().enumerate() {
+            if rq.curr.is_some() {
+                busy[self.domains.cpus[c].llc_id as usize] += 1;
+            }
+        }
+        for (l, s) in self.llc.iter().enumerate() {
+            if s.nr_busy_cpus != busy[l] {
+                return Err(format!(
+                    "llc {l}: nr_busy_cpus {} but {} CPUs run tasks",
+                    s.nr_busy_cpus, busy[l]
+                ));
+            }
+            if let Some(core) = s.idle_core {
+                if self.smt_masks[core as usize]
+                    .iter()
+                    .any(|x| self.rqs[x as usize].curr.is_some())
+                {
+                    return Err(format!("llc {l}: idle core of cpu {core} runs a task"));
+                }
+            }
+        }
         Ok(())
     }
 

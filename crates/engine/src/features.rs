@@ -47,6 +47,9 @@ features! {
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
+    IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core, set on idle entry or by an LLC search, cleared when that core runs";
+    WA_IDLER_LLC = "WA_IDLER_LLC", false, "(schedlab, S2) wake_affine: WA_IDLE within an LLC, idle cores then busy ratios across LLCs, sync stacking in WA_WEIGHT, no idle search when both LLCs are full";
+    FALLBACK_LLC = "FALLBACK_LLC", false, "(schedlab, S2) sync wakeups from outside an SD_FALLBACK_LLC parent may use the waker's fallback LLC";
 }
 
 /// The on/off state of every feature.

@@ -69,6 +69,13 @@ pub struct LlcShared {
     pub nr_busy_cpus: u32,
     pub has_idle_cores: bool,
     pub nr_idle_scan: u32,
+    /// S2: a CPU of an idle core of this LLC (`sds->idle_core`, -1 = `None`);
+    /// kept only with IDLE_CORE_ID (fair/wake_llc.rs).
+    pub idle_core: Option<CpuId>,
+    /// S2: the paired LLC under an SD_FALLBACK_LLC parent (`fallback_llc_id`).
+    pub fallback_llc: Option<u32>,
+    /// First CPU of the LLC (its `sd_llc_id` CPU), the target on the LLC's behalf.
+    pub first_cpu: CpuId,
 }
 
 /// A reusable barrier's runtime state.
@@ -195,12 +202,14 @@ impl Sim {
             .max()
             .unwrap_or(1);
         let mut llc = vec![LlcShared::default(); n_llc];
-        for cd in &domains.cpus {
+        for cd in domains.cpus.iter().rev() {
             // An idle machine after boot: every CPU may be scanned (SIS_UTIL's
             // nr_idle_scan for zero utilisation is the LLC's weight).
             llc[cd.llc_id as usize].nr_idle_scan = cd.llc_size;
             llc[cd.llc_id as usize].has_idle_cores = true;
+            llc[cd.llc_id as usize].first_cpu = cd.cpu;
         }
+        crate::fair::wake_llc::pair_fallback_llcs(&domains, &mut llc);
         let n_clusters = machine
             .cpus
             .iter()
@@ -444,7 +453,7 @@ impl Sim {
     }
 
     /// The CPU starts running tasks after idling.
-    fn idle_exit(&mut self, cpu: CpuId) {
+    pub(crate) fn idle_exit(&mut self, cpu: CpuId) {
         self.account_placement();
         let now = self.now;
         let c = &self.machine.cpus[cpu as usize];
@@ -460,6 +469,9 @@ impl Sim {
         rq.idle_stamp = 0;
         let llc = self.domains.cpus[cpu as usize].llc_id as usize;
         self.llc[llc].nr_busy_cpus += 1;
+        if self.feat(Feat::IDLE_CORE_ID) {
+            self.idle_core_busy(cpu);
+        }
         if self.nohz_idle.test(cpu) {
             self.nohz_idle.clear(cpu);
             self.nr_nohz_idle -= 1;
@@ -492,6 +504,9 @@ impl Sim {
             .all(|s| self.is_idle_cpu(s))
         {
             self.llc[llc].has_idle_cores = true;
+            if self.feat(Feat::IDLE_CORE_ID) {
+                self.set_idle_core(cpu);
+            }
         }
         // The tick stops at once: the CPU joins the nohz idle mask.
         if !self.nohz_idle.test(cpu) {

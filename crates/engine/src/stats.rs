@@ -34,6 +34,8 @@ pub struct Counters {
     pub sis_scan_failed: u64,
     pub sis_scan_skipped: u64,
     pub sis_scanned: u64,
+    /// S2 (fair/wake_llc.rs): wake_affine outcomes of the patch set.
+    pub s2: S2Counters,
     pub migrations: u64,
     pub forks: u64,
     pub context_switches: u64,
@@ -94,4 +96,38 @@ impl Counters {
             self.llc_corun_ns as f64 / self.busy_cpu_ns as f64
         }
     }
+}
+
+/// Outcomes of the S2 patch set's wakeup path (all zero without its features).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct S2Counters {
+    /// wake_affine() not called: prev idle in the waker's LLC.
+    pub wa_skipped: u64,
+    /// Same LLC, WA_IDLE: prev idle / waker idle.
+    pub wa_idle_prev: u64,
+    pub wa_idle_this: u64,
+    /// wake_affine_idler_llc(): waker idle, waker-LLC idle core.
+    pub idler_this_idle: u64,
+    pub idler_this_core: u64,
+    /// wake_affine_idler_llc(): prev idle, prev-LLC idle core.
+    pub idler_prev_idle: u64,
+    pub idler_prev_core: u64,
+    /// Busy ratio: the waker's (or fallback) LLC is less busy / prev's is.
+    pub idler_ratio_this: u64,
+    pub idler_ratio_prev: u64,
+    /// Equal ratios: WA_WEIGHT decides.
+    pub idler_ratio_equal: u64,
+    /// Both LLCs full: WA_WEIGHT decides, no idle search.
+    pub both_full: u64,
+    /// Fallback LLC: its idle core used; its lower busy ratio replaced the waker's.
+    pub fallback_core: u64,
+    pub fallback_ratio: u64,
+    /// WA_WEIGHT's sync stacking (moved there from WA_IDLE) chose the waker.
+    pub sync_stack: u64,
+    /// Idle-core identity: set on idle entry, set by a search, cleared when
+    /// the core runs, cleared by a failed idle-core search.
+    pub idle_core_set_idle: u64,
+    pub idle_core_set_search: u64,
+    pub idle_core_cleared_busy: u64,
+    pub idle_core_cleared_search: u64,
 }

@@ -25,7 +25,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "CLS level between SMT and MC (S1/S3), cluster-first wakeup scan",
     ),
     ("mc-llc", "POWER10: MC marked as the LLC (S2 alternative)"),
-    ("patchset", "POWER10: S2 patch set topology (fallback LLC)"),
+    (
+        "patchset",
+        "POWER10: S2 patch set (idle-core identity, wake_affine_idler_llc, fallback LLC)",
+    ),
     (
         "cluster-naive",
         "Alder Lake: CLS as first enabled in 5.16, without the S3 fixes",
@@ -43,9 +46,18 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
             CONFIGS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
         )
     })?;
+    let mut features = Features::default();
+    if name == "patchset" {
+        // S2 (Srikar Dronamraju, Apr 2021): the idle-core identity, the
+        // wake_affine rework (WA_IDLER_LLC is on by default in the series)
+        // and the fallback LLC on top of SD_FALLBACK_LLC in the topology.
+        for f in ["IDLE_CORE_ID", "WA_IDLER_LLC", "FALLBACK_LLC"] {
+            features.set(f, true)?;
+        }
+    }
     Ok(RunConfig {
         name: name.to_string(),
         domains,
-        features: Features::default(),
+        features,
     })
 }

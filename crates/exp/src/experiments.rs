@@ -29,6 +29,9 @@ pub struct ExperimentDef {
     pub repetitions: usize,
     /// What the set-up mirrors (printed with the table).
     pub setup: &'static str,
+    /// Also note the wakeup path's outcomes per point and configuration
+    /// (wake_affine, idle search, S2 decisions).
+    pub wakeup_notes: bool,
 }
 
 /// One parameter set of an experiment.
@@ -49,6 +52,8 @@ pub fn names() -> Vec<&'static str> {
         "kunpeng920-pbzip2",
         "kunpeng920-pbzip2-node",
         "kunpeng920-kernbench",
+        "power10-pipe",
+        "power10-schbench",
     ]
 }
 
@@ -81,6 +86,8 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "kunpeng920-pbzip2" => kunpeng920_pbzip2(quick, false),
         "kunpeng920-pbzip2-node" => kunpeng920_pbzip2(quick, true),
         "kunpeng920-kernbench" => kunpeng920_kernbench(quick),
+        "power10-pipe" => power10_pipe(quick),
+        "power10-schbench" => power10_schbench(quick),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -121,6 +128,7 @@ fn kunpeng920_stream(quick: bool) -> ExperimentDef {
         points,
         repetitions: if quick { 3 } else { 5 },
         setup: "STREAM (OpenMP) bound to node 0 (CPUs 0-23, memory node 0), 512 MiB of arrays",
+        wakeup_notes: false,
     }
 }
 
@@ -181,6 +189,7 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
         } else {
             "pbzip2 -pN compressing 256 MiB on the whole machine (96 CPUs)"
         },
+        wakeup_notes: false,
     })
 }
 
@@ -209,6 +218,78 @@ fn kunpeng920_kernbench(quick: bool) -> Result<ExperimentDef, String> {
         points,
         repetitions: if quick { 2 } else { 3 },
         setup: "kernbench make -jN on the whole machine (96 CPUs)",
+        wakeup_notes: false,
+    })
+}
+
+/// S2 pipe ping-pong: N concurrent `perf bench sched pipe` instances on the
+/// whole POWER10 LPAR (80 CPUs).
+fn power10_pipe(quick: bool) -> Result<ExperimentDef, String> {
+    // perf's default is 1000000 loops; usecs/op is a per-op mean, so fewer
+    // loops only shorten the run (20000 in full runs, 5000 with --quick).
+    let loops = if quick { 5_000 } else { 20_000 };
+    let points = [1u32, 2, 4, 8, 16, 32, 64, 80]
+        .iter()
+        .map(|&n| {
+            point(
+                schedlab_report::params([("instances", n)]),
+                &format!("pipe:instances={n},loops={loops}"),
+                None,
+                None,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "power10-pipe",
+        machine: "power10",
+        workload: "pipe",
+        configs: &["vanilla", "mc-llc", "patchset"],
+        metrics: vec![MetricSpec::new("usec_per_op", "us", false)],
+        points,
+        repetitions: if quick { 3 } else { 5 },
+        setup: if quick {
+            "N concurrent perf bench sched pipe instances (5000 loops each, --quick) on 80 CPUs; usecs/op mean over instances"
+        } else {
+            "N concurrent perf bench sched pipe instances (20000 loops each) on 80 CPUs; usecs/op mean over instances"
+        },
+        wakeup_notes: true,
+    })
+}
+
+/// S2 schbench -m 3 -r 30 in its pre-2023 form (the series predates the
+/// rewrite; docs/workloads.md): 3 messengers with 16 workers each, wakeup
+/// latency percentiles, for runtimes of 10 and 20 s (2 and 4 s with --quick,
+/// the `runtime` label keeps the contract's value).
+fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
+    let points = [10u32, 20]
+        .iter()
+        .map(|&r| {
+            let run = if quick { r / 5 } else { r };
+            point(
+                schedlab_report::params([("runtime", r)]),
+                &format!("schbench:legacy=1,message_threads=3,runtime_s={run}"),
+                None,
+                None,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "power10-schbench",
+        machine: "power10",
+        workload: "schbench",
+        configs: &["vanilla", "mc-llc", "patchset"],
+        metrics: ["p50", "p75", "p90", "p95", "p99", "p99_5", "p99_9"]
+            .iter()
+            .map(|m| MetricSpec::new(*m, "us", false))
+            .collect(),
+        points,
+        repetitions: if quick { 3 } else { 5 },
+        setup: if quick {
+            "schbench -m 3 (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs; --quick runs 2 s / 4 s for runtime 10 / 20"
+        } else {
+            "schbench -m 3 -r R (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs"
+        },
+        wakeup_notes: true,
     })
 }
 
@@ -252,6 +333,14 @@ pub struct Placement {
     pub wakeups_affine: u64,
     pub lb_moved: u64,
     pub active_balance: u64,
+    /// Wakeup path (schedstat-like counters): remote wakeups, the idle
+    /// search's outcomes, and the S2 patch set's decisions.
+    pub wakeups_remote: u64,
+    pub sis_target: u64,
+    pub sis_prev: u64,
+    pub sis_scan_found: u64,
+    pub sis_scan_failed: u64,
+    pub s2: schedlab_engine::stats::S2Counters,
 }
 
 /// Runs one simulation of an experiment point under a configuration.
@@ -283,6 +372,12 @@ pub fn run_point(
         wakeups_affine: c.wakeups_affine,
         lb_moved: c.levels.iter().map(|l| l.lb_moved).sum(),
         active_balance: c.active_balance,
+        wakeups_remote: c.wakeups_remote,
+        sis_target: c.sis_target,
+        sis_prev: c.sis_prev,
+        sis_scan_found: c.sis_scan_found,
+        sis_scan_failed: c.sis_scan_failed,
+        s2: c.s2.clone(),
     };
     Ok(RunOutcome {
         metrics,
@@ -351,7 +446,8 @@ pub fn run_all(
                 continue;
             }
             let o = o.as_ref().map_err(|e| e.clone())?;
-            if o.stop != StopReason::Finished || o.metrics.is_empty() {
+            // Time-bound workloads (schbench) end at their time limit.
+            if o.stop == StopReason::Stalled || o.metrics.is_empty() {
                 incomplete.push(format!(
                     "point {} {} rep {} stopped: {:?}",
                     j.point, j.config, j.rep, o.stop
@@ -403,6 +499,9 @@ pub fn run_all(
                 }
                 if let Some(ps) = placement.get(&(pi, c)) {
                     r.notes.push(placement_note(&p.params, c, ps));
+                    if d.wakeup_notes {
+                        r.notes.push(wakeup_note(&p.params, c, ps));
+                    }
                 }
             }
         }
@@ -426,4 +525,46 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
         avg(&|p| p.active_balance as f64),
         ps.len()
     )
+}
+
+/// The wakeup path's outcomes, per-run means: where wakees went and why.
+fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
+    let n = ps.len().max(1) as f64;
+    let avg = |f: &dyn Fn(&Placement) -> u64| ps.iter().map(f).sum::<u64>() as f64 / n;
+    let s2 = avg(&|p| {
+        let s = &p.s2;
+        s.wa_skipped + s.wa_idle_prev + s.wa_idle_this + s.idler_this_idle + s.idler_prev_idle
+    }) > 0.0
+        || avg(&|p| p.s2.both_full + p.s2.sync_stack) > 0.0;
+    let mut out = format!(
+        "wakeups {} {config}: remote {:.0}, affine {:.0}; idle search: target idle {:.0}, prev idle {:.0}, scan found {:.0}, scan failed {:.0}",
+        schedlab_report::table::params_text(params),
+        avg(&|p| p.wakeups_remote),
+        avg(&|p| p.wakeups_affine),
+        avg(&|p| p.sis_target),
+        avg(&|p| p.sis_prev),
+        avg(&|p| p.sis_scan_found),
+        avg(&|p| p.sis_scan_failed),
+    );
+    if s2 {
+        out.push_str(&format!(
+            "; S2: wake_affine skipped {:.0}, same-LLC prev/waker idle {:.0}/{:.0}, idler_llc waker idle/core {:.0}/{:.0}, prev idle/core {:.0}/{:.0}, ratio waker/prev/equal {:.0}/{:.0}/{:.0}, both full (no search) {:.0}, fallback core/ratio {:.0}/{:.0}, sync stacking {:.0}",
+            avg(&|p| p.s2.wa_skipped),
+            avg(&|p| p.s2.wa_idle_prev),
+            avg(&|p| p.s2.wa_idle_this),
+            avg(&|p| p.s2.idler_this_idle),
+            avg(&|p| p.s2.idler_this_core),
+            avg(&|p| p.s2.idler_prev_idle),
+            avg(&|p| p.s2.idler_prev_core),
+            avg(&|p| p.s2.idler_ratio_this),
+            avg(&|p| p.s2.idler_ratio_prev),
+            avg(&|p| p.s2.idler_ratio_equal),
+            avg(&|p| p.s2.both_full),
+            avg(&|p| p.s2.fallback_core),
+            avg(&|p| p.s2.fallback_ratio),
+            avg(&|p| p.s2.sync_stack),
+        ));
+    }
+    out.push_str(&format!(" (mean of {} runs)", ps.len()));
+    out
 }

@@ -527,6 +527,9 @@ fn put(s: &mut Sim, cpu: u16, t: TaskId) {
         s.set_next_entity(cpu, t);
         s.rqs[cpu as usize].curr = Some(t);
         s.tasks[t as usize].state = crate::task::TaskState::Running;
+        // The CPU left idle: nr_busy_cpus as idle_exit() keeps it.
+        let l = s.domains.cpus[cpu as usize].llc_id as usize;
+        s.llc[l].nr_busy_cpus += 1;
     } else {
         s.tasks[t as usize].state = crate::task::TaskState::Runnable;
     }

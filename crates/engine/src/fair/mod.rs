@@ -10,6 +10,9 @@ pub mod balance;
 #[cfg(test)]
 mod fidelity_tests;
 pub mod pelt;
+pub mod wake_llc;
+#[cfg(test)]
+mod wake_llc_tests;
 pub mod wakeup;
 
 use crate::event::TaskId;

@@ -33,13 +33,19 @@ impl Sim {
             want_affine = !self.wake_wide(t, waker) && affinity.test(this_cpu);
         }
         let mut new_cpu = prev;
+        // S2: both LLCs full, no idle CPU to search for (wake_llc.rs).
+        let mut skip_search = false;
         let mut slow_sd: Option<usize> = None;
         let n_dom = self.domains.cpus[this_cpu as usize].domains.len();
         for i in 0..n_dom {
             let d = &self.domains.cpus[this_cpu as usize].domains[i];
             if want_affine && d.flags.contains(SdFlags::WAKE_AFFINE) && d.span.test(prev) {
                 if this_cpu != prev {
-                    new_cpu = self.wake_affine(i, t, this_cpu, prev, sync);
+                    if self.feat(Feat::WA_IDLER_LLC) {
+                        (new_cpu, skip_search) = self.wake_affine_llc(i, t, this_cpu, prev, sync);
+                    } else {
+                        new_cpu = self.wake_affine(i, t, this_cpu, prev, sync);
+                    }
                 }
                 slow_sd = None;
                 break;
@@ -57,7 +63,11 @@ impl Sim {
             if new_cpu != prev {
                 self.counters.wakeups_affine += 1;
             }
-            self.select_idle_sibling(t, prev, new_cpu, this_cpu, waker)
+            if skip_search {
+                new_cpu
+            } else {
+                self.select_idle_sibling(t, prev, new_cpu, this_cpu, waker)
+            }
         } else {
             new_cpu
         };
@@ -186,7 +196,7 @@ impl Sim {
         a == b || self.domains.cpus[a as usize].share_id == self.domains.cpus[b as usize].share_id
     }
 
-    fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
+    pub(crate) fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
         self.is_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
 
@@ -421,6 +431,9 @@ impl Sim {
                     if has_idle_core {
                         if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
                             self.counters.sis_scanned += scanned;
+                            if self.feat(Feat::IDLE_CORE_ID) {
+                                self.idle_core_found(llc_id, i);
+                            }
                             return Some(i);
                         }
                     } else {
@@ -449,6 +462,9 @@ impl Sim {
             if has_idle_core {
                 if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
                     found = Some(i);
+                    if self.feat(Feat::IDLE_CORE_ID) {
+                        self.idle_core_found(llc_id, i);
+                    }
                     break;
                 }
             } else {
@@ -468,6 +484,9 @@ impl Sim {
         }
         if has_idle_core {
             self.llc[llc_id].has_idle_cores = false;
+            if self.feat(Feat::IDLE_CORE_ID) {
+                self.idle_core_search_failed(llc_id);
+            }
         }
         idle_cpu
     }
