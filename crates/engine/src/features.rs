@@ -46,6 +46,8 @@ features! {
     NI_RATE = "NI_RATE", true, "newidle balancing that is called rarely counts as more successful";
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
+    HMP_LINARO = "HMP_LINARO", false, "(schedlab, S5 baseline) Linaro MP big.LITTLE: per-task load thresholds up/down-migrate between clusters; no generic cross-cluster balancing";
+    HMP_HPERF = "HMP_HPERF", false, "(schedlab, S5) HPERF_HMP: druntime-fair cluster balancing, idle big CPUs pull from little, wakeups to the least loaded CPU; no generic cross-cluster balancing";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
     IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core, set on idle entry or by an LLC search, cleared when that core runs";
     WA_IDLER_LLC = "WA_IDLER_LLC", false, "(schedlab, S2) wake_affine: WA_IDLE within an LLC, idle cores then busy ratios across LLCs, sync stacking in WA_WEIGHT, no idle search when both LLCs are full";

@@ -155,6 +155,10 @@ pub struct Sim {
     pub(crate) rng_newidle: Pcg64,
     /// Counter ordering the `cfs_tasks` lists (see `Task::cfs_tasks_seq`).
     pub(crate) cfs_tasks_seq: u64,
+    /// HPERF_HMP: when the next HMP balancing step is due (fair/hmp.rs).
+    pub(crate) hmp_next_balance: u64,
+    /// An HMP move is in progress (no nested idle pulls).
+    pub(crate) hmp_in_balance: bool,
 }
 
 /// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
@@ -249,6 +253,8 @@ impl Sim {
             sg_imbalance: Vec::new(),
             rng_newidle: rng::stream(cfg.seed, "newidle"),
             cfs_tasks_seq: 0,
+            hmp_next_balance: 0,
+            hmp_in_balance: false,
             kcap,
             smt_active,
             rng_noise: rng::stream(cfg.seed, "noise"),
@@ -586,6 +592,9 @@ impl Sim {
         if self.now >= self.rqs[cpu as usize].next_balance {
             self.sched_balance_domains(cpu, false);
         }
+        if self.hmp_active() {
+            self.hmp_tick(cpu);
+        }
         if self.feat(Feat::NOHZ_BALANCE) {
             self.nohz_balancer_kick(cpu);
         }
@@ -639,6 +648,9 @@ impl Sim {
     /// switches to it or to idle; `prev` is the task that ran before.
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         let mut next = self.pick_next_entity(cpu);
+        if next.is_none() && self.hmp_idle_pull(cpu) {
+            next = self.pick_next_entity(cpu);
+        }
         if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) && self.sched_balance_newidle(cpu) > 0
         {
             next = self.pick_next_entity(cpu);

@@ -42,6 +42,14 @@ pub struct Counters {
     pub newidle_balance: u64,
     pub nohz_balance: u64,
     pub active_balance: u64,
+    /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
+    /// steps, task time on big and little CPUs (ns).
+    pub hmp_up: u64,
+    pub hmp_down: u64,
+    pub hmp_swaps: u64,
+    pub hmp_balance: u64,
+    pub hmp_big_ns: u64,
+    pub hmp_little_ns: u64,
     pub barrier_releases: u64,
     pub spin_timeouts: u64,
     pub mem_reshares: u64,

@@ -143,6 +143,8 @@ pub struct Task {
     pub percpu_lock: Option<u32>,
     /// Hardware-cost state (hwcost.rs): memory-flow slot, working set, pending transfers.
     pub hw: crate::hwcost::TaskHw,
+    /// big.LITTLE (S5) druntime and time per CPU type (fair/hmp.rs).
+    pub hmp: crate::fair::hmp::HmpTask,
 }
 
 /// Nice level to load weight (mirrors sched_prio_to_weight[]).
@@ -209,6 +211,7 @@ impl Task {
             woken_at_ns: 0,
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
+            hmp: crate::fair::hmp::HmpTask::default(),
         }
     }
 

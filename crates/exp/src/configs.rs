@@ -34,8 +34,14 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "Alder Lake: CLS as first enabled in 5.16, without the S3 fixes",
     ),
     ("cache-aware", "SCHED_CACHE (S4) topology"),
-    ("linaro-mp", "big.LITTLE baseline (S5)"),
-    ("hperf-hmp", "HPERF_HMP (S5) topology"),
+    (
+        "linaro-mp",
+        "big.LITTLE baseline (S5): Linaro MP per-task load thresholds (HMP_LINARO)",
+    ),
+    (
+        "hperf-hmp",
+        "HPERF_HMP (S5): druntime-fair cluster balancing (HMP_HPERF)",
+    ),
 ];
 
 /// Resolves a configuration name; the error lists the valid names.
@@ -54,6 +60,15 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
         for f in ["IDLE_CORE_ID", "WA_IDLER_LLC", "FALLBACK_LLC"] {
             features.set(f, true)?;
         }
+    }
+    // The S5 schemes are scheduler features on the upstream topology.
+    let feature = match name {
+        "linaro-mp" => Some("HMP_LINARO"),
+        "hperf-hmp" => Some("HMP_HPERF"),
+        _ => None,
+    };
+    if let Some(f) = feature {
+        features.set(f, true)?;
     }
     Ok(RunConfig {
         name: name.to_string(),

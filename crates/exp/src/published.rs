@@ -69,8 +69,156 @@ pub fn published_changes(
             };
             Some(vec![("elsp", pct)])
         }
+        ("exynos5422-parsec", "hperf-hmp") => {
+            let bench = params.get("bench")?.as_str()?;
+            let t = params.get("threads")?.as_u64()?;
+            let (hperf, linaro) = s5_published_time(bench, t)?;
+            // Time, lower is better: positive = HPERF_HMP faster.
+            Some(vec![("time", 100.0 * (linaro - hperf) / linaro)])
+        }
         _ => None,
     }
+}
+
+/// S5 cover letter, seconds (HPERF_HMP, Linaro MP) by threads 1..32.
+const S5_STREAMCLUSTER: [(f64, f64); 32] = [
+    (27.333, 27.422),
+    (14.162, 14.197),
+    (10.099, 10.168),
+    (8.227, 8.332),
+    (10.922, 23.349),
+    (10.85, 22.507),
+    (11.39, 22.041),
+    (12.307, 21.181),
+    (20.339, 22.115),
+    (21.33, 23.746),
+    (23.289, 24.831),
+    (25.363, 26.699),
+    (34.091, 34.84),
+    (34.758, 38.661),
+    (35.743, 38.688),
+    (38.1, 44.735),
+    (41.165, 77.098),
+    (44.223, 102.633),
+    (46.177, 113.748),
+    (48.22, 119.146),
+    (52.372, 135.499),
+    (54.319, 136.454),
+    (56.218, 141.924),
+    (57.843, 145.727),
+    (61.759, 158.754),
+    (63.179, 163.915),
+    (64.987, 167.559),
+    (67.329, 171.203),
+    (70.489, 185.171),
+    (73.084, 189.303),
+    (75.264, 192.487),
+    (77.015, 197.27),
+];
+const S5_BODYTRACK: [(f64, f64); 32] = [
+    (15.884, 16.632),
+    (8.536, 9.42),
+    (6.037, 7.257),
+    (4.84, 6.076),
+    (8.835, 5.739),
+    (4.437, 5.513),
+    (4.119, 5.474),
+    (3.992, 5.115),
+    (3.854, 5.164),
+    (3.92, 4.911),
+    (3.854, 4.932),
+    (3.83, 4.816),
+    (3.839, 5.643),
+    (3.861, 4.816),
+    (3.889, 4.896),
+    (3.845, 4.854),
+    (3.872, 4.837),
+    (3.852, 4.876),
+    (4.304, 4.868),
+    (3.915, 4.928),
+    (3.87, 4.841),
+    (3.858, 4.995),
+    (3.881, 4.97),
+    (3.876, 4.899),
+    (3.854, 4.96),
+    (3.869, 4.902),
+    (3.874, 4.979),
+    (3.88, 4.928),
+    (3.914, 5.008),
+    (3.889, 5.216),
+    (3.898, 5.242),
+    (3.894, 5.199),
+];
+const S5_BLACKSCHOLES: [(f64, f64); 32] = [
+    (7.293, 6.807),
+    (3.886, 4.044),
+    (2.906, 2.911),
+    (2.429, 2.427),
+    (2.58, 2.985),
+    (2.401, 2.672),
+    (2.205, 2.411),
+    (2.132, 2.293),
+    (2.074, 2.41),
+    (2.067, 2.264),
+    (2.054, 2.205),
+    (2.091, 2.222),
+    (2.042, 2.28),
+    (2.035, 2.222),
+    (2.026, 2.25),
+    (2.024, 2.177),
+    (2.021, 2.173),
+    (2.033, 2.09),
+    (2.03, 2.05),
+    (2.024, 2.158),
+    (2.002, 2.175),
+    (2.026, 2.179),
+    (2.017, 2.134),
+    (2.01, 2.156),
+    (2.009, 2.155),
+    (2.013, 2.179),
+    (2.017, 2.177),
+    (2.019, 2.189),
+    (2.013, 2.158),
+    (2.002, 2.162),
+    (2.016, 2.16),
+    (2.012, 2.159),
+];
+
+/// Published S5 seconds `(hperf-hmp, linaro-mp)` for a benchmark and thread count.
+pub fn s5_published_time(bench: &str, threads: u64) -> Option<(f64, f64)> {
+    let table = match bench {
+        "streamcluster" => &S5_STREAMCLUSTER,
+        "bodytrack" => &S5_BODYTRACK,
+        "blackscholes" => &S5_BLACKSCHOLES,
+        _ => return None,
+    };
+    let i = usize::try_from(threads).ok()?.checked_sub(1)?;
+    table.get(i).copied()
+}
+
+/// Our S5 change % (positive = HPERF_HMP faster) for `bench` at `threads`.
+fn s5_change(r: &schedlab_report::ExperimentResult, bench: &str, threads: u64) -> Option<f64> {
+    r.rows
+        .iter()
+        .find(|row| {
+            row.config == "hperf-hmp"
+                && row.metric == "time"
+                && row.params.get("bench").and_then(|v| v.as_str()) == Some(bench)
+                && row.params.get("threads").and_then(|v| v.as_u64()) == Some(threads)
+        })
+        .map(|row| row.change_pct)
+}
+
+/// S5 changes of `bench` at every measured thread count in `lo..=hi`
+/// (`None` when none was measured).
+fn s5_changes(
+    r: &schedlab_report::ExperimentResult,
+    bench: &str,
+    lo: u64,
+    hi: u64,
+) -> Option<Vec<f64>> {
+    let v: Vec<f64> = (lo..=hi).filter_map(|t| s5_change(r, bench, t)).collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// Published absolute baseline figures for experiment tables (MB/s etc.),
@@ -178,6 +326,32 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 Some(all.iter().all(|g| g.abs() < 1.0))
             },
         }],
+        "exynos5422-parsec" => vec![
+            ShapeClaim {
+                description: "equal up to 4 threads: |change| < 5% at 1-4 threads (streamcluster, blackscholes)",
+                check: |r| {
+                    let mut v = s5_changes(r, "streamcluster", 1, 4)?;
+                    v.extend(s5_changes(r, "blackscholes", 1, 4)?);
+                    Some(v.iter().all(|g| g.abs() < 5.0))
+                },
+            },
+            ShapeClaim {
+                description: "large streamcluster gap from 5 threads: hperf-hmp > 30% faster at every count 5-8 (published ~50%)",
+                check: |r| Some(s5_changes(r, "streamcluster", 5, 8)?.iter().all(|&g| g > 30.0)),
+            },
+            ShapeClaim {
+                description: "streamcluster gap from 17 threads: hperf-hmp > 50% faster (2x) at every count 17-32 (published 47-62%)",
+                check: |r| Some(s5_changes(r, "streamcluster", 17, 32)?.iter().all(|&g| g > 50.0)),
+            },
+            ShapeClaim {
+                description: "small steady gap for bodytrack and blackscholes: hperf-hmp 0-35% faster at every count 8-32",
+                check: |r| {
+                    let mut v = s5_changes(r, "bodytrack", 8, 32)?;
+                    v.extend(s5_changes(r, "blackscholes", 8, 32)?);
+                    Some(v.iter().all(|&g| g > 0.0 && g < 35.0))
+                },
+            },
+        ],
         _ => Vec::new(),
     }
 }

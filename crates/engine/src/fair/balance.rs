@@ -969,6 +969,9 @@ impl Sim {
         level: usize,
         idle: IdleType,
     ) -> (u32, bool) {
+        if self.hmp_skip_level(cpu, level) {
+            return (0, true);
+        }
         let d = &self.domains.cpus[cpu as usize].domains[level];
         let parent = self.domains.cpus[cpu as usize]
             .domains

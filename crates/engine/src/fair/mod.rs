@@ -9,6 +9,9 @@
 pub mod balance;
 #[cfg(test)]
 mod fidelity_tests;
+pub mod hmp;
+#[cfg(test)]
+mod hmp_tests;
 pub mod pelt;
 pub mod wake_llc;
 #[cfg(test)]
@@ -167,6 +170,10 @@ impl Sim {
         tk.se.exec_start = now;
         tk.se.sum_exec_runtime += delta;
         tk.stats.cpu_time_ns += delta;
+        if self.hmp_active() {
+            self.hmp_account(cpu, c, delta);
+        }
+        let tk = &mut self.tasks[c as usize];
         tk.se.vruntime = tk
             .se
             .vruntime

@@ -21,6 +21,9 @@ impl Sim {
         waker: Option<TaskId>,
         wake_flags: u32,
     ) -> CpuId {
+        if let Some(cpu) = self.hmp_select_task_rq(t, prev, wake_flags & WF_FORK != 0) {
+            return cpu;
+        }
         let sync = wake_flags & WF_SYNC != 0;
         let sd_flag = if wake_flags & WF_FORK != 0 {
             SdFlags::BALANCE_FORK

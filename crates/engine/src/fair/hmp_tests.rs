@@ -1,0 +1,170 @@
+//! Scenario tests of the S5 big.LITTLE schemes (fair/hmp.rs) on the Exynos
+//! 5422 preset (CPUs 0-3 little, 4-7 big), with invariants checked after
+//! every event.
+
+use crate::features::Features;
+use crate::sim::{Sim, SimConfig};
+use schedlab_topo::{build_domains, preset, DomainConfig};
+use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
+
+fn sim(feature: &str, templates: Vec<Vec<Step>>, seed: u64) -> Sim {
+    let m = preset("exynos5422").expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let mut features = Features::default();
+    features.set(feature, true).expect("feature");
+    let n = templates.len() as u32;
+    let spec = WorkloadSpec {
+        name: "hmp".into(),
+        templates: templates
+            .into_iter()
+            .enumerate()
+            .map(|(i, steps)| ThreadTemplate {
+                idle_policy: false,
+                name: format!("t{i}"),
+                nice: 0,
+                affinity: None,
+                steps,
+            })
+            .collect(),
+        initial: (0..n).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: u64::MAX,
+    };
+    Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed,
+            features,
+            checked: true,
+            ..SimConfig::default()
+        },
+    )
+}
+
+fn hog(work_ns: u64) -> Vec<Step> {
+    vec![Step::Compute { work_ns }, Step::Exit]
+}
+
+fn workload(s: &Sim) -> Vec<usize> {
+    (0..s.tasks.len())
+        .filter(|&i| !s.tasks[i].kthread)
+        .collect()
+}
+
+#[test]
+fn hperf_druntime_of_equal_hogs_stays_near_zero() {
+    // 8 equal hogs on 4 big + 4 little CPUs: swaps rotate them so every
+    // hog's big and little time stay close.
+    let mut s = sim(
+        "HMP_HPERF",
+        (0..8).map(|_| hog(10_000_000_000)).collect(),
+        5,
+    );
+    s.run_until(400_000_000);
+    assert!(s.counters.hmp_swaps > 10, "swaps {}", s.counters.hmp_swaps);
+    for i in workload(&s) {
+        let t = &s.tasks[i];
+        let cpu = t.stats.cpu_time_ns as i64;
+        assert!(cpu > 300_000_000, "{} ran {cpu} ns", t.name);
+        assert!(
+            t.hmp.druntime.abs() * 4 < cpu,
+            "{}: druntime {} of {cpu} ns (big {} little {})",
+            t.name,
+            t.hmp.druntime,
+            t.hmp.big_ns,
+            t.hmp.little_ns
+        );
+        assert!(
+            t.hmp.little_ns > 0 && t.hmp.big_ns > 0,
+            "{} never rotated",
+            t.name
+        );
+    }
+}
+
+#[test]
+fn hperf_idle_big_cpu_pulls_from_little() {
+    // 8 hogs, 4 of them short: once those exit, the big CPUs they leave
+    // idle pull the long hogs from the little CPUs.
+    let mut t: Vec<Vec<Step>> = (0..4).map(|_| hog(20_000_000)).collect();
+    t.extend((0..4).map(|_| hog(2_000_000_000)));
+    let mut s = sim("HMP_HPERF", t, 7);
+    s.run_until(150_000_000);
+    let long: Vec<usize> = workload(&s)
+        .into_iter()
+        .filter(|&i| s.tasks[i].name.as_ref() >= "t4")
+        .collect();
+    assert_eq!(long.len(), 4);
+    for &i in &long {
+        let tk = &s.tasks[i];
+        assert!(s.hmp_is_big(tk.cpu), "{} on cpu {}", tk.name, tk.cpu);
+    }
+    assert!(s.counters.hmp_up > 0);
+    // Little CPUs idle once the long hogs are all on big ones.
+    for c in 0..4u16 {
+        assert!(s.rqs[c as usize]
+            .curr
+            .is_none_or(|t| s.tasks[t as usize].kthread));
+    }
+}
+
+#[test]
+fn linaro_light_task_moves_down_and_cpu_bound_task_moves_up() {
+    // 30 periods of 1 ms work + 9 ms sleep (load ratio ~10%), then CPU bound.
+    let steps = vec![
+        Step::Compute { work_ns: 1_000_000 },
+        Step::Sleep { ns: 9_000_000 },
+        Step::Loop {
+            start: 0,
+            count: 30,
+            slot: 0,
+        },
+        Step::Compute {
+            work_ns: 3_000_000_000,
+        },
+        Step::Exit,
+    ];
+    let mut s = sim("HMP_LINARO", vec![steps], 3);
+    // A new task starts on a big CPU (full initial load).
+    s.run_until(5_000_000);
+    let t = workload(&s)[0];
+    assert!(
+        s.hmp_is_big(s.tasks[t].cpu),
+        "starts on cpu {}",
+        s.tasks[t].cpu
+    );
+    s.run_until(280_000_000);
+    assert!(
+        !s.hmp_is_big(s.tasks[t].cpu),
+        "light task on cpu {} (ratio {})",
+        s.tasks[t].cpu,
+        s.tasks[t].avg.runnable_avg
+    );
+    assert!(s.counters.hmp_down > 0);
+    s.run_until(900_000_000);
+    assert!(
+        s.hmp_is_big(s.tasks[t].cpu),
+        "cpu-bound task on cpu {} (ratio {})",
+        s.tasks[t].cpu,
+        s.tasks[t].avg.runnable_avg
+    );
+    assert!(s.counters.hmp_up > 0);
+}
+
+#[test]
+fn no_cross_cluster_generic_balancing_under_hmp() {
+    // Linaro MP with 6 hogs: all fork to big; the generic balancer does not
+    // spill them to the idle little CPUs (the scheme's weakness).
+    let mut s = sim(
+        "HMP_LINARO",
+        (0..6).map(|_| hog(5_000_000_000)).collect(),
+        2,
+    );
+    s.run_until(200_000_000);
+    for i in workload(&s) {
+        assert!(s.hmp_is_big(s.tasks[i].cpu), "{}", s.tasks[i].name);
+    }
+}
