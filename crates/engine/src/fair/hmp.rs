@@ -177,20 +177,28 @@ impl Sim {
             if let Some(c) = self.hmp_least_loaded(t, true, None) {
                 if self.is_idle_cpu(c) {
                     want_big = true;
-                    self.counters.hmp_up += 1;
                 }
             }
         } else if prev_big && ratio < HMP_DOWN_THRESHOLD {
             want_big = false;
-            self.counters.hmp_down += 1;
         }
         let aff = self.tasks[t as usize].affinity;
         if want_big == prev_big && aff.test(prev) && self.is_idle_cpu(prev) {
             return prev;
         }
-        self.hmp_least_loaded(t, want_big, None)
+        let cpu = self
+            .hmp_least_loaded(t, want_big, None)
             .or_else(|| self.hmp_least_loaded(t, !want_big, None))
-            .unwrap_or(prev)
+            .unwrap_or(prev);
+        // Count only real moves between clusters (not a fork's first placement).
+        if !fork && self.hmp_is_big(cpu) != prev_big {
+            if prev_big {
+                self.counters.hmp_down += 1;
+            } else {
+                self.counters.hmp_up += 1;
+            }
+        }
+        cpu
     }
 
     /// HPERF_HMP wakeup: the least loaded allowed CPU, where load is the
