@@ -46,6 +46,7 @@ features! {
     NI_RATE = "NI_RATE", true, "newidle balancing that is called rarely counts as more successful";
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
+    SCHED_CACHE = "SCHED_CACHE", false, "(schedlab, S4) cache-aware scheduling: per-process preferred LLC, llc_balance in the load balancer (7.3 SCHED_CACHE, active only with several LLCs under a larger domain)";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
 }
 

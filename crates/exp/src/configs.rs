@@ -30,7 +30,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "cluster-naive",
         "Alder Lake: CLS as first enabled in 5.16, without the S3 fixes",
     ),
-    ("cache-aware", "SCHED_CACHE (S4) topology"),
+    (
+        "cache-aware",
+        "SCHED_CACHE (S4): Linux 7.3 cache-aware load balancing (feature SCHED_CACHE on)",
+    ),
     ("linaro-mp", "big.LITTLE baseline (S5)"),
     ("hperf-hmp", "HPERF_HMP (S5) topology"),
 ];
@@ -43,9 +46,15 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
             CONFIGS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
         )
     })?;
+    let mut features = Features::default();
+    if name == "cache-aware" {
+        features
+            .set("SCHED_CACHE", true)
+            .expect("SCHED_CACHE is in the features table");
+    }
     Ok(RunConfig {
         name: name.to_string(),
         domains,
-        features: Features::default(),
+        features,
     })
 }
