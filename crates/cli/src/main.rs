@@ -489,6 +489,22 @@ fn run(
         c.context_switches,
         c.mean_cluster_corunners()
     );
+    if sim.cache.enabled {
+        let (scans, switches) = sim
+            .cache
+            .groups
+            .iter()
+            .flatten()
+            .fold((0, 0), |(a, b), g| (a + g.scans, b + g.switches));
+        outln!(
+            "  SCHED_CACHE: busy CPUs per busy LLC {:.2}, LLC migrations {}, migrate_llc_task moves {}, scans {}, preference switches {}",
+            c.mean_llc_corunners(),
+            sim.cache.llc_migrations,
+            sim.cache.llc_task_moves,
+            scans,
+            switches
+        );
+    }
     for l in &c.levels {
         outln!(
             "  balance {:<10} attempts {:>8} moved {:>6}",

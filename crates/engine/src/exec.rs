@@ -211,7 +211,9 @@ impl Sim {
                 Step::NewProcess => {
                     // Thread-group ids: 1 for the workload's first process, then
                     // one per task that becomes a process of its own.
+                    self.cache_thread_leave(self.tasks[t as usize].tgid);
                     self.tasks[t as usize].tgid = 2 + t;
+                    self.cache_thread_join(2 + t);
                 }
                 Step::Yield => {
                     if let Flow::Stop = self.yield_task(t) {

@@ -48,6 +48,7 @@ features! {
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
     HMP_LINARO = "HMP_LINARO", false, "(schedlab, S5 baseline) Linaro MP big.LITTLE: per-task load thresholds up/down-migrate between clusters; no generic cross-cluster balancing";
     HMP_HPERF = "HMP_HPERF", false, "(schedlab, S5) HPERF_HMP: druntime-fair cluster balancing, idle big CPUs pull from little, wakeups to the least loaded CPU; no generic cross-cluster balancing";
+    SCHED_CACHE = "SCHED_CACHE", false, "(schedlab, S4) cache-aware scheduling: per-process preferred LLC, llc_balance in the load balancer (7.3 SCHED_CACHE, active only with several LLCs under a larger domain)";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
     IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core, set on idle entry or by an LLC search, cleared when that core runs";
     WA_IDLER_LLC = "WA_IDLER_LLC", false, "(schedlab, S2) wake_affine: WA_IDLE within an LLC, idle cores then busy ratios across LLCs, sync stacking in WA_WEIGHT, no idle search when both LLCs are full";

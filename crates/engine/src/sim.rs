@@ -159,6 +159,8 @@ pub struct Sim {
     pub(crate) hmp_next_balance: u64,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
+    /// SCHED_CACHE state (fair/cache_aware.rs).
+    pub cache: crate::fair::cache_aware::CacheState,
 }
 
 /// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
@@ -246,7 +248,14 @@ impl Sim {
             .collect();
         let smt_masks: Vec<CpuMask> = (0..n).map(|c| machine.smt_mask(c as CpuId)).collect();
         let smt_active = smt_masks.iter().any(|m| m.weight() > 1);
+        let smt_threads = smt_masks.iter().map(|m| m.weight()).max().unwrap_or(1) as u64;
+        let cache = crate::fair::cache_aware::CacheState::new(
+            cfg.features.enabled(Feat::SCHED_CACHE),
+            &domains,
+            smt_threads,
+        );
         Sim {
+            cache,
             nohz_idle: CpuMask::first_n(n),
             nr_nohz_idle: n as u32,
             smt_masks,
@@ -588,6 +597,7 @@ impl Sim {
             // (entity_tick()'s reschedule, when the request or the protected
             // slice is used up, happens in update_curr().)
             self.update_misfit_status(cpu, Some(t));
+            self.task_tick_cache(cpu, t);
         }
         if self.now >= self.rqs[cpu as usize].next_balance {
             self.sched_balance_domains(cpu, false);
@@ -761,6 +771,7 @@ impl Sim {
         self.tasks[t as usize].cpu = to;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
+        self.note_migration(from, to);
         self.attach_entity_load(to, t);
     }
 
@@ -799,7 +810,9 @@ impl Sim {
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;
         t.settled_ns = self.now;
+        let tgid = t.tgid;
         self.tasks.push(t);
+        self.cache_thread_join(tgid);
         self.live += 1;
         self.counters.forks += 1;
         let cpu = self.select_task_rq_fair(id, parent_cpu, parent_cpu, parent, WF_FORK);
@@ -828,6 +841,7 @@ impl Sim {
         };
         self.dequeue_task(cpu, t, !dead);
         if dead {
+            self.cache_thread_leave(self.tasks[t as usize].tgid);
             self.detach_entity_load(cpu, t);
             if self.tasks[t as usize].template != u32::MAX {
                 self.live -= 1;

@@ -145,6 +145,12 @@ pub struct Task {
     pub hw: crate::hwcost::TaskHw,
     /// big.LITTLE (S5) druntime and time per CPU type (fair/hmp.rs).
     pub hmp: crate::fair::hmp::HmpTask,
+    /// SCHED_CACHE (fair/cache_aware.rs): the preferred LLC id
+    /// (`p->preferred_llc`, `None` = -1).
+    pub preferred_llc: Option<u32>,
+    /// Where the task is counted in a base domain's `llc_counts`:
+    /// (runqueue CPU, LLC id), set at enqueue, cleared at dequeue.
+    pub llc_counted: Option<(CpuId, u32)>,
 }
 
 /// Nice level to load weight (mirrors sched_prio_to_weight[]).
@@ -200,6 +206,8 @@ impl Task {
             settled_ns: 0,
             gen: 0,
             activity: Activity::Idle,
+            preferred_llc: None,
+            llc_counted: None,
             spin_until_ns: 0,
             pending_spawn: None,
             barrier_wait: None,

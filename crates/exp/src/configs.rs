@@ -33,7 +33,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "cluster-naive",
         "Alder Lake: CLS as first enabled in 5.16, without the S3 fixes",
     ),
-    ("cache-aware", "SCHED_CACHE (S4) topology"),
+    (
+        "cache-aware",
+        "SCHED_CACHE (S4): Linux 7.3 cache-aware load balancing (feature SCHED_CACHE on)",
+    ),
     (
         "linaro-mp",
         "big.LITTLE baseline (S5): Linaro MP per-task load thresholds (HMP_LINARO)",
@@ -69,6 +72,10 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
     };
     if let Some(f) = feature {
         features.set(f, true)?;
+    }
+    if name == "cache-aware" {
+        // S4: SCHED_CACHE on the upstream topology.
+        features.set("SCHED_CACHE", true)?;
     }
     Ok(RunConfig {
         name: name.to_string(),

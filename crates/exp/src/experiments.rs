@@ -55,6 +55,9 @@ pub fn names() -> Vec<&'static str> {
         "power10-pipe",
         "power10-schbench",
         "exynos5422-parsec",
+        "spr-hackbench",
+        "spr-schbench",
+        "genoa-hackbench",
     ]
 }
 
@@ -90,6 +93,9 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "power10-pipe" => power10_pipe(quick),
         "power10-schbench" => power10_schbench(quick),
         "exynos5422-parsec" => exynos5422_parsec(quick),
+        "spr-hackbench" => s4_hackbench(quick, false),
+        "genoa-hackbench" => s4_hackbench(quick, true),
+        "spr-schbench" => spr_schbench(quick),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -333,6 +339,90 @@ fn exynos5422_parsec(quick: bool) -> Result<ExperimentDef, String> {
     })
 }
 
+/// Messages each hackbench thread passes in the S4 runs (full, quick): loops =
+/// this / fds, so every point runs for a comparable time per thread (long
+/// enough for several 10 ms SCHED_CACHE epochs and periodic balances above
+/// the LLC) while the event count grows only with the number of threads.
+const S4_HACKBENCH_MSGS_PER_THREAD: (u32, u32) = (60_000, 40_000);
+
+/// S4 hackbench (patch-sets.md S4): threads, pipes, fds reduced so that a
+/// group fits an LLC; Sapphire Rapids (1 node, 2 LLCs of 60 CPUs) or Genoa
+/// (4 nodes of 2 CCXs of 16 CPUs). `--quick` runs fds 2, 8, 20 × groups 1, 4.
+fn s4_hackbench(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
+    let (fds, groups): (&[u32], &[u32]) = match (genoa, quick) {
+        (false, false) => (&[2, 4, 8, 10, 16, 20], &[1, 2, 4, 8]),
+        (true, false) => (&[2, 4, 6, 8, 20], &[1, 2, 4]),
+        (_, true) => (&[2, 8, 20], &[1, 4]),
+    };
+    let per_thread = if quick {
+        S4_HACKBENCH_MSGS_PER_THREAD.1
+    } else {
+        S4_HACKBENCH_MSGS_PER_THREAD.0
+    };
+    let mut points = Vec::new();
+    for &f in fds {
+        for &g in groups {
+            let loops = (per_thread / f).max(1);
+            points.push(point(
+                schedlab_report::params([("fds", f), ("groups", g)]),
+                &format!(
+                    "hackbench:groups={g},fds={f},loops={loops},datasize=100,ipc=pipe,mode=threads"
+                ),
+                None,
+                None,
+            )?);
+        }
+    }
+    Ok(ExperimentDef {
+        name: if genoa {
+            "genoa-hackbench"
+        } else {
+            "spr-hackbench"
+        },
+        machine: if genoa { "genoa" } else { "sapphirerapids" },
+        workload: "hackbench",
+        configs: &["vanilla", "cache-aware"],
+        metrics: vec![MetricSpec::new("time", "s", false)],
+        points,
+        repetitions: if quick { 2 } else { 3 },
+        setup: if genoa {
+            "hackbench --threads --pipe -g G -f F, 100-byte messages, loops = 60000/F (quick 40000/F), whole machine (4 nodes x 2 CCXs of 16 CPUs)"
+        } else {
+            "hackbench --threads --pipe -g G -f F, 100-byte messages, loops = 60000/F (quick 40000/F), whole machine (1 node, 2 LLCs of 60 CPUs)"
+        },
+        wakeup_notes: false,
+    })
+}
+
+/// S4 schbench on Sapphire Rapids: one message thread and T workers;
+/// the metric is the 99th percentile wakeup latency.
+fn spr_schbench(quick: bool) -> Result<ExperimentDef, String> {
+    let threads: &[u32] = &[2, 4, 8, 16, 32, 64, 128];
+    let runtime = if quick { 3 } else { 10 };
+    let points = threads
+        .iter()
+        .map(|&t| {
+            point(
+                schedlab_report::params([("threads", t)]),
+                &format!("schbench:message_threads=1,workers={t},runtime_s={runtime}"),
+                None,
+                None,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "spr-schbench",
+        machine: "sapphirerapids",
+        workload: "schbench",
+        configs: &["vanilla", "cache-aware"],
+        metrics: vec![MetricSpec::new("p99", "us", false)],
+        points,
+        repetitions: if quick { 2 } else { 3 },
+        setup: "schbench -m 1 -t T (runtime 10 s, quick 3 s) on the whole machine; p99 = 99th percentile wakeup latency",
+        wakeup_notes: false,
+    })
+}
+
 /// Options of a reproduction run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -387,6 +477,10 @@ pub struct Placement {
     pub hmp_up: u64,
     pub hmp_down: u64,
     pub hmp_swaps: u64,
+    /// Mean number of busy CPUs in a busy CPU's LLC.
+    pub llc_corunners: f64,
+    /// Task migrations between LLCs.
+    pub llc_migrations: u64,
 }
 
 /// Runs one simulation of an experiment point under a configuration.
@@ -432,6 +526,8 @@ pub fn run_point(
         hmp_up: c.hmp_up,
         hmp_down: c.hmp_down,
         hmp_swaps: c.hmp_swaps,
+        llc_corunners: c.mean_llc_corunners(),
+        llc_migrations: sim.cache.llc_migrations,
     };
     Ok(RunOutcome {
         metrics,
@@ -552,7 +648,11 @@ pub fn run_all(
                     }
                 }
                 if let Some(ps) = placement.get(&(pi, c)) {
-                    r.notes.push(placement_note(&p.params, c, ps));
+                    let mut note = placement_note(&p.params, c, ps);
+                    if d.configs.contains(&"cache-aware") {
+                        note.push_str(&llc_placement_note(ps));
+                    }
+                    r.notes.push(note);
                     if d.wakeup_notes {
                         r.notes.push(wakeup_note(&p.params, c, ps));
                     }
@@ -563,6 +663,17 @@ pub fn run_all(
         results.push(r);
     }
     Ok(results)
+}
+
+/// The LLC side of placement (S4 experiments): co-runners and migrations across LLCs.
+fn llc_placement_note(ps: &[Placement]) -> String {
+    let n = ps.len().max(1) as f64;
+    let avg = |f: &dyn Fn(&Placement) -> f64| ps.iter().map(f).sum::<f64>() / n;
+    format!(
+        "; busy CPUs per busy LLC {:.2}, LLC migrations {:.1}",
+        avg(&|p| p.llc_corunners),
+        avg(&|p| p.llc_migrations as f64)
+    )
 }
 
 fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {

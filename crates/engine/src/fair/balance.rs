@@ -43,6 +43,8 @@ pub enum MigrationType {
     Util,
     Task,
     Misfit,
+    /// `migrate_llc_task` (SCHED_CACHE): move tasks preferring the dst LLC.
+    LlcTask,
 }
 
 /// Idle state of the balancing CPU (`enum cpu_idle_type`).
@@ -83,6 +85,11 @@ pub struct GroupStats {
     pub min_capacity: u64,
     /// asym priority of the group's preferred CPU.
     pub asym_prefer_prio: u32,
+    /// SCHED_CACHE: queued tasks of the group (outside the dst LLC) that
+    /// prefer the dst LLC (`sgs->nr_pref_dst_llc`).
+    pub nr_pref_dst_llc: u32,
+    /// `sgs->group_llc_balance`.
+    pub llc_balance: bool,
 }
 
 /// group_has_capacity(): the group can take more work.
@@ -107,11 +114,13 @@ pub fn is_overloaded(pct: u32, s: &GroupStats) -> bool {
     s.group_capacity * (pct as u64) < s.group_runnable * 100
 }
 
-/// Classifies a group (mirrors group_classify(); llc_balance belongs to
-/// SCHED_CACHE, which is not modelled).
+/// Classifies a group (mirrors group_classify(); llc_balance comes from
+/// SCHED_CACHE, fair/cache_aware.rs).
 pub fn classify(pct: u32, s: &GroupStats) -> GroupType {
     if is_overloaded(pct, s) {
         GroupType::Overloaded
+    } else if s.llc_balance {
+        GroupType::LlcBalance
     } else if s.imbalanced {
         GroupType::Imbalanced
     } else if s.asym_packing {
@@ -205,7 +214,9 @@ pub fn pick_busiest(ctx: &PickCtx, s: &GroupStats, b: Option<&GroupStats>) -> bo
     };
     match s.group_type {
         GroupType::Overloaded => s.avg_load > b.avg_load,
-        GroupType::LlcBalance | GroupType::Imbalanced => false,
+        // Most tasks preferring the dst LLC (update_llc_busiest()).
+        GroupType::LlcBalance => s.nr_pref_dst_llc > b.nr_pref_dst_llc,
+        GroupType::Imbalanced => false,
         // Prefer moving work away from the lowest-priority preferred CPU.
         GroupType::AsymPacking => b.asym_prefer_prio > s.asym_prefer_prio,
         GroupType::MisfitTask => s.misfit_task_load > b.misfit_task_load,
@@ -260,9 +271,8 @@ pub fn calculate_imbalance(ctx: &DecideCtx, sds: &SdLbStats) -> (MigrationType, 
             };
         }
         GroupType::AsymPacking => return (MigrationType::Task, b.sum_h_nr_running as u64),
-        GroupType::SmtBalance | GroupType::Imbalanced | GroupType::LlcBalance => {
-            return (MigrationType::Task, 1)
-        }
+        GroupType::LlcBalance => return (MigrationType::LlcTask, 1),
+        GroupType::SmtBalance | GroupType::Imbalanced => return (MigrationType::Task, 1),
         _ => {}
     }
     if l.group_type == GroupType::HasSpare {
@@ -333,13 +343,14 @@ pub fn find_src_group_decide(ctx: &DecideCtx, sds: &SdLbStats) -> Option<(Migrat
             }
             sds.prefer_sibling
                 && l.group_type == GroupType::HasSpare
-                && sibling_imbalance(
-                    ctx.idle,
-                    b.sum_nr_running,
-                    b.cores,
-                    l.sum_nr_running,
-                    l.cores,
-                ) > 1
+                && (b.group_type == GroupType::LlcBalance
+                    || sibling_imbalance(
+                        ctx.idle,
+                        b.sum_nr_running,
+                        b.cores,
+                        l.sum_nr_running,
+                        l.cores,
+                    ) > 1)
         }
     };
     if !force && b.group_type != GroupType::Overloaded {
@@ -381,6 +392,8 @@ struct LbEnv {
     some_pinned: bool,
     dst_pinned: bool,
     new_dst_cpu: CpuId,
+    /// LBF_LLC_PINNED: a task stayed for its LLC preference.
+    llc_pinned: bool,
 }
 
 impl LbEnv {
@@ -758,6 +771,7 @@ impl Sim {
             s.sum_h_nr_running += rq.cfs.nr_runnable();
             let nr = rq.nr_running();
             s.sum_nr_running += nr;
+            s.nr_pref_dst_llc += self.nr_pref_dst_llc(c, env.dst);
             if nr == 0 && self.is_idle_cpu(c) {
                 s.idle_cpus += 1;
                 continue;
@@ -791,6 +805,9 @@ impl Sim {
             if env.is_idle() && smt_group && s.sum_h_nr_running > 1 {
                 s.smt_balance = true;
             }
+            let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
+            s.llc_balance =
+                self.llc_balance(env.dst, d.flags, failed, d.cache_nice_tries, &s, &g.span);
         }
         s.group_type = classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
@@ -819,6 +836,20 @@ impl Sim {
             sds.total_load += s.group_load;
             sds.total_capacity += s.group_capacity;
             sum_util += s.group_util;
+            if self.sched_cache_enabled() {
+                let first = self.domains.cpus[cpu as usize].domains[env.level].groups[gi]
+                    .span
+                    .first()
+                    .unwrap_or(cpu);
+                self.record_sg_llc_stats(
+                    env.dst,
+                    env.level,
+                    env.idle,
+                    first,
+                    s.group_util,
+                    s.group_capacity,
+                );
+            }
             if gi == 0 {
                 sds.local = s;
                 continue;
@@ -919,6 +950,14 @@ impl Sim {
                         best = Some(c);
                     }
                 }
+                MigrationType::LlcTask => {
+                    let dl = self.domains.cpus[env.dst as usize].llc_id;
+                    let n = self.llc_count(c, dl);
+                    if b_nr < n {
+                        b_nr = n;
+                        best = Some(c);
+                    }
+                }
             }
         }
         best
@@ -993,6 +1032,7 @@ impl Sim {
             some_pinned: false,
             dst_pinned: false,
             new_dst_cpu: cpu,
+            llc_pinned: false,
         };
         self.counters.lb_count(level, &d.name);
         env.dst_grpmask = self.group_balance_mask(cpu, level);
@@ -1044,7 +1084,7 @@ impl Sim {
                 self.sd[cpu as usize][level].nr_balance_failed = 0;
                 break 'redo Outcome::Unbalanced;
             }
-            if idle != IdleType::NewlyIdle && env.mt != MigrationType::Misfit {
+            if idle != IdleType::NewlyIdle && env.mt != MigrationType::Misfit && !env.llc_pinned {
                 self.sd[cpu as usize][level].nr_balance_failed += 1;
             }
             if !self.need_active_balance(&env) {
@@ -1059,6 +1099,8 @@ impl Sim {
             env.all_pinned = false;
             if !self.rqs[src as usize].active_balance {
                 self.rqs[src as usize].active_balance = true;
+                // LBF_ACTIVE_LB_LLC: the stopper moves only tasks preferring dst's LLC.
+                self.cache.active_llc[src as usize] = env.mt == MigrationType::LlcTask;
                 self.q
                     .push(self.now, EventKind::ActiveBalance { src, dst: cpu });
             }
@@ -1112,11 +1154,14 @@ impl Sim {
         {
             return true;
         }
+        if self.alb_break_llc(env.sd_flags, env.mt, env.src, env.dst) {
+            return false;
+        }
         if env.mt == MigrationType::Task && st.nr_balance_failed > tries + 2 {
             return true;
         }
         // (check_cpu_capacity(): no capacity pressure is modelled.)
-        env.mt == MigrationType::Misfit
+        env.mt == MigrationType::Misfit || env.mt == MigrationType::LlcTask
     }
 
     /// Can `t` move from env.src to env.dst (mirrors can_migrate_task())?
@@ -1156,6 +1201,23 @@ impl Sim {
             return false;
         }
         let tries = self.domains.cpus[env.this_cpu as usize].domains[env.level].cache_nice_tries;
+        // SCHED_CACHE (no NUMA-locality degradation is modelled): keep a task
+        // on its preferred LLC before task_hot() is asked.
+        if self.migrate_degrades_llc(
+            env.sd_flags,
+            env.is_idle(),
+            env.mt,
+            failed,
+            tries,
+            t,
+            env.src,
+            env.dst,
+        ) {
+            if env.mt != MigrationType::LlcTask {
+                env.llc_pinned = true;
+            }
+            return false;
+        }
         !self.task_hot(env, t) || failed > tries
     }
 
@@ -1223,6 +1285,10 @@ impl Sim {
                     env.imbalance = env.imbalance.saturating_sub(u);
                 }
                 MigrationType::Task => env.imbalance -= 1,
+                MigrationType::LlcTask => {
+                    env.imbalance = env.imbalance.saturating_sub(1);
+                    self.cache.llc_task_moves += 1;
+                }
                 MigrationType::Misfit => {
                     // Only a task that does not fit where it is.
                     if self.task_fits_cpu(t, src) {
@@ -1256,6 +1322,7 @@ impl Sim {
         self.tasks[t as usize].cpu = dst;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
+        self.note_migration(src, dst);
         self.attach_entity_load(dst, t);
         if delayed {
             // A delayed task that was moved for load stays asleep.
@@ -1299,8 +1366,14 @@ impl Sim {
         let place_lag = self.feat(Feat::PLACE_LAG);
         // detach_one_task() walks cfs_tasks from the tail.
         let cands = self.cfs_tasks_from_tail(src);
+        let llc_only = std::mem::take(&mut self.cache.active_llc[src as usize]);
+        let dst_llc = self.domains.cpus[dst as usize].llc_id;
         let pick = cands.into_iter().find(|&t| {
             let tk = &self.tasks[t as usize];
+            // migrate_llc_task_wrong_dst() under LBF_ACTIVE_LB_LLC.
+            if llc_only && self.sched_cache_enabled() && tk.preferred_llc != Some(dst_llc) {
+                return false;
+            }
             // task_is_ineligible_on_dst_cpu() before any failure.
             let ineligible = failed == 0
                 && place_lag

@@ -7,6 +7,7 @@
 //! between entities and PELT.
 
 pub mod balance;
+pub mod cache_aware;
 #[cfg(test)]
 mod fidelity_tests;
 pub mod hmp;
@@ -178,6 +179,8 @@ impl Sim {
             .se
             .vruntime
             .wrapping_add(calc_delta_fair(delta, tk.se.weight));
+        self.account_mm_sched(cpu, c, delta);
+        let tk = &mut self.tasks[c as usize];
         // update_deadline()
         let mut resched = false;
         if tk.se.vruntime.wrapping_sub(tk.se.deadline) as i64 >= 0 {
@@ -385,6 +388,7 @@ impl Sim {
         cfs.util_est += util_est;
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
+        self.account_llc_enqueue(cpu, t);
     }
 
     /// Takes a task off its runqueue (mirrors dequeue_task_fair()); a
@@ -438,6 +442,7 @@ impl Sim {
         if sleep && !was_delayed {
             self.update_util_est_dequeue(t);
         }
+        self.account_llc_dequeue(t);
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
         true
