@@ -201,12 +201,7 @@ impl Sim {
                     .collect()
             })
             .collect();
-        let n_llc = domains
-            .cpus
-            .iter()
-            .map(|c| c.llc_id as usize + 1)
-            .max()
-            .unwrap_or(1);
+        let n_llc = domains.nr_llc_ids();
         let mut llc = vec![LlcShared::default(); n_llc];
         for cd in domains.cpus.iter().rev() {
             // An idle machine after boot: every CPU may be scanned (SIS_UTIL's
@@ -216,18 +211,8 @@ impl Sim {
             llc[cd.llc_id as usize].first_cpu = cd.cpu;
         }
         crate::fair::wake_llc::pair_fallback_llcs(&domains, &mut llc);
-        let n_clusters = machine
-            .cpus
-            .iter()
-            .map(|c| c.cluster as usize + 1)
-            .max()
-            .unwrap_or(1);
-        let n_llcs = machine
-            .cpus
-            .iter()
-            .map(|c| c.llc as usize + 1)
-            .max()
-            .unwrap_or(1);
+        let n_clusters = machine.nr_clusters();
+        let n_llcs = machine.nr_llcs();
         let barriers = spec
             .sync
             .iter()

@@ -115,12 +115,7 @@ pub struct MemModel {
 
 impl MemModel {
     pub fn new(m: &Machine) -> Self {
-        let n_cores = m
-            .cpus
-            .iter()
-            .map(|c| c.core as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let n_cores = m.nr_cores();
         let cpu_links = m
             .cpus
             .iter()

@@ -189,6 +189,17 @@ pub struct Domains {
     pub asym_cpucapacity: bool,
 }
 
+impl Domains {
+    /// Number of dense LLC ids (`sd_llc_id`), for per-LLC arrays (at least 1).
+    pub fn nr_llc_ids(&self) -> usize {
+        self.cpus
+            .iter()
+            .map(|c| c.llc_id as usize + 1)
+            .max()
+            .unwrap_or(1)
+    }
+}
+
 impl SdFlags {
     /// Flags that need at least two groups to mean anything
     /// (`SD_DEGENERATE_GROUPS_MASK`: every flag but SD_WAKE_AFFINE).

@@ -164,6 +164,33 @@ impl Machine {
         self.cpus.len()
     }
 
+    /// Number of core indices (`max core id + 1`), for per-core arrays.
+    pub fn nr_cores(&self) -> usize {
+        self.cpus
+            .iter()
+            .map(|c| c.core as usize + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Number of cluster indices, for per-cluster arrays (at least 1).
+    pub fn nr_clusters(&self) -> usize {
+        self.cpus
+            .iter()
+            .map(|c| c.cluster as usize + 1)
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Number of LLC indices, for per-LLC arrays (at least 1).
+    pub fn nr_llcs(&self) -> usize {
+        self.cpus
+            .iter()
+            .map(|c| c.llc as usize + 1)
+            .max()
+            .unwrap_or(1)
+    }
+
     /// All CPUs.
     pub fn all_cpus(&self) -> CpuMask {
         CpuMask::first_n(self.cpus.len())

@@ -171,12 +171,7 @@ impl CacheState {
     /// Sets up the state; `enabled` follows `_sched_cache_active_set()`.
     pub fn new(sim_enabled: bool, domains: &schedlab_topo::Domains, smt_threads: u64) -> Self {
         let n = domains.cpus.len();
-        let n_llc = domains
-            .cpus
-            .iter()
-            .map(|c| c.llc_id as usize + 1)
-            .max()
-            .unwrap_or(1);
+        let n_llc = domains.nr_llc_ids();
         let mut llc_span = vec![CpuMask::default(); n_llc];
         for cd in &domains.cpus {
             llc_span[cd.llc_id as usize].set(cd.cpu);
