@@ -72,6 +72,21 @@ impl Sim {
                 ));
             }
         }
+        // The placement statistics' running sums equal a full recount.
+        let sq = |v: &[u32]| v.iter().map(|&b| (b as u64) * (b as u64)).sum::<u64>();
+        let busy_cpus = self.rqs.iter().filter(|r| r.curr.is_some()).count() as u64;
+        let busy_clusters: u64 = self.busy_in_cluster.iter().map(|&b| b as u64).sum();
+        let busy_llcs: u64 = self.busy_in_llc.iter().map(|&b| b as u64).sum();
+        let p = &self.placement;
+        if p.busy != busy_cpus || busy_clusters != busy_cpus || busy_llcs != busy_cpus {
+            return Err(format!(
+                "busy CPUs {busy_cpus}, placement sums {} / clusters {busy_clusters} / LLCs {busy_llcs}",
+                p.busy
+            ));
+        }
+        if p.cluster_sq != sq(&self.busy_in_cluster) || p.llc_sq != sq(&self.busy_in_llc) {
+            return Err("placement sums of squares drifted from the busy counts".to_string());
+        }
         for (c, rq) in self.rqs.iter().enumerate() {
             if rq.cfs.nr_queued != nr[c] {
                 return Err(format!(

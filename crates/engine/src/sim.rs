@@ -89,6 +89,14 @@ pub struct BarrierState {
     pub spinners: Vec<TaskId>,
 }
 
+/// Running sums behind the placement counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PlacementSums {
+    pub(crate) cluster_sq: u64,
+    pub(crate) llc_sq: u64,
+    pub(crate) busy: u64,
+}
+
 /// Why a run stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -135,6 +143,8 @@ pub struct Sim {
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
+    /// Σ busy², per cluster and per LLC, and Σ busy (placement statistics).
+    pub(crate) placement: PlacementSums,
     pub(crate) last_placement_ns: u64,
     pub stop: Option<StopReason>,
     started: bool,
@@ -275,6 +285,7 @@ impl Sim {
             nohz_next_balance: 0,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
+            placement: PlacementSums::default(),
             last_placement_ns: 0,
             stop: None,
             started: false,
@@ -434,21 +445,37 @@ impl Sim {
     fn account_placement(&mut self) {
         let dt = self.now - self.last_placement_ns;
         if dt > 0 {
-            let (mut sq, mut s) = (0u64, 0u64);
-            for &b in &self.busy_in_cluster {
-                sq += (b * b) as u64;
-                s += b as u64;
-            }
-            let (mut lsq, mut ls) = (0u64, 0u64);
-            for &b in &self.busy_in_llc {
-                lsq += (b * b) as u64;
-                ls += b as u64;
-            }
-            self.counters.cluster_corun_ns += sq * dt;
-            self.counters.llc_corun_ns += lsq * dt;
-            self.counters.busy_cpu_ns += s * dt;
-            debug_assert_eq!(s, ls);
+            let p = &self.placement;
+            self.counters.cluster_corun_ns += p.cluster_sq * dt;
+            self.counters.llc_corun_ns += p.llc_sq * dt;
+            self.counters.busy_cpu_ns += p.busy * dt;
             self.last_placement_ns = self.now;
+        }
+    }
+
+    /// A CPU of `cluster`/`llc` became busy (`+1`) or idle (`-1`): keep the
+    /// busy counts and their sums of squares up to date in O(1)
+    /// ((b ± 1)² = b² ± 2b + 1).
+    fn placement_change(&mut self, cluster: usize, llc: usize, busy: bool) {
+        let step = |count: &mut u32, sq: &mut u64| {
+            let b = *count as u64;
+            if busy {
+                *sq += 2 * b + 1;
+                *count += 1;
+            } else {
+                *sq -= 2 * b - 1;
+                *count -= 1;
+            }
+        };
+        step(
+            &mut self.busy_in_cluster[cluster],
+            &mut self.placement.cluster_sq,
+        );
+        step(&mut self.busy_in_llc[llc], &mut self.placement.llc_sq);
+        if busy {
+            self.placement.busy += 1;
+        } else {
+            self.placement.busy -= 1;
         }
     }
 
@@ -457,8 +484,8 @@ impl Sim {
         self.account_placement();
         let now = self.now;
         let c = &self.machine.cpus[cpu as usize];
-        self.busy_in_cluster[c.cluster as usize] += 1;
-        self.busy_in_llc[c.llc as usize] += 1;
+        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
+        self.placement_change(cluster, llc, true);
         let rq = &mut self.rqs[cpu as usize];
         let idle_for = now - rq.idle_since;
         rq.idle_ns += now - rq.last_busy_change;
@@ -486,8 +513,8 @@ impl Sim {
         self.account_placement();
         let now = self.now;
         let c = &self.machine.cpus[cpu as usize];
-        self.busy_in_cluster[c.cluster as usize] -= 1;
-        self.busy_in_llc[c.llc as usize] -= 1;
+        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
+        self.placement_change(cluster, llc, false);
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;
