@@ -955,36 +955,26 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             Some(_) => format!("node[id={id}].{name}"),
             None => format!("memory.{name}"),
         };
+        // A node's value, else the `[memory]` default, else an error.
+        let missing = |name: &str| {
+            TopoError::invalid(
+                origin,
+                format!("memory.{name}"),
+                format!("missing for node {id}"),
+            )
+        };
         let peak = over
             .and_then(|o| o.mem_bw_peak_bytes_per_s)
             .or(base.map(|b| b.mem_bw_peak_bytes_per_s))
-            .ok_or_else(|| {
-                TopoError::invalid(
-                    origin,
-                    "memory.mem_bw_peak_bytes_per_s",
-                    format!("missing for node {id}"),
-                )
-            })?;
+            .ok_or_else(|| missing("mem_bw_peak_bytes_per_s"))?;
         let half = over
             .and_then(|o| o.mem_half_concurrency)
             .or(base.map(|b| b.mem_half_concurrency))
-            .ok_or_else(|| {
-                TopoError::invalid(
-                    origin,
-                    "memory.mem_half_concurrency",
-                    format!("missing for node {id}"),
-                )
-            })?;
+            .ok_or_else(|| missing("mem_half_concurrency"))?;
         let lat = over
             .and_then(|o| o.mem_latency_ns)
             .or(base.map(|b| b.mem_latency_ns))
-            .ok_or_else(|| {
-                TopoError::invalid(
-                    origin,
-                    "memory.mem_latency_ns",
-                    format!("missing for node {id}"),
-                )
-            })?;
+            .ok_or_else(|| missing("mem_latency_ns"))?;
         nodes.push(NodeInfo {
             id,
             cpus: CpuMask::from_cpus(cpus.iter().filter(|c| c.node == id).map(|c| c.id)),
