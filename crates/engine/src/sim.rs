@@ -456,7 +456,7 @@ impl Sim {
     /// A CPU of `cluster`/`llc` became busy (`+1`) or idle (`-1`): keep the
     /// busy counts and their sums of squares up to date in O(1)
     /// ((b ± 1)² = b² ± 2b + 1).
-    fn placement_change(&mut self, cluster: usize, llc: usize, busy: bool) {
+    pub(crate) fn placement_change(&mut self, cluster: usize, llc: usize, busy: bool) {
         let step = |count: &mut u32, sq: &mut u64| {
             let b = *count as u64;
             if busy {

@@ -527,9 +527,13 @@ fn put(s: &mut Sim, cpu: u16, t: TaskId) {
         s.set_next_entity(cpu, t);
         s.rqs[cpu as usize].curr = Some(t);
         s.tasks[t as usize].state = crate::task::TaskState::Running;
-        // The CPU left idle: nr_busy_cpus as idle_exit() keeps it.
+        // The CPU left idle: nr_busy_cpus and the placement counts as
+        // idle_exit() keeps them.
         let l = s.domains.cpus[cpu as usize].llc_id as usize;
         s.llc[l].nr_busy_cpus += 1;
+        let c = &s.machine.cpus[cpu as usize];
+        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
+        s.placement_change(cluster, llc, true);
     } else {
         s.tasks[t as usize].state = crate::task::TaskState::Runnable;
     }
