@@ -203,6 +203,17 @@ impl Sim {
                         self.tasks[t as usize].pc = exit_to;
                     }
                 }
+                Step::TestCounter {
+                    counter,
+                    below,
+                    else_to,
+                } => {
+                    let go_on =
+                        matches!(self.obj(counter), Some(Obj::Counter { value }) if *value < below);
+                    if !go_on {
+                        self.tasks[t as usize].pc = else_to;
+                    }
+                }
                 Step::ResetCounter { counter } => {
                     if let Some(Obj::Counter { value }) = self.obj(counter) {
                         *value = 0;

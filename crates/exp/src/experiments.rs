@@ -51,6 +51,7 @@ pub fn names() -> Vec<&'static str> {
         "kunpeng920-stream",
         "kunpeng920-pbzip2",
         "kunpeng920-pbzip2-node",
+        "kunpeng920-pixz-node",
         "kunpeng920-kernbench",
         "power10-pipe",
         "power10-schbench",
@@ -58,6 +59,7 @@ pub fn names() -> Vec<&'static str> {
         "spr-hackbench",
         "spr-schbench",
         "genoa-hackbench",
+        "exynos5433-mixed",
     ]
 }
 
@@ -89,6 +91,7 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "kunpeng920-stream" => Ok(kunpeng920_stream(quick)),
         "kunpeng920-pbzip2" => kunpeng920_pbzip2(quick, false),
         "kunpeng920-pbzip2-node" => kunpeng920_pbzip2(quick, true),
+        "kunpeng920-pixz-node" => kunpeng920_pixz(quick),
         "kunpeng920-kernbench" => kunpeng920_kernbench(quick),
         "power10-pipe" => power10_pipe(quick),
         "power10-schbench" => power10_schbench(quick),
@@ -96,6 +99,7 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "spr-hackbench" => s4_hackbench(quick, false),
         "genoa-hackbench" => s4_hackbench(quick, true),
         "spr-schbench" => spr_schbench(quick),
+        "exynos5433-mixed" => exynos5433_mixed(quick),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -196,6 +200,39 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
             "pbzip2 -pN compressing 256 MiB, bound to node 0 (CPUs 0-23, memory node 0)"
         } else {
             "pbzip2 -pN compressing 256 MiB on the whole machine (96 CPUs)"
+        },
+        wakeup_notes: false,
+    })
+}
+
+/// S1 pixz throughput (mmtests lkp-compress style) on node 0 only
+/// (`numactl -N 0 -m 0`): xz -6 in 16 MiB blocks, 768 MiB of input (48
+/// blocks, two per encoder at 24 threads); `--quick` compresses 384 MiB.
+fn kunpeng920_pixz(quick: bool) -> Result<ExperimentDef, String> {
+    let size_mib = if quick { 384 } else { 768 };
+    let points = [2u32, 4, 6, 8, 12, 18, 24]
+        .iter()
+        .map(|&t| {
+            point(
+                schedlab_report::params([("threads", t)]),
+                &format!("pixz:threads={t},size_mib={size_mib}"),
+                Some(CpuMask::first_n(24)),
+                Some(0),
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "kunpeng920-pixz-node",
+        machine: "kunpeng920",
+        workload: "pixz",
+        configs: &["vanilla", "cluster"],
+        metrics: vec![MetricSpec::new("tput", "MB/s", true)],
+        points,
+        repetitions: if quick { 2 } else { 5 },
+        setup: if quick {
+            "pixz -pN (xz -6, 16 MiB blocks) compressing 384 MiB (--quick), bound to node 0 (CPUs 0-23, memory node 0)"
+        } else {
+            "pixz -pN (xz -6, 16 MiB blocks) compressing 768 MiB, bound to node 0 (CPUs 0-23, memory node 0)"
         },
         wakeup_notes: false,
     })
@@ -335,6 +372,27 @@ fn exynos5422_parsec(quick: bool) -> Result<ExperimentDef, String> {
         points,
         repetitions: if quick { 2 } else { 3 },
         setup: "PARSEC 3.0 pthreads (simlarge) streamcluster, bodytrack, blackscholes, 1-32 threads on 4x A7 + 4x A15",
+        wakeup_notes: false,
+    })
+}
+
+/// S5 mixed mobile benchmark on the Exynos 5433 (4 A53 + 4 A57), Linaro MP
+/// against HPERF_HMP: the cover letter's AnTuTu figure. One point; the
+/// sub-test scores are extra metrics.
+fn exynos5433_mixed(quick: bool) -> Result<ExperimentDef, String> {
+    let mut metrics = vec![MetricSpec::new("score", "points", true)];
+    for t in schedlab_workload::mobile::TESTS {
+        metrics.push(MetricSpec::new(format!("score_{t}"), "points", true));
+    }
+    Ok(ExperimentDef {
+        name: "exynos5433-mixed",
+        machine: "exynos5433",
+        workload: "mobile",
+        configs: &["linaro-mp", "hperf-hmp"],
+        metrics,
+        points: vec![point(Params::new(), "mobile:cpus=8,scale=1", None, None)?],
+        repetitions: if quick { 3 } else { 10 },
+        setup: "mixed mobile benchmark (AnTuTu-5-like CPU, runtime, multitask, RAM and I/O sub-tests in sequence, no GPU tests) with periodic system services, on 4x A53 + 4x A57",
         wakeup_notes: false,
     })
 }

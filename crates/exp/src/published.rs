@@ -57,6 +57,24 @@ pub fn published_changes(
             };
             Some(vec![("tput", pct)])
         }
+        // AnTuTu on the Exynos 5433: 42400 (HPERF_HMP) vs 36860 (Linaro MP).
+        ("exynos5433-mixed", "hperf-hmp") => {
+            Some(vec![("score", (42400.0 / 36860.0 - 1.0) * 100.0)])
+        }
+        ("kunpeng920-pixz-node", "cluster") => {
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match t {
+                2 => 1.15,
+                4 => -0.27,
+                6 => 3.42,
+                8 => 2.20,
+                12 => 2.06,
+                18 => 1.23,
+                24 => 0.64,
+                _ => return None,
+            };
+            Some(vec![("tput", pct)])
+        }
         ("kunpeng920-kernbench", "cluster") => {
             // Elapsed time, positive = faster (the cover letter gives no
             // per-row user/system figures).
@@ -293,7 +311,7 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
         ],
-        "kunpeng920-pbzip2-node" => vec![
+        "kunpeng920-pbzip2-node" | "kunpeng920-pixz-node" => vec![
             ShapeClaim {
                 description: "cluster gains at medium load (4-8 threads on 24 CPUs)",
                 check: |r| {
@@ -316,6 +334,16 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
         ],
+        "exynos5433-mixed" => vec![ShapeClaim {
+            description: "hperf-hmp scores higher than linaro-mp (published +15.0%, GPU tests included)",
+            check: |r| {
+                let row = r
+                    .rows
+                    .iter()
+                    .find(|row| row.config == "hperf-hmp" && row.metric == "score")?;
+                Some(row.change_pct > 0.0)
+            },
+        }],
         "kunpeng920-kernbench" => vec![ShapeClaim {
             description: "near zero for CPU-bound work (|elapsed change| < 1% at every -j)",
             check: |r| {

@@ -6,9 +6,11 @@ use schedlab_engine::Sim;
 use schedlab_topo::CpuMask;
 use schedlab_workload::hackbench::{self, HackbenchParams};
 use schedlab_workload::kernbench::{self, KernbenchParams};
+use schedlab_workload::mobile::{self, MobileParams};
 use schedlab_workload::parsec::{self, Bench, ParsecParams};
 use schedlab_workload::pbzip2::{self, Pbzip2Params};
 use schedlab_workload::pipe::{self, PipeParams};
+use schedlab_workload::pixz::{self, PixzParams};
 use schedlab_workload::rtapp::{self, RtApp, RtAppError};
 use schedlab_workload::schbench::{self, SchbenchParams};
 use schedlab_workload::stream::{self, StreamParams};
@@ -24,6 +26,8 @@ pub enum Builtin {
     /// blackscholes, streamcluster or bodytrack.
     Parsec(ParsecParams),
     Pbzip2(Pbzip2Params),
+    Pixz(PixzParams),
+    Mobile(MobileParams),
     Kernbench(KernbenchParams),
     /// An imported rt-app file.
     RtApp(Box<RtApp>),
@@ -70,6 +74,16 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "pbzip2",
         "threads=N (1), size_mib=M (256), block_kb=B (900)",
         "pbzip2 -pN: producer reads blocks into a bounded queue, N consumers compress, a writer writes; tput MB/s and Wall Clock",
+    ),
+    (
+        "pixz",
+        "threads=N (1), size_mib=M (768)",
+        "pixz -pN (xz -6): a read thread cuts 16 MiB blocks, N encoders compress 64 KiB pieces (compute + match-finder memory traffic through the bandwidth model), the main thread writes; tput MB/s",
+    ),
+    (
+        "mobile",
+        "cpus=N (8, threads of the multi-threaded CPU test), scale=S (1, multiplies every sub-test)",
+        "mixed mobile benchmark (AnTuTu-5-like): a driver runs CPU single/multi, runtime+GC, multitask, RAM operation/speed and I/O sub-tests in sequence while compositor, system-server and sensor services wake periodically; score = sum of 1000 x ideal/elapsed per sub-test",
     ),
     (
         "kernbench",
@@ -126,6 +140,8 @@ impl Builtin {
                 &s,
             )?)),
             "pbzip2" => Ok(Builtin::Pbzip2(Pbzip2Params::from_spec(&s)?)),
+            "pixz" => Ok(Builtin::Pixz(PixzParams::from_spec(&s)?)),
+            "mobile" => Ok(Builtin::Mobile(MobileParams::from_spec(&s)?)),
             "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
             "rt-app" | "rtapp" => Err(SpecError::BadValue {
                 workload: s.name.clone(),
@@ -177,6 +193,8 @@ impl Builtin {
             Builtin::Schbench(_) => "schbench",
             Builtin::Parsec(p) => p.bench.name(),
             Builtin::Pbzip2(_) => "pbzip2",
+            Builtin::Pixz(_) => "pixz",
+            Builtin::Mobile(_) => "mobile",
             Builtin::Kernbench(_) => "kernbench",
             Builtin::RtApp(_) => "rt-app",
         }
@@ -191,6 +209,8 @@ impl Builtin {
             Builtin::Schbench(p) => schbench::build(p, affinity),
             Builtin::Parsec(p) => parsec::build(p, affinity),
             Builtin::Pbzip2(p) => pbzip2::build(p, affinity),
+            Builtin::Pixz(p) => pixz::build(p, affinity),
+            Builtin::Mobile(p) => mobile::build(p, affinity),
             Builtin::Kernbench(p) => kernbench::build(p, affinity),
             Builtin::RtApp(r) => {
                 let mut spec = r.spec.clone();
@@ -258,6 +278,11 @@ impl Builtin {
                 Some((secs, tput)) => vec![("tput".into(), tput), ("time".into(), secs)],
                 None => Vec::new(),
             },
+            Builtin::Pixz(p) => match pixz::result(p, &by_tpl) {
+                Some((secs, tput)) => vec![("tput".into(), tput), ("time".into(), secs)],
+                None => Vec::new(),
+            },
+            Builtin::Mobile(p) => mobile::scores(p, &of_tpl0()).unwrap_or_default(),
             Builtin::Kernbench(_) => {
                 let tasks: Vec<(u32, u64)> = sim
                     .tasks
@@ -353,6 +378,8 @@ impl Builtin {
             Builtin::Pipe(p) => pipe::report(p, get("usec_per_op").zip(get("total_time"))),
             Builtin::Parsec(p) => parsec::report(p, get("time").zip(get("roi_time"))),
             Builtin::Pbzip2(p) => pbzip2::report(p, get("time").zip(get("tput"))),
+            Builtin::Pixz(p) => pixz::report(p, get("time").zip(get("tput"))),
+            Builtin::Mobile(p) => mobile::report(p, metrics),
             Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
             Builtin::Schbench(_) => {
                 let mut s = String::new();
@@ -516,6 +543,8 @@ mod tests {
             ("streamcluster:threads=4,input=simsmall", "time"),
             ("bodytrack:threads=4,input=simsmall", "time"),
             ("pbzip2:threads=4,size_mib=8", "tput"),
+            ("pixz:threads=2,size_mib=32", "tput"),
+            ("mobile:cpus=8", "score"),
             ("kernbench:threads=8,files=40", "elsp"),
         ] {
             let w = Builtin::parse(spec).unwrap();

@@ -2,16 +2,18 @@
 //!
 //! This crate describes *what* threads do ([`program`]) and provides built-in
 //! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
-//! [`parsec`], [`pbzip2`], [`kernbench`])
+//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`])
 //! together with the code that turns a finished run's timestamps into the
 //! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
 
 pub mod hackbench;
 pub mod kernbench;
+pub mod mobile;
 pub mod parsec;
 pub mod pbzip2;
 pub mod pipe;
+pub mod pixz;
 pub mod program;
 pub mod rtapp;
 pub mod schbench;

@@ -64,17 +64,59 @@ pub const TAG_END: u32 = 1;
 /// Template 0 is the producer (main), 1 the writer, then the consumers.
 pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
     let block = p.block_kb * 1000;
-    let blocks = p.blocks();
+    pipeline(
+        &Pipeline {
+            name: format!(
+                "pbzip2:threads={},size_mib={},block_kb={}",
+                p.threads, p.size_mib, p.block_kb
+            ),
+            prefix: "pbzip2",
+            consumers: p.threads,
+            blocks: p.blocks(),
+            queue_slots: p.threads,
+            read_ns: block * READ_PS_PER_BYTE / 1000,
+            compress: vec![Step::Compute {
+                work_ns: block * COMPRESS_PS_PER_BYTE / 1000,
+            }],
+            write_ns: block / RATIO_DIV * WRITE_PS_PER_BYTE / 1000,
+        },
+        affinity,
+    )
+}
+
+/// The shape of a block-parallel compressor (pbzip2, pixz): a reader fills
+/// a bounded queue of blocks, consumers compress one block at a time, a
+/// writer writes each compressed block.
+pub(crate) struct Pipeline {
+    pub name: String,
+    /// Thread-name prefix (`NAME`, `NAME-writer`, `NAME-cI`).
+    pub prefix: &'static str,
+    pub consumers: u32,
+    pub blocks: u32,
+    /// Blocks read ahead of the consumers.
+    pub queue_slots: u32,
+    /// Reading one block (page cache copy).
+    pub read_ns: u64,
+    /// Compressing one block: the steps a consumer runs per block (no
+    /// control flow inside).
+    pub compress: Vec<Step>,
+    /// Writing one compressed block.
+    pub write_ns: u64,
+}
+
+/// Builds a [`Pipeline`]: template 0 is the reader (main), 1 the writer,
+/// then the consumers. Marks [`TAG_START`] on the reader and [`TAG_END`]
+/// on the writer.
+pub(crate) fn pipeline(p: &Pipeline, affinity: Option<CpuMask>) -> WorkloadSpec {
+    let blocks = p.blocks;
     let mut main = vec![Step::Mark { tag: TAG_START }];
-    for i in 0..p.threads + 1 {
+    for i in 0..p.consumers + 1 {
         main.push(Step::Spawn { template: 1 + i });
     }
     let r = main.len() as u32;
     main.extend([
         Step::SemWait { sem: FREE },
-        Step::Compute {
-            work_ns: block * READ_PS_PER_BYTE / 1000,
-        },
+        Step::Compute { work_ns: p.read_ns },
         Step::SemPost { sem: FILLED },
         Step::Loop {
             start: r,
@@ -86,7 +128,7 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
     let writer = vec![
         Step::SemWait { sem: OUT },
         Step::Compute {
-            work_ns: block / RATIO_DIV * WRITE_PS_PER_BYTE / 1000,
+            work_ns: p.write_ns,
         },
         Step::Loop {
             start: 0,
@@ -96,17 +138,18 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
         Step::Mark { tag: TAG_END },
         Step::Exit,
     ];
-    let consumer = vec![
+    let exit_at = 5 + p.compress.len() as u32;
+    let mut consumer = vec![
         Step::Grab {
             counter: TICKETS,
             limit: blocks,
-            exit_to: 6,
+            exit_to: exit_at,
         },
         Step::SemWait { sem: FILLED },
         Step::SemPost { sem: FREE },
-        Step::Compute {
-            work_ns: block * COMPRESS_PS_PER_BYTE / 1000,
-        },
+    ];
+    consumer.extend(p.compress.iter().cloned());
+    consumer.extend([
         Step::SemPost { sem: OUT },
         Step::Loop {
             start: 0,
@@ -114,41 +157,41 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
             slot: 0,
         },
         Step::Exit,
-    ];
+    ]);
+    debug_assert!(matches!(consumer[exit_at as usize], Step::Exit));
     let mut templates = vec![
         ThreadTemplate {
             idle_policy: false,
-            name: "pbzip2".into(),
+            name: p.prefix.into(),
             nice: 0,
             affinity,
             steps: main,
         },
         ThreadTemplate {
             idle_policy: false,
-            name: "pbzip2-writer".into(),
+            name: format!("{}-writer", p.prefix),
             nice: 0,
             affinity: None,
             steps: writer,
         },
     ];
-    for i in 0..p.threads {
+    for i in 0..p.consumers {
         templates.push(ThreadTemplate {
             idle_policy: false,
-            name: format!("pbzip2-c{i}"),
+            name: format!("{}-c{i}", p.prefix),
             nice: 0,
             affinity: None,
             steps: consumer.clone(),
         });
     }
     WorkloadSpec {
-        name: format!(
-            "pbzip2:threads={},size_mib={},block_kb={}",
-            p.threads, p.size_mib, p.block_kb
-        ),
+        name: p.name.clone(),
         templates,
         initial: vec![0],
         sync: vec![
-            SyncObject::Semaphore { initial: p.threads },
+            SyncObject::Semaphore {
+                initial: p.queue_slots,
+            },
             SyncObject::Semaphore { initial: 0 },
             SyncObject::Semaphore { initial: 0 },
             SyncObject::Counter,

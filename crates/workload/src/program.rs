@@ -78,6 +78,14 @@ pub enum Step {
     },
     /// Reset a counter to zero (the next batch of tickets).
     ResetCounter { counter: SyncId },
+    /// Read a [`SyncObject::Counter`] without taking a ticket (a shared
+    /// flag or progress word): go on while it is below `below`, otherwise
+    /// jump to step `else_to`.
+    TestCounter {
+        counter: SyncId,
+        below: u32,
+        else_to: u32,
+    },
     /// Periodic timer (rt-app `timer`): sleep until the next expiry, anchored
     /// to the previous expiry (the first is one period after the thread
     /// started). `id` names the timer (per thread). When the expiry has
