@@ -46,6 +46,8 @@ pub struct Counters {
     /// steps, task time on big and little CPUs (ns).
     pub hmp_up: u64,
     pub hmp_down: u64,
+    /// Linaro MP offloads (hmp_offload_down(), also counted in `hmp_down`).
+    pub hmp_offloads: u64,
     pub hmp_swaps: u64,
     pub hmp_balance: u64,
     pub hmp_big_ns: u64,

@@ -37,6 +37,17 @@ use schedlab_topo::CpuId;
 pub const HMP_UP_THRESHOLD: u64 = 700;
 /// Linaro MP `hmp_down_threshold` (of 1024).
 pub const HMP_DOWN_THRESHOLD: u64 = 256;
+/// Linaro MP `hmp_next_up_threshold` / `hmp_next_down_threshold`: a task
+/// is not moved up (down) again within 4096 × 1024 ns of its last up (down)
+/// migration, so its load settles first.
+pub const HMP_NEXT_MIGRATION_DELAY_NS: u64 = 4096 << 10;
+/// Linaro MP's offload rule: a task running less than 768/1024 of its
+/// runnable time is starving (`hmp_task_starvation() > 768` aborts).
+pub const HMP_STARVATION_LIMIT: u64 = 768;
+/// `sysctl_sched_migration_cost` (500 µs): 3.10's idle_balance() returns
+/// early, before Linaro's idle pull, when the CPU's average idle period is
+/// shorter.
+pub const SCHED_MIGRATION_COST_NS: u64 = 500_000;
 
 /// Per-task HMP state and placement counters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,6 +60,10 @@ pub struct HmpTask {
     pub little_ns: u64,
     /// When the task was forked (Linaro: a new task starts with full load).
     pub born_ns: u64,
+    /// Linaro: when the task last moved up / down (`hmp_last_up_migration`,
+    /// `hmp_last_down_migration`); `None` before its first move.
+    pub last_up_ns: Option<u64>,
+    pub last_down_ns: Option<u64>,
 }
 
 impl Sim {
@@ -173,13 +188,13 @@ impl Sim {
         if fork {
             self.tasks[t as usize].hmp.born_ns = self.now;
             want_big = true;
-        } else if !prev_big && ratio > HMP_UP_THRESHOLD {
+        } else if !prev_big && ratio > HMP_UP_THRESHOLD && self.hmp_settled(t, true) {
             if let Some(c) = self.hmp_least_loaded(t, true, None) {
                 if self.is_idle_cpu(c) {
                     want_big = true;
                 }
             }
-        } else if prev_big && ratio < HMP_DOWN_THRESHOLD {
+        } else if prev_big && ratio < HMP_DOWN_THRESHOLD && self.hmp_settled(t, false) {
             want_big = false;
         }
         let aff = self.tasks[t as usize].affinity;
@@ -192,10 +207,13 @@ impl Sim {
             .unwrap_or(prev);
         // Count only real moves between clusters (not a fork's first placement).
         if !fork && self.hmp_is_big(cpu) != prev_big {
+            let h = &mut self.tasks[t as usize].hmp;
             if prev_big {
                 self.counters.hmp_down += 1;
+                h.last_down_ns = Some(self.now);
             } else {
                 self.counters.hmp_up += 1;
+                h.last_up_ns = Some(self.now);
             }
         }
         cpu
@@ -277,20 +295,64 @@ impl Sim {
         }
         let ratio = self.hmp_load_ratio(t);
         if !self.hmp_is_big(cpu) && ratio > HMP_UP_THRESHOLD {
-            // hmp_force_up_migration(): only to a big CPU that has room.
+            // hmp_force_up_migration() with hmp_up_migration(): only to an
+            // idle big CPU, and not again before the load has settled.
+            if !self.hmp_settled(t, true) {
+                return;
+            }
             if let Some(c) = self.hmp_least_loaded(t, true, None) {
                 if self.is_idle_cpu(c) {
                     self.counters.hmp_up += 1;
+                    self.tasks[t as usize].hmp.last_up_ns = Some(self.now);
                     self.hmp_migrate(t, c, true);
                 }
             }
         } else if self.hmp_is_big(cpu) && ratio < HMP_DOWN_THRESHOLD {
             // Down-migration of a light task (hmp_down_migration()).
+            if !self.hmp_settled(t, false) {
+                return;
+            }
             if let Some(c) = self.hmp_least_loaded(t, false, None) {
                 self.counters.hmp_down += 1;
+                self.tasks[t as usize].hmp.last_down_ns = Some(self.now);
                 self.hmp_migrate(t, c, true);
             }
+        } else if let Some(c) = self.linaro_offload_target(cpu, t) {
+            self.counters.hmp_down += 1;
+            self.counters.hmp_offloads += 1;
+            self.tasks[t as usize].hmp.last_down_ns = Some(self.now);
+            self.hmp_migrate(t, c, true);
         }
+    }
+
+    /// Linaro: has the task's load settled since its last up (`up`) or
+    /// down migration (the `hmp_next_up/down_threshold` checks)?
+    fn hmp_settled(&self, t: TaskId, up: bool) -> bool {
+        let h = &self.tasks[t as usize].hmp;
+        let last = if up { h.last_up_ns } else { h.last_down_ns };
+        last.is_none_or(|l| self.now.saturating_sub(l) >= HMP_NEXT_MIGRATION_DELAY_NS)
+    }
+
+    /// mirrors Linaro MP's hmp_offload_down(): the running task of a big
+    /// CPU goes to an idle little CPU when no big CPU is idle, its CPU runs
+    /// more than one task, and it is starving (it ran at most 768/1024 of
+    /// the time it was runnable: running average over runnable average).
+    fn linaro_offload_target(&self, cpu: CpuId, t: TaskId) -> Option<CpuId> {
+        if !self.hmp_is_big(cpu) || self.rqs[cpu as usize].nr_running() < 2 {
+            return None;
+        }
+        let big_idle =
+            (0..self.nr_cpus() as CpuId).any(|c| self.hmp_is_big(c) && self.is_idle_cpu(c));
+        if big_idle {
+            return None;
+        }
+        let avg = &self.tasks[t as usize].avg;
+        let starvation = avg.util_avg * 1024 / (avg.runnable_avg + 1);
+        if starvation > HMP_STARVATION_LIMIT {
+            return None;
+        }
+        let c = self.hmp_least_loaded(t, false, None)?;
+        self.is_idle_cpu(c).then_some(c)
     }
 
     /// Idle hook before newidle balancing: a big CPU about to idle pulls
@@ -302,6 +364,11 @@ impl Sim {
             return false;
         }
         let hperf = self.feat(Feat::HMP_HPERF);
+        // Linaro's pull sits at the end of 3.10's idle_balance(), which
+        // returns first when the CPU's idle periods are short on average.
+        if !hperf && self.rqs[cpu as usize].avg_idle < SCHED_MIGRATION_COST_NS {
+            return false;
+        }
         let mut best: Option<(i64, TaskId)> = None;
         for c in 0..self.nr_cpus() as CpuId {
             if self.hmp_is_big(c) {
@@ -330,6 +397,9 @@ impl Sim {
         };
         self.hmp_in_balance = true;
         self.counters.hmp_up += 1;
+        if !hperf {
+            self.tasks[t as usize].hmp.last_up_ns = Some(self.now);
+        }
         self.hmp_migrate(t, cpu, false);
         self.hmp_in_balance = false;
         true

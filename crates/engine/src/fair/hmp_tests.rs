@@ -157,14 +157,51 @@ fn linaro_light_task_moves_down_and_cpu_bound_task_moves_up() {
 #[test]
 fn no_cross_cluster_generic_balancing_under_hmp() {
     // Linaro MP with 6 hogs: all fork to big; the generic balancer does not
-    // spill them to the idle little CPUs (the scheme's weakness).
+    // spill them to the idle little CPUs. Only Linaro's own offload rule
+    // moves tasks down, one per starving pair (hmp_offload_down()).
     let mut s = sim(
         "HMP_LINARO",
         (0..6).map(|_| hog(5_000_000_000)).collect(),
         2,
     );
     s.run_until(200_000_000);
-    for i in workload(&s) {
-        assert!(s.hmp_is_big(s.tasks[i].cpu), "{}", s.tasks[i].name);
-    }
+    let on_little = workload(&s)
+        .into_iter()
+        .filter(|&i| !s.hmp_is_big(s.tasks[i].cpu))
+        .count() as u64;
+    assert_eq!(on_little, s.counters.hmp_offloads);
+    assert!(on_little <= 2, "{on_little}");
+    let top = s.counters.levels.last().map_or(0, |l| l.lb_moved);
+    assert_eq!(
+        top, 0,
+        "generic balancing moved {top} tasks across clusters"
+    );
+}
+
+#[test]
+fn linaro_offloads_a_sharing_big_task_to_an_idle_little_cpu() {
+    // Five hogs: Linaro starts all on big CPUs, one A15 runs two; the pair
+    // starve (each runs half its runnable time), so one is offloaded to an
+    // idle A7 (hmp_offload_down()) and stays there: its load is high, but
+    // no big CPU goes idle to take it back.
+    let mut s = sim(
+        "HMP_LINARO",
+        (0..5).map(|_| hog(10_000_000_000)).collect(),
+        3,
+    );
+    s.run_until(200_000_000);
+    assert!(s.counters.hmp_offloads >= 1, "{}", s.counters.hmp_offloads);
+    let on_little: Vec<_> = workload(&s)
+        .into_iter()
+        .filter(|&i| !s.hmp_is_big(s.tasks[i].cpu))
+        .collect();
+    assert_eq!(on_little.len(), 1, "{on_little:?}");
+    // Four hogs fit the four big CPUs: nobody starves, nothing is offloaded.
+    let mut s = sim(
+        "HMP_LINARO",
+        (0..4).map(|_| hog(10_000_000_000)).collect(),
+        3,
+    );
+    s.run_until(200_000_000);
+    assert_eq!(s.counters.hmp_offloads, 0);
 }
