@@ -226,6 +226,7 @@ impl Sim {
                     self.tasks[t as usize].tgid = 2 + t;
                     self.cache_thread_join(2 + t);
                 }
+                Step::SetSlice { ns } => self.set_custom_slice(t, ns),
                 Step::Yield => {
                     if let Flow::Stop = self.yield_task(t) {
                         return;

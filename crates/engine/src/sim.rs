@@ -167,6 +167,9 @@ pub struct Sim {
     pub(crate) cfs_tasks_seq: u64,
     /// HPERF_HMP: when the next HMP balancing step is due (fair/hmp.rs).
     pub(crate) hmp_next_balance: u64,
+    /// Some task asked for a custom slice (sched_setattr): runqueues'
+    /// min/max slices must then be computed, not assumed.
+    pub(crate) custom_slices: bool,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
     /// SCHED_CACHE state (fair/cache_aware.rs).
@@ -258,6 +261,7 @@ impl Sim {
             rng_newidle: rng::stream(cfg.seed, "newidle"),
             cfs_tasks_seq: 0,
             hmp_next_balance: 0,
+            custom_slices: false,
             hmp_in_balance: false,
             kcap,
             smt_active,

@@ -42,6 +42,9 @@ pub struct SchedEntity {
     pub deadline: u64,
     /// Requested slice, ns.
     pub slice: u64,
+    /// The slice was set by sched_setattr() (`se->custom_slice`) and is not
+    /// reset to the base slice.
+    pub custom_slice: bool,
     /// Virtual lag saved at dequeue.
     pub vlag: i64,
     /// RUN_TO_PARITY protection: the vruntime up to which curr is not preempted.

@@ -64,6 +64,10 @@ pub enum Step {
     SemWait { sem: SyncId },
     /// sched_yield().
     Yield,
+    /// sched_setattr() with `sched_runtime` on a fair task: request a custom
+    /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
+    /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
+    SetSlice { ns: u64 },
     /// The thread becomes its own process (fork without threads: a new
     /// thread-group id), as hackbench's or make's child processes are.
     NewProcess,

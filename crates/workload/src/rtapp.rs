@@ -501,6 +501,7 @@ fn parse_task(
     let mut policy = default_policy.to_string();
     let mut prio = None;
     let mut task_loop = u32::MAX;
+    let mut task_slice: Option<u64> = None;
     let mut has_phases = false;
     let mut has_events = false;
     for (k, v) in o {
@@ -517,6 +518,8 @@ fn parse_task(
             "policy" => policy = string(v, &p)?.to_string(),
             "priority" => prio = Some(int(v, &p, -20, 99)?),
             "cpus" => def.affinity = Some(parse_cpus(v, &p, nr_cpus)?),
+            // Since 6.12 a fair task's sched_runtime requests a custom slice.
+            "dl-runtime" => task_slice = Some(us(v, &p)?),
             "phases" => has_phases = true,
             _ => {
                 if event_kind(k).is_some() {
@@ -529,6 +532,10 @@ fn parse_task(
     }
     def.nice = nice_for_policy(&policy, prio, &format!("{path}.policy"))?;
     def.idle_policy = policy == "SCHED_IDLE";
+    if let Some(ns) = task_slice {
+        // rt-app sets the thread's attributes before anything else.
+        def.steps.insert(0, Step::SetSlice { ns });
+    }
     if has_phases && has_events {
         return err(path, "events must be inside phases when phases is given");
     }
@@ -541,14 +548,21 @@ fn parse_task(
         if phases.is_empty() {
             return err(&format!("{path}.phases"), "no phase defined");
         }
+        // Phase-level slices apply at phase start; phases without one then
+        // return to the task's (rt-app copies the task's attributes).
+        let phase_slices = phases
+            .iter()
+            .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "dl-runtime").is_some()));
         for (pname, pv) in phases {
             let pp = format!("{path}.phases.{pname}");
             let po = object(pv, &pp)?;
             let mut ploop = 1;
+            let mut slice = task_slice;
             for (k, v) in po {
                 let p = format!("{pp}.{k}");
                 match k.as_str() {
                     "loop" => ploop = loop_count(v, &p)?,
+                    "dl-runtime" => slice = Some(us(v, &p)?),
                     "policy" | "priority" | "cpus" => {
                         return err(
                             &p,
@@ -558,6 +572,11 @@ fn parse_task(
                     _ if event_kind(k).is_some() => {}
                     _ => check_prop(k, &p, notes)?,
                 }
+            }
+            if phase_slices {
+                def.steps.push(Step::SetSlice {
+                    ns: slice.unwrap_or(0),
+                });
             }
             let start = def.steps.len() as u32;
             events(po, &pp, &mut def, names)?;

@@ -92,6 +92,37 @@ fn every_event_is_supported() {
 }
 
 #[test]
+fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
+    // Task level: set before anything else (even the delay).
+    let r = rtapp::parse(
+        r#"{"tasks": {"a": {"delay": 10, "dl-runtime": 300, "loop": 2, "run": 100}}}"#,
+        4,
+    )
+    .unwrap();
+    let steps = &r.spec.templates[0].steps;
+    assert_eq!(steps[0], Step::SetSlice { ns: 300_000 });
+    assert_eq!(steps[1], Step::Sleep { ns: 10_000 });
+    // Phase level: applied at each phase start; a phase without one returns
+    // to the task's slice (here none: 0 = the base slice).
+    let r = rtapp::parse(
+        r#"{"tasks": {"a": {"loop": 1, "phases": {
+            "short": {"dl-runtime": 200, "run": 100},
+            "plain": {"run": 100}}}}}"#,
+        4,
+    )
+    .unwrap();
+    let slices: Vec<_> = r.spec.templates[0]
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::SetSlice { ns } => Some(*ns),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(slices, [200_000, 0]);
+}
+
+#[test]
 fn duplicate_keys_keep_their_order() {
     let r = rtapp::parse(&fixture("duplicate_keys.json"), 2).unwrap();
     assert_eq!(
@@ -129,8 +160,8 @@ fn malformed_parts_are_errors_with_paths() {
             "tasks.a.phases.p.cpus",
         ),
         (
-            r#"{"tasks": {"a": {"dl-runtime": 5, "run": 1}}}"#,
-            "tasks.a.dl-runtime",
+            r#"{"tasks": {"a": {"dl-period": 5, "run": 1}}}"#,
+            "tasks.a.dl-period",
         ),
         (r#"{"tasks": {"a": {"run": 1}}, "extra": 1}"#, "extra"),
         (

@@ -676,3 +676,37 @@ fn run_to_parity_protection_shrinks_after_a_wakeup() {
     s.set_next_entity(0, a);
     assert_eq!(s.tasks[a as usize].se.vprot, 100_001);
 }
+
+#[test]
+fn a_short_custom_slice_preempts_with_preempt_short() {
+    for preempt_short in [true, false] {
+        let mut s = bare("kunpeng920");
+        s.cfg.features.set("PREEMPT_SHORT", preempt_short).unwrap();
+        let a = add_task(&mut s, 0);
+        put(&mut s, 0, a);
+        s.now = 500_000;
+        s.update_curr(0);
+        // B asks for a 0.3 ms slice (sched_setattr sched_runtime); a 10 µs
+        // request would be clamped to 0.1 ms.
+        let b = add_task(&mut s, 0);
+        s.set_custom_slice(b, 10_000);
+        assert_eq!(s.tasks[b as usize].se.slice, 100_000);
+        s.set_custom_slice(b, 300_000);
+        s.tasks[b as usize].stats.wakeups = 1;
+        s.enqueue_task(0, b, EnqueueKind::Wakeup);
+        s.tasks[b as usize].state = crate::task::TaskState::Runnable;
+        // Its deadline is one custom slice past its vruntime.
+        let se = s.tasks[b as usize].se;
+        assert_eq!(se.deadline - se.vruntime, 300_000);
+        s.rqs[0].need_resched = false;
+        s.wakeup_preempt(0, b, 0);
+        // A (base slice 2.8 ms, protected to 1.4 ms) is preempted only
+        // through PREEMPT_SHORT: B is eligible and has the shorter slice.
+        assert_eq!(s.rqs[0].need_resched, preempt_short, "{preempt_short}");
+        if !preempt_short {
+            // update_protect_slice(): A's protection shrinks to the
+            // shortest queued slice past min(v, V).
+            assert_eq!(s.tasks[a as usize].se.vprot, 500_000 + 300_000);
+        }
+    }
+}

@@ -184,8 +184,10 @@ impl Sim {
         // update_deadline()
         let mut resched = false;
         if tk.se.vruntime.wrapping_sub(tk.se.deadline) as i64 >= 0 {
-            tk.se.slice = slice;
-            tk.se.deadline = tk.se.vruntime + calc_delta_fair(slice, tk.se.weight);
+            if !tk.se.custom_slice {
+                tk.se.slice = slice;
+            }
+            tk.se.deadline = tk.se.vruntime + calc_delta_fair(tk.se.slice, tk.se.weight);
             resched = true;
         }
         let protected = (tk.se.vruntime.wrapping_sub(tk.se.vprot) as i64) < 0;
@@ -213,15 +215,64 @@ impl Sim {
             .wrapping_add(1)
     }
 
+    /// The shortest slice among curr and the queued entities (mirrors
+    /// cfs_rq_min_slice()); the base slice when nobody asked for another.
+    pub(crate) fn cfs_rq_min_slice(&self, cpu: CpuId) -> u64 {
+        self.cfs_rq_slice_bound(cpu, true)
+    }
+
+    /// The longest slice among curr and the queued entities (mirrors
+    /// cfs_rq_max_slice()).
+    pub(crate) fn cfs_rq_max_slice(&self, cpu: CpuId) -> u64 {
+        self.cfs_rq_slice_bound(cpu, false)
+    }
+
+    /// Min or max slice of a runqueue. Without custom slices in the
+    /// simulation every slice is the base slice (O(1)); otherwise the queue
+    /// is scanned (the kernel keeps both in the augmented rbtree).
+    fn cfs_rq_slice_bound(&self, cpu: CpuId, min: bool) -> u64 {
+        let base = base_slice_ns(self.nr_cpus());
+        let cfs = &self.rqs[cpu as usize].cfs;
+        if !self.custom_slices {
+            return base;
+        }
+        let curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
+        let slices = curr
+            .into_iter()
+            .chain(cfs.queue.iter().copied())
+            .map(|t| self.tasks[t as usize].se.slice);
+        let bound = if min { slices.min() } else { slices.max() };
+        bound.unwrap_or(base)
+    }
+
+    /// sched_setattr() with `sched_runtime` for a fair task (mirrors
+    /// __setparam_fair()): a non-zero request becomes a custom slice clamped
+    /// to 0.1-100 ms; zero restores the base slice. It applies from the
+    /// task's next deadline.
+    pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
+        let base = base_slice_ns(self.nr_cpus());
+        let se = &mut self.tasks[t as usize].se;
+        if ns > 0 {
+            se.custom_slice = true;
+            se.slice = ns.clamp(100_000, 100_000_000);
+            self.custom_slices = true;
+        } else {
+            se.custom_slice = false;
+            se.slice = base;
+        }
+    }
+
     /// Sets how long the new curr runs before a switch (mirrors
-    /// set_protect_slice()): up to its deadline with RUN_TO_PARITY (all
-    /// slices are the base slice here); otherwise only the normalised base
-    /// slice (0.70 ms), or, with PREEMPT_SHORT, until it becomes ineligible.
+    /// set_protect_slice()): up to its deadline with RUN_TO_PARITY, or less
+    /// when a queued entity has a shorter slice; otherwise only the
+    /// normalised base slice (0.70 ms). When the protected slice is shorter
+    /// than curr's own, PREEMPT_SHORT protects only until curr becomes
+    /// ineligible.
     fn set_protect_slice(&mut self, cpu: CpuId, t: TaskId) {
         let se = self.tasks[t as usize].se;
         let mut slice = NORMALIZED_BASE_SLICE_NS;
         if self.feat(Feat::RUN_TO_PARITY) {
-            slice = se.slice; // cfs_rq_min_slice(): every slice is the base slice
+            slice = self.cfs_rq_min_slice(cpu);
         }
         slice = slice.min(se.slice);
         let mut vprot = se.deadline;
@@ -249,7 +300,8 @@ impl Sim {
         } else {
             v_avg
         };
-        let limit = base.wrapping_add(calc_delta_fair(se.slice, se.weight));
+        let min_slice = self.cfs_rq_min_slice(cpu);
+        let limit = base.wrapping_add(calc_delta_fair(min_slice, se.weight));
         if (limit.wrapping_sub(se.vprot) as i64) < 0 {
             self.tasks[t as usize].se.vprot = limit;
         }
@@ -322,8 +374,10 @@ impl Sim {
         let initial_half = self.feat(Feat::PLACE_DEADLINE_INITIAL);
         let rel_deadline = self.feat(Feat::PLACE_REL_DEADLINE);
         let se = &mut self.tasks[t as usize].se;
-        se.slice = slice;
-        let mut vslice = calc_delta_fair(slice, se.weight);
+        if !se.custom_slice {
+            se.slice = slice;
+        }
+        let mut vslice = calc_delta_fair(se.slice, se.weight);
         let mut lag: i64 = 0;
         if place_lag && nr_queued > 0 && se.vlag != 0 {
             let load = (sum_weight + curr_w).max(1);
@@ -348,7 +402,7 @@ impl Sim {
     /// Returns true when the saved lag differs from V − vruntime.
     fn update_entity_lag(&mut self, cpu: CpuId, t: TaskId) -> bool {
         let v = self.avg_vruntime(cpu);
-        let max_slice = base_slice_ns(self.nr_cpus()) + self.tick_ns;
+        let max_slice = self.cfs_rq_max_slice(cpu) + self.tick_ns;
         let delay_zero = self.feat(Feat::DELAY_ZERO);
         let se = &mut self.tasks[t as usize].se;
         let limit = calc_delta_fair(max_slice, se.weight) as i64;
@@ -519,11 +573,13 @@ impl Sim {
         }
     }
 
-    /// Wakeup preemption (mirrors wakeup_preempt_fair()): a new task (WF_FORK)
-    /// or a delayed wakee never preempts; otherwise reschedule when the pick
-    /// that respects curr's protection is the wakee (all slices are equal
-    /// here, so PREEMPT_SHORT never applies); without preemption, curr's
-    /// protection shrinks to the shortest slice (update_protect_slice()).
+    /// Wakeup preemption (mirrors wakeup_preempt_fair()): a delayed wakee
+    /// never preempts; a wakee with a shorter slice than curr (PREEMPT_SHORT)
+    /// preempts when the pick that ignores curr's protection is the wakee,
+    /// or when it is merely eligible; a new task (WF_FORK) otherwise does
+    /// not; else reschedule when the pick that respects curr's protection is
+    /// the wakee. Without preemption, curr's protection shrinks to the
+    /// shortest slice (update_protect_slice()).
     pub(crate) fn wakeup_preempt(&mut self, cpu: CpuId, wakee: TaskId, from: CpuId) {
         let Some(curr) = self.rqs[cpu as usize].curr else {
             self.resched_cpu(cpu, from);
@@ -554,11 +610,16 @@ impl Sim {
         let wk = &self.tasks[wakee as usize];
         // A task that never ran nor woke is being forked (WF_FORK).
         let forked = wk.stats.nr_switches == 0 && wk.stats.wakeups == 0;
-        let preempt = !forked
-            && !wk.se.sched_delayed
-            && !p_idle
-            && !c_idle
-            && self.pick_eevdf(cpu, true) == Some(wakee);
+        let normal = !wk.se.sched_delayed && !p_idle && !c_idle;
+        let short = normal
+            && self.feat(Feat::PREEMPT_SHORT)
+            && wk.se.slice < self.tasks[curr as usize].se.slice;
+        let preempt = if short {
+            self.pick_eevdf(cpu, false) == Some(wakee)
+                || self.vruntime_eligible(cpu, self.tasks[wakee as usize].se.vruntime)
+        } else {
+            !forked && normal && self.pick_eevdf(cpu, true) == Some(wakee)
+        };
         if preempt {
             self.cancel_protect_slice(curr);
             self.resched_cpu(cpu, from);
