@@ -4,6 +4,7 @@
 
 use schedlab_engine::Sim;
 use schedlab_topo::CpuMask;
+use schedlab_workload::chacha20::{self, Chacha20Params};
 use schedlab_workload::hackbench::{self, HackbenchParams};
 use schedlab_workload::kernbench::{self, KernbenchParams};
 use schedlab_workload::parsec::{self, Bench, ParsecParams};
@@ -25,6 +26,8 @@ pub enum Builtin {
     Parsec(ParsecParams),
     Pbzip2(Pbzip2Params),
     Kernbench(KernbenchParams),
+    /// ChaCha20-xiangshan: a multi-threaded Verilator RTL simulation.
+    Chacha20(Chacha20Params),
     /// An imported rt-app file.
     RtApp(Box<RtApp>),
 }
@@ -77,6 +80,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "kernbench make -jN: jobserver keeps N compile processes running over F files of varying cost, then a serial link; elsp, user, syst seconds",
     ),
     (
+        "chacha20",
+        "threads=T (8), cycles=C (171945), eval_us=E (95, whole design per cycle), shared_kib=S (16), ws_kib=W (1024), spin_us=P (2000)",
+        "ChaCha20-xiangshan: a T-thread Verilator simulation of the XiangShan RISC-V core; per guest cycle each thread reads the signals the other partitions wrote (process-shared data, cache-line transfers by distance), writes its own, evaluates E/T µs and spins at a barrier; Host time spent (ms)",
+    ),
+    (
         "rt-app",
         "--workload PATH.json (an rt-app file; support matrix in docs/workloads.md)",
         "rt-app JSON: tasks with instances, loops, phases and events (run, runtime, sleep, timer, lock/unlock, wait/signal/broad/sync, barrier, suspend/resume, sem, mem/memrun/iorun, yield, fork); timer wakeup latency and per-thread CPU/wait times",
@@ -127,6 +135,7 @@ impl Builtin {
             )?)),
             "pbzip2" => Ok(Builtin::Pbzip2(Pbzip2Params::from_spec(&s)?)),
             "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
+            "chacha20" => Ok(Builtin::Chacha20(Chacha20Params::from_spec(&s)?)),
             "rt-app" | "rtapp" => Err(SpecError::BadValue {
                 workload: s.name.clone(),
                 key: "(file)".into(),
@@ -178,6 +187,7 @@ impl Builtin {
             Builtin::Parsec(p) => p.bench.name(),
             Builtin::Pbzip2(_) => "pbzip2",
             Builtin::Kernbench(_) => "kernbench",
+            Builtin::Chacha20(_) => "chacha20",
             Builtin::RtApp(_) => "rt-app",
         }
     }
@@ -192,6 +202,7 @@ impl Builtin {
             Builtin::Parsec(p) => parsec::build(p, affinity),
             Builtin::Pbzip2(p) => pbzip2::build(p, affinity),
             Builtin::Kernbench(p) => kernbench::build(p, affinity),
+            Builtin::Chacha20(p) => chacha20::build(p, affinity),
             Builtin::RtApp(r) => {
                 let mut spec = r.spec.clone();
                 if let Some(a) = affinity {
@@ -272,6 +283,10 @@ impl Builtin {
                     None => Vec::new(),
                 }
             }
+            Builtin::Chacha20(_) => match chacha20::host_time_ms(&of_tpl0()) {
+                Some(ms) => vec![("host_time".into(), ms)],
+                None => Vec::new(),
+            },
             Builtin::RtApp(_) => {
                 let mut out = Vec::new();
                 let user: Vec<_> = sim.tasks.iter().filter(|t| !t.kthread).collect();
@@ -354,6 +369,7 @@ impl Builtin {
             Builtin::Parsec(p) => parsec::report(p, get("time").zip(get("roi_time"))),
             Builtin::Pbzip2(p) => pbzip2::report(p, get("time").zip(get("tput"))),
             Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
+            Builtin::Chacha20(p) => chacha20::report(p, get("host_time")),
             Builtin::Schbench(_) => {
                 let mut s = String::new();
                 for (k, v) in metrics {
