@@ -804,6 +804,38 @@ fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
 mod tests {
     use super::*;
 
+    /// spr-chacha20 and genoa-chacha20 end to end on fewer cycles: both
+    /// configurations fill their row, and the notes carry the LLC placement
+    /// and the shared-data stalls.
+    #[test]
+    fn s4_chacha20_smoke() {
+        for name in ["spr-chacha20", "genoa-chacha20"] {
+            let mut d = get(name, true).unwrap();
+            assert_eq!(d.points.len(), 1);
+            d.points[0].workload = Builtin::parse("chacha20:threads=8,cycles=400").unwrap();
+            d.repetitions = 1;
+            let opts = Options {
+                quick: true,
+                seed: 1,
+                checked: false,
+            };
+            let r = run_all(&[d], &opts, &|| {}).unwrap();
+            let r = &r[0];
+            assert_eq!(r.rows.len(), 2);
+            assert!(r
+                .rows
+                .iter()
+                .all(|row| row.samples.len() == 1 && row.mean > 0.0));
+            assert!(
+                r.notes
+                    .iter()
+                    .any(|n| n.contains("busy CPUs per busy LLC") && n.contains("shared-data")),
+                "{:?}",
+                r.notes
+            );
+        }
+    }
+
     /// exynos5422-parsec end to end on a few points: every row is filled,
     /// both configurations run, the HMP counters reach the placement notes,
     /// and at 5 streamcluster threads HPERF_HMP uses the little cluster.

@@ -461,6 +461,23 @@ mod tests {
     }
 
     #[test]
+    fn chacha20_completes_and_reports_host_time() {
+        let w = Builtin::parse("chacha20:threads=4,cycles=300").unwrap();
+        let (sim, stop) = run("genoa", &w, 1);
+        assert_eq!(stop, StopReason::Finished);
+        let m = w.metrics(&sim);
+        let ms = m.iter().find(|x| x.0 == "host_time").unwrap().1;
+        // 300 cycles of at least 95/4 µs of evaluation each.
+        assert!(ms > 300.0 * 95.0 / 4.0 / 1000.0 && ms < 100.0, "{ms}");
+        assert_eq!(sim.tasks.iter().filter(|t| !t.kthread).count(), 4);
+        // Threads spread over CCXs exchange signals across LLCs.
+        assert!(sim.hw.stats.share_ns > 0);
+        let r = w.report(&m);
+        assert!(r.contains("Host time spent: ") && r.contains("ms"), "{r}");
+        assert!(Builtin::parse("chacha20:threads=4,wat=1").is_err());
+    }
+
+    #[test]
     fn pipe_reports_usecs_per_op() {
         let w = Builtin::parse("pipe:instances=2,loops=500").unwrap();
         let (sim, stop) = run("alderlake", &w, 1);
