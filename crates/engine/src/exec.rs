@@ -58,7 +58,7 @@ impl Ipc {
         let objs = sync
             .iter()
             .map(|s| match *s {
-                SyncObject::Barrier { .. } => Obj::Other,
+                SyncObject::Barrier { .. } | SyncObject::Shared { .. } => Obj::Other,
                 SyncObject::Mutex => Obj::Mutex {
                     owner: None,
                     waiters: VecDeque::new(),
@@ -256,6 +256,14 @@ impl Sim {
                     self.set_working_set(t, working_set_bytes);
                     self.start_activity(t, Activity::Compute, work_ns as f64);
                     return;
+                }
+                Step::Share {
+                    region,
+                    chunk,
+                    bytes,
+                    write,
+                } => {
+                    self.share_access(t, region, chunk, bytes, write);
                 }
                 Step::Memory { bytes } => {
                     self.start_activity(t, Activity::Memory, bytes as f64);

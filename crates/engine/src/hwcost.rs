@@ -15,6 +15,18 @@
 //!   (`transfer_ns`); `HwState::wake_transfer_lines` adds dependent line
 //!   transfers to every cross-CPU wakeup (0 by default; the pipe calibration
 //!   sets it).
+//! - Data shared by the threads of a process (`Step::Share` on a
+//!   `SyncObject::Shared` region) is tracked per chunk: the CPU that wrote it
+//!   last, the write generation, and per LLC the CPU that last pulled a copy
+//!   of that generation into it, and the CPUs holding a copy of it. A reader pays the line transfers from the
+//!   nearest holder: nothing when it holds the current copy or wrote it
+//!   itself, the LLC-level latency when a copy is already in its LLC (an L3
+//!   hit / snoop), else the writer's core-to-core latency (same core, same
+//!   LLC, other LLC, other socket: `Machine::c2c_ns`). A writer takes the
+//!   lines back from the previous writer or, if it wrote them itself, from
+//!   the reader farthest from it (read-for-ownership and invalidation).
+//!   Costs use `transfer_ns`: the first line at full latency, the others
+//!   `TRANSFER_MLP` at a time. O(1) per access.
 //!
 //! Every cost is a stall in ns, paid when the task next starts a timed
 //! activity on a CPU: it is added to the activity's remaining amount at the
@@ -23,7 +35,7 @@
 use crate::event::TaskId;
 use crate::sim::Sim;
 use schedlab_hw::{CacheModel, RefillSource};
-use schedlab_topo::{CpuId, Machine};
+use schedlab_topo::{CpuId, CpuMask, Machine};
 
 /// Per-task hardware-cost state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,6 +54,8 @@ pub struct TaskHw {
     pub xfer: Option<(CpuId, u64)>,
     /// `stats.wakeups` already charged for `wake_transfer_lines`.
     pub wakeups_seen: u64,
+    /// Shared-data transfers (`Step::Share`) not yet paid, ns.
+    pub share_ns: u64,
 }
 
 /// Totals of the charged costs, ns (and counts).
@@ -52,6 +66,36 @@ pub struct HwStats {
     pub refill_ns: u64,
     pub refills: u64,
     pub contention_ns: u64,
+    /// Shared-data (`Step::Share`) transfer stalls and the accesses that
+    /// caused one.
+    pub share_ns: u64,
+    pub shares: u64,
+}
+
+/// Chunks a shared region may have (a larger request is clamped).
+pub const MAX_SHARE_CHUNKS: u32 = 4096;
+
+/// Coherence state of one chunk of a shared region.
+#[derive(Clone, Copy, Debug, Default)]
+struct ShareChunk {
+    /// CPU of the last write.
+    writer: Option<CpuId>,
+    /// Write generation, bumped by every write.
+    gen: u32,
+    /// Of the CPUs that read this generation, the one farthest from the
+    /// writer: the next write takes the lines back from it.
+    far_reader: Option<CpuId>,
+    /// CPUs holding a copy of this generation (the writer and its readers).
+    holders: CpuMask,
+}
+
+/// One `SyncObject::Shared` region.
+#[derive(Clone, Debug, Default)]
+pub struct ShareRegion {
+    chunks: Vec<ShareChunk>,
+    /// Per (chunk, LLC): the CPU that last pulled the chunk into that LLC and
+    /// the generation it pulled (index `chunk * nr_llcs + llc`).
+    copies: Vec<Option<(CpuId, u32)>>,
 }
 
 /// Machine-wide hardware-cost state.
@@ -64,6 +108,9 @@ pub struct HwState {
     /// the wakee (kernel wakeup data, a pipe's token); 0 = none.
     pub wake_transfer_lines: u64,
     pub stats: HwStats,
+    /// Shared regions by sync id (`None` for other objects).
+    pub(crate) regions: Vec<Option<ShareRegion>>,
+    nr_llcs: usize,
     /// Scratch for memory re-sharing results.
     pub(crate) mem_out: Vec<(u32, f64)>,
 }
@@ -76,8 +123,28 @@ impl HwState {
             caches,
             wake_transfer_lines: 0,
             stats: HwStats::default(),
+            regions: Vec::new(),
+            nr_llcs: m.nr_llcs().max(1),
             mem_out: Vec::new(),
         }
+    }
+
+    /// Creates the state of the workload's shared regions.
+    pub fn init_regions(&mut self, sync: &[schedlab_workload::SyncObject]) {
+        let nllc = self.nr_llcs;
+        self.regions = sync
+            .iter()
+            .map(|s| match *s {
+                schedlab_workload::SyncObject::Shared { chunks } => {
+                    let n = chunks.clamp(1, MAX_SHARE_CHUNKS) as usize;
+                    Some(ShareRegion {
+                        chunks: vec![ShareChunk::default(); n],
+                        copies: vec![None; n * nllc],
+                    })
+                }
+                _ => None,
+            })
+            .collect();
     }
 }
 
@@ -89,6 +156,88 @@ impl Sim {
         let h = &mut self.tasks[wakee as usize].hw;
         let prev = h.xfer.map_or(0, |x| x.1);
         h.xfer = Some((from_cpu, prev.saturating_add(bytes)));
+    }
+
+    /// `Step::Share`: the running task `t` reads (or writes) `bytes` of chunk
+    /// `chunk` of shared region `region`. Returns the transfer stall (ns),
+    /// which is also added to what the task pays at its next timed step.
+    /// Mirrors what cache coherence does to a load or store of a line
+    /// another core modified (MESI/MOESI): the line comes from the core that
+    /// owns it, or from a clean copy in the reader's own LLC. O(1).
+    pub fn share_access(
+        &mut self,
+        t: TaskId,
+        region: u32,
+        chunk: u32,
+        bytes: u64,
+        write: bool,
+    ) -> u64 {
+        let cpu = self.tasks[t as usize].cpu;
+        let llc = self.machine.cpus[cpu as usize].llc as usize;
+        let nllc = self.hw.nr_llcs;
+        let line = self
+            .hw
+            .caches
+            .llc(cpu)
+            .map_or(64, |c| self.hw.caches.line(c));
+        let m = &self.machine;
+        let Some(Some(r)) = self.hw.regions.get_mut(region as usize) else {
+            return 0;
+        };
+        if bytes == 0 || llc >= nllc {
+            return 0;
+        }
+        let ci = chunk as usize % r.chunks.len();
+        let c = r.chunks[ci];
+        let from = if write {
+            // Ownership: the modified lines of another writer, or the copies
+            // readers took since this CPU's own last write.
+            let a = c.writer.filter(|&w| w != cpu);
+            let b = c.far_reader.filter(|&x| x != cpu);
+            let from = match (a, b) {
+                (Some(a), Some(b)) if m.c2c_ns(b, cpu) > m.c2c_ns(a, cpu) => Some(b),
+                (Some(a), _) => Some(a),
+                (None, b) => b,
+            };
+            let ch = &mut r.chunks[ci];
+            ch.writer = Some(cpu);
+            ch.gen = ch.gen.wrapping_add(1);
+            ch.far_reader = None;
+            ch.holders = CpuMask::default();
+            ch.holders.set(cpu);
+            from
+        } else {
+            match c.writer {
+                None => None,
+                Some(_) if c.holders.test(cpu) => None,
+                Some(w) => {
+                    let slot = &mut r.copies[ci * nllc + llc];
+                    let from = match *slot {
+                        Some((h, g)) if g == c.gen && m.cpus[w as usize].llc as usize != llc => {
+                            Some(h)
+                        }
+                        _ => Some(w),
+                    };
+                    *slot = Some((cpu, c.gen));
+                    let ch = &mut r.chunks[ci];
+                    ch.holders.set(cpu);
+                    if ch
+                        .far_reader
+                        .is_none_or(|f| m.c2c_ns(w, cpu) > m.c2c_ns(w, f))
+                    {
+                        ch.far_reader = Some(cpu);
+                    }
+                    from
+                }
+            }
+        };
+        let ns = from.map_or(0, |f| schedlab_hw::transfer_ns(m, f, cpu, bytes, line));
+        if ns > 0 {
+            self.tasks[t as usize].hw.share_ns += ns;
+            self.hw.stats.share_ns += ns;
+            self.hw.stats.shares += 1;
+        }
+        ns
     }
 
     /// The task's next timed step touches a working set of `bytes` (a `Work`
@@ -103,7 +252,7 @@ impl Sim {
     /// Stall (ns) the task pays before its activity on `cpu` makes progress;
     /// also starts counting its working set on `cpu`'s LLC.
     pub(crate) fn hw_stall_ns(&mut self, t: TaskId, cpu: CpuId) -> u64 {
-        let mut stall = 0u64;
+        let mut stall = std::mem::take(&mut self.tasks[t as usize].hw.share_ns);
         let line = self
             .hw
             .caches
@@ -201,5 +350,106 @@ impl Sim {
     pub(crate) fn core_stream_bw(&self, cpu: CpuId) -> f64 {
         let c = &self.machine.cpus[cpu as usize];
         self.machine.core_types[c.core_type as usize].core_bw_bytes_per_s / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::{Sim, SimConfig};
+    use crate::task::Task;
+    use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
+    use schedlab_workload::{SyncObject, WorkloadSpec};
+
+    /// A stopped simulator with one shared region of 4 chunks and three
+    /// threads of process 1 whose CPUs the tests set by hand.
+    fn bare(machine: &str) -> Sim {
+        let m = preset(machine).expect("preset");
+        let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+        let spec = WorkloadSpec {
+            name: "share".into(),
+            templates: vec![],
+            initial: vec![],
+            sync: vec![SyncObject::Mutex, SyncObject::Shared { chunks: 4 }],
+            mem_node: None,
+            max_time_ns: 1,
+        };
+        let mut s = Sim::new(m, d, spec, SimConfig::default());
+        for i in 0..3 {
+            let t = Task::new(i, "t", 1, 0, 0, CpuMask::first_n(s.nr_cpus()));
+            s.tasks.push(t);
+        }
+        s
+    }
+
+    /// Task 0 writes 4 KiB of chunk 0 on `w`; task 1 reads it on `r`.
+    fn read_cost(machine: &str, w: u16, r: u16) -> u64 {
+        let mut s = bare(machine);
+        s.tasks[0].cpu = w;
+        s.tasks[1].cpu = r;
+        s.share_access(0, 1, 0, 4096, true);
+        s.share_access(1, 1, 0, 4096, false)
+    }
+
+    #[test]
+    fn sharing_within_an_llc_is_cheaper_than_across_llcs() {
+        // Genoa: CPUs 0/1 share a core, 0..15 a CCX, 16 is the next CCX.
+        let (core, ccx, other) = (
+            read_cost("genoa", 0, 1),
+            read_cost("genoa", 0, 2),
+            read_cost("genoa", 0, 16),
+        );
+        assert!(
+            0 < core && core < ccx && ccx < other,
+            "{core} {ccx} {other}"
+        );
+        // 64 lines: the first at full latency, 63 overlapped 10 at a time.
+        assert_eq!(other, (110.0f64 * (1.0 + 63.0 / 10.0)).ceil() as u64);
+        // Sapphire Rapids: other socket (LLC) dearer than the same socket.
+        let (same, cross) = (
+            read_cost("sapphirerapids", 0, 2),
+            read_cost("sapphirerapids", 0, 60),
+        );
+        assert!(0 < same && same < cross, "{same} {cross}");
+    }
+
+    #[test]
+    fn no_sharing_costs_nothing() {
+        // The writer reading its own data, or data nobody wrote.
+        assert_eq!(read_cost("genoa", 5, 5), 0);
+        let mut s = bare("genoa");
+        s.tasks[1].cpu = 40;
+        assert_eq!(s.share_access(1, 1, 2, 4096, false), 0);
+        // Rewriting one's own data that nobody read.
+        s.tasks[0].cpu = 3;
+        s.share_access(0, 1, 3, 4096, true);
+        assert_eq!(s.share_access(0, 1, 3, 4096, true), 0);
+        // Not a shared region (a mutex), or zero bytes.
+        assert_eq!(s.share_access(1, 0, 0, 4096, false), 0);
+        assert_eq!(s.share_access(1, 1, 3, 0, false), 0);
+        assert_eq!(s.hw.stats.shares, 0);
+        assert_eq!(s.tasks[1].hw.share_ns, 0);
+    }
+
+    #[test]
+    fn copies_in_the_readers_llc_and_ownership() {
+        let mut s = bare("genoa");
+        s.tasks[0].cpu = 0;
+        s.tasks[1].cpu = 16;
+        s.tasks[2].cpu = 18;
+        s.share_access(0, 1, 0, 4096, true);
+        let far = s.share_access(1, 1, 0, 4096, false);
+        // A second reader in CCX 1 finds the lines in its own L3.
+        let near = s.share_access(2, 1, 0, 4096, false);
+        assert!(near > 0 && near < far, "{near} {far}");
+        // Reading again without a new write costs nothing.
+        assert_eq!(s.share_access(1, 1, 0, 4096, false), 0);
+        // The writer takes its lines back from the far reader.
+        let own = s.share_access(0, 1, 0, 4096, true);
+        assert_eq!(own, far);
+        // The stalls wait for the tasks' next timed steps.
+        assert_eq!(s.tasks[1].hw.share_ns, far);
+        assert_eq!(s.hw.stats.share_ns, 2 * far + near);
+        // After the new write the old copy is stale.
+        assert_eq!(s.share_access(2, 1, 0, 4096, false), far);
     }
 }

@@ -239,7 +239,8 @@ impl Sim {
             .collect();
         let ipc = crate::exec::Ipc::new(&spec.sync);
         let mem = MemModel::new(&machine);
-        let hw = crate::hwcost::HwState::new(&machine);
+        let mut hw = crate::hwcost::HwState::new(&machine);
+        hw.init_regions(&spec.sync);
         let kcap: Vec<u64> = schedlab_topo::kernel_capacities(&machine)
             .into_iter()
             .map(u64::from)

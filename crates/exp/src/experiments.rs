@@ -60,6 +60,8 @@ pub fn names() -> Vec<&'static str> {
         "spr-schbench",
         "genoa-hackbench",
         "exynos5433-mixed",
+        "spr-chacha20",
+        "genoa-chacha20",
     ]
 }
 
@@ -100,6 +102,8 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "genoa-hackbench" => s4_hackbench(quick, true),
         "spr-schbench" => spr_schbench(quick),
         "exynos5433-mixed" => exynos5433_mixed(quick),
+        "spr-chacha20" => s4_chacha20(quick, false),
+        "genoa-chacha20" => s4_chacha20(quick, true),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -481,6 +485,46 @@ fn spr_schbench(quick: bool) -> Result<ExperimentDef, String> {
     })
 }
 
+/// Guest cycles of the S4 ChaCha20 runs (full, quick): the full run is the
+/// benchmark's `make run` (171,945 cycles, ~3 s simulated); the quick one is
+/// still ~1 s, a hundred SCHED_CACHE epochs.
+const S4_CHACHA20_CYCLES: (u32, u32) = (171_945, 60_000);
+
+/// S4 ChaCha20-xiangshan (patch-sets.md S4): the 8-thread Verilator
+/// simulation of the XiangShan core on the whole machine, one point.
+fn s4_chacha20(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
+    let cycles = if quick {
+        S4_CHACHA20_CYCLES.1
+    } else {
+        S4_CHACHA20_CYCLES.0
+    };
+    let points = vec![point(
+        Params::new(),
+        &format!("chacha20:threads=8,cycles={cycles}"),
+        None,
+        None,
+    )?];
+    Ok(ExperimentDef {
+        name: if genoa {
+            "genoa-chacha20"
+        } else {
+            "spr-chacha20"
+        },
+        machine: if genoa { "genoa" } else { "sapphirerapids" },
+        workload: "chacha20",
+        configs: &["vanilla", "cache-aware"],
+        metrics: vec![MetricSpec::new("host_time", "ms", false)],
+        points,
+        repetitions: if quick { 3 } else { 8 },
+        setup: if genoa {
+            "xs-emu (8 Verilator threads) running chacha20_baremetal-256 (make run: 171,945 guest cycles; quick 60,000), whole machine (4 nodes x 2 CCXs of 16 CPUs); Host time spent (ms)"
+        } else {
+            "xs-emu (8 Verilator threads) running chacha20_baremetal-256 (make run: 171,945 guest cycles; quick 60,000), whole machine (1 node, 2 LLCs of 60 CPUs); Host time spent (ms)"
+        },
+        wakeup_notes: false,
+    })
+}
+
 /// Options of a reproduction run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -539,6 +583,8 @@ pub struct Placement {
     pub llc_corunners: f64,
     /// Task migrations between LLCs.
     pub llc_migrations: u64,
+    /// Stalls on process-shared data (`Step::Share` transfers), ns.
+    pub share_stall_ns: u64,
 }
 
 /// Runs one simulation of an experiment point under a configuration.
@@ -586,6 +632,7 @@ pub fn run_point(
         hmp_swaps: c.hmp_swaps,
         llc_corunners: c.mean_llc_corunners(),
         llc_migrations: sim.cache.llc_migrations,
+        share_stall_ns: sim.hw.stats.share_ns,
     };
     Ok(RunOutcome {
         metrics,
@@ -727,11 +774,19 @@ pub fn run_all(
 fn llc_placement_note(ps: &[Placement]) -> String {
     let n = ps.len().max(1) as f64;
     let avg = |f: &dyn Fn(&Placement) -> f64| ps.iter().map(f).sum::<f64>() / n;
-    format!(
+    let mut s = format!(
         "; busy CPUs per busy LLC {:.2}, LLC migrations {:.1}",
         avg(&|p| p.llc_corunners),
         avg(&|p| p.llc_migrations as f64)
-    )
+    );
+    let share = avg(&|p| p.share_stall_ns as f64);
+    if share > 0.0 {
+        s.push_str(&format!(
+            ", shared-data transfer stalls {:.1} ms (all threads)",
+            share / 1e6
+        ));
+    }
+    s
 }
 
 fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
@@ -806,6 +861,38 @@ fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// spr-chacha20 and genoa-chacha20 end to end on fewer cycles: both
+    /// configurations fill their row, and the notes carry the LLC placement
+    /// and the shared-data stalls.
+    #[test]
+    fn s4_chacha20_smoke() {
+        for name in ["spr-chacha20", "genoa-chacha20"] {
+            let mut d = get(name, true).unwrap();
+            assert_eq!(d.points.len(), 1);
+            d.points[0].workload = Builtin::parse("chacha20:threads=8,cycles=400").unwrap();
+            d.repetitions = 1;
+            let opts = Options {
+                quick: true,
+                seed: 1,
+                checked: false,
+            };
+            let r = run_all(&[d], &opts, &|| {}).unwrap();
+            let r = &r[0];
+            assert_eq!(r.rows.len(), 2);
+            assert!(r
+                .rows
+                .iter()
+                .all(|row| row.samples.len() == 1 && row.mean > 0.0));
+            assert!(
+                r.notes
+                    .iter()
+                    .any(|n| n.contains("busy CPUs per busy LLC") && n.contains("shared-data")),
+                "{:?}",
+                r.notes
+            );
+        }
+    }
 
     /// exynos5422-parsec end to end on a few points: every row is filled,
     /// both configurations run, the HMP counters reach the placement notes,

@@ -4,6 +4,7 @@
 
 use schedlab_engine::Sim;
 use schedlab_topo::CpuMask;
+use schedlab_workload::chacha20::{self, Chacha20Params};
 use schedlab_workload::hackbench::{self, HackbenchParams};
 use schedlab_workload::kernbench::{self, KernbenchParams};
 use schedlab_workload::mobile::{self, MobileParams};
@@ -29,6 +30,8 @@ pub enum Builtin {
     Pixz(PixzParams),
     Mobile(MobileParams),
     Kernbench(KernbenchParams),
+    /// ChaCha20-xiangshan: a multi-threaded Verilator RTL simulation.
+    Chacha20(Chacha20Params),
     /// An imported rt-app file.
     RtApp(Box<RtApp>),
 }
@@ -91,6 +94,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "kernbench make -jN: jobserver keeps N compile processes running over F files of varying cost, then a serial link; elsp, user, syst seconds",
     ),
     (
+        "chacha20",
+        "threads=T (8), cycles=C (171945), eval_us=E (95, whole design per cycle), shared_kib=S (16), ws_kib=W (1024), spin_us=P (2000)",
+        "ChaCha20-xiangshan: a T-thread Verilator simulation of the XiangShan RISC-V core; per guest cycle each thread reads the signals the other partitions wrote (process-shared data, cache-line transfers by distance), writes its own, evaluates E/T µs and spins at a barrier; Host time spent (ms)",
+    ),
+    (
         "rt-app",
         "--workload PATH.json (an rt-app file; support matrix in docs/workloads.md)",
         "rt-app JSON: tasks with instances, loops, phases and events (run, runtime, sleep, timer, lock/unlock, wait/signal/broad/sync, barrier, suspend/resume, sem, mem/memrun/iorun, yield, fork); timer wakeup latency and per-thread CPU/wait times",
@@ -143,6 +151,7 @@ impl Builtin {
             "pixz" => Ok(Builtin::Pixz(PixzParams::from_spec(&s)?)),
             "mobile" => Ok(Builtin::Mobile(MobileParams::from_spec(&s)?)),
             "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
+            "chacha20" => Ok(Builtin::Chacha20(Chacha20Params::from_spec(&s)?)),
             "rt-app" | "rtapp" => Err(SpecError::BadValue {
                 workload: s.name.clone(),
                 key: "(file)".into(),
@@ -196,6 +205,7 @@ impl Builtin {
             Builtin::Pixz(_) => "pixz",
             Builtin::Mobile(_) => "mobile",
             Builtin::Kernbench(_) => "kernbench",
+            Builtin::Chacha20(_) => "chacha20",
             Builtin::RtApp(_) => "rt-app",
         }
     }
@@ -212,6 +222,7 @@ impl Builtin {
             Builtin::Pixz(p) => pixz::build(p, affinity),
             Builtin::Mobile(p) => mobile::build(p, affinity),
             Builtin::Kernbench(p) => kernbench::build(p, affinity),
+            Builtin::Chacha20(p) => chacha20::build(p, affinity),
             Builtin::RtApp(r) => {
                 let mut spec = r.spec.clone();
                 if let Some(a) = affinity {
@@ -297,6 +308,10 @@ impl Builtin {
                     None => Vec::new(),
                 }
             }
+            Builtin::Chacha20(_) => match chacha20::host_time_ms(&of_tpl0()) {
+                Some(ms) => vec![("host_time".into(), ms)],
+                None => Vec::new(),
+            },
             Builtin::RtApp(_) => {
                 let mut out = Vec::new();
                 let user: Vec<_> = sim.tasks.iter().filter(|t| !t.kthread).collect();
@@ -381,6 +396,7 @@ impl Builtin {
             Builtin::Pixz(p) => pixz::report(p, get("time").zip(get("tput"))),
             Builtin::Mobile(p) => mobile::report(p, metrics),
             Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
+            Builtin::Chacha20(p) => chacha20::report(p, get("host_time")),
             Builtin::Schbench(_) => {
                 let mut s = String::new();
                 for (k, v) in metrics {
@@ -469,6 +485,23 @@ mod tests {
         // latency, which the reader then drains: tens of cycles, not one.
         assert!(sim.counters.wakeups > msgs / 40, "{}", sim.counters.wakeups);
         assert!(sim.counters.wakeups < 2 * msgs, "{}", sim.counters.wakeups);
+    }
+
+    #[test]
+    fn chacha20_completes_and_reports_host_time() {
+        let w = Builtin::parse("chacha20:threads=4,cycles=300").unwrap();
+        let (sim, stop) = run("genoa", &w, 1);
+        assert_eq!(stop, StopReason::Finished);
+        let m = w.metrics(&sim);
+        let ms = m.iter().find(|x| x.0 == "host_time").unwrap().1;
+        // 300 cycles of at least 95/4 µs of evaluation each.
+        assert!(ms > 300.0 * 95.0 / 4.0 / 1000.0 && ms < 100.0, "{ms}");
+        assert_eq!(sim.tasks.iter().filter(|t| !t.kthread).count(), 4);
+        // Threads spread over CCXs exchange signals across LLCs.
+        assert!(sim.hw.stats.share_ns > 0);
+        let r = w.report(&m);
+        assert!(r.contains("Host time spent: ") && r.contains("ms"), "{r}");
+        assert!(Builtin::parse("chacha20:threads=4,wat=1").is_err());
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //!
 //! This crate describes *what* threads do ([`program`]) and provides built-in
 //! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
-//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`])
+//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`], [`chacha20`])
 //! together with the code that turns a finished run's timestamps into the
 //! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
 
+pub mod chacha20;
 pub mod hackbench;
 pub mod kernbench;
 pub mod mobile;

@@ -111,6 +111,20 @@ pub enum Step {
         work_ns: u64,
         working_set_bytes: u64,
     },
+    /// Touch `bytes` of chunk `chunk` of a [`SyncObject::Shared`] region
+    /// (data shared by the threads of a process: signals, queues, shared
+    /// heap objects), reading it or, with `write`, writing it. Instantaneous
+    /// itself: the cache-line transfers it causes (from the CPU that wrote
+    /// the chunk last, or from a copy already in the reader's LLC; a write
+    /// also takes ownership back from readers elsewhere) are a stall paid
+    /// by the thread's next `Compute`/`Work`/`Memory` step, so put it right
+    /// before the step that uses the data (engine hwcost.rs).
+    Share {
+        region: SyncId,
+        chunk: u32,
+        bytes: u64,
+        write: bool,
+    },
 }
 
 /// A thread template.
@@ -142,6 +156,10 @@ pub enum SyncObject {
     Semaphore { initial: u32 },
     /// A shared atomic counter (work tickets), starting at 0.
     Counter,
+    /// A region of process-shared data in `chunks` independently written
+    /// parts (each chunk remembers the CPU that wrote it last); see
+    /// [`Step::Share`].
+    Shared { chunks: u32 },
 }
 
 /// The kernel's default pipe buffer: 16 pages (`PIPE_DEF_BUFFERS`).

@@ -786,6 +786,84 @@ mod tests {
         assert!(g.scans > 10);
     }
 
+    /// Two threads of one process on Genoa's node 0 that communicate every
+    /// 200 µs: each reads what the other wrote into a shared region, writes
+    /// its own part, computes and meets the other at a spinning barrier.
+    fn two_communicating_threads_node0(max_time_ns: u64) -> WorkloadSpec {
+        let t = |name: &str, me: u32| ThreadTemplate {
+            idle_policy: false,
+            name: name.into(),
+            nice: 0,
+            affinity: Some(CpuMask::first_n(32)),
+            steps: vec![
+                Step::Share {
+                    region: 1,
+                    chunk: 1 - me,
+                    bytes: 16 << 10,
+                    write: false,
+                },
+                Step::Share {
+                    region: 1,
+                    chunk: me,
+                    bytes: 16 << 10,
+                    write: true,
+                },
+                Step::Compute { work_ns: 200_000 },
+                Step::Barrier {
+                    id: 0,
+                    spin_ns: 1_000_000,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: 1_000_000,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        };
+        WorkloadSpec {
+            name: "talkers".into(),
+            templates: vec![t("a", 0), t("b", 1)],
+            initial: vec![0, 1],
+            sync: vec![
+                schedlab_workload::SyncObject::Barrier { parties: 2 },
+                schedlab_workload::SyncObject::Shared { chunks: 2 },
+            ],
+            mem_node: None,
+            max_time_ns,
+        }
+    }
+
+    #[test]
+    fn two_communicating_threads_end_in_one_llc_on_genoa() {
+        let mut van = sim_on(
+            "genoa",
+            false,
+            two_communicating_threads_node0(500_000_000),
+            7,
+        );
+        assert_eq!(van.run(), StopReason::TimeLimit);
+        let v = llcs_of_threads(&van);
+        assert_ne!(v[0], v[1], "vanilla: {v:?}");
+        let mut ca = sim_on(
+            "genoa",
+            true,
+            two_communicating_threads_node0(500_000_000),
+            7,
+        );
+        assert_eq!(ca.run(), StopReason::TimeLimit);
+        let c = llcs_of_threads(&ca);
+        assert_eq!(c[0], c[1], "cache-aware: {c:?}");
+        // Together they stall less on each other's data and get more done.
+        assert!(
+            ca.hw.stats.share_ns < van.hw.stats.share_ns,
+            "stalls {} vs {}",
+            ca.hw.stats.share_ns,
+            van.hw.stats.share_ns
+        );
+        assert!(ca.counters.barrier_releases > van.counters.barrier_releases);
+    }
+
     /// A stopped simulator on Genoa with SCHED_CACHE on, one thread of
     /// process 1 on CPU 0 and two live threads counted.
     fn bare(machine: &str) -> (Sim, TaskId) {
