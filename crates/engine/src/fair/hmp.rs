@@ -15,6 +15,12 @@
 //!   `hmp_down_threshold`). The load they compare is Linaro's
 //!   `load_avg_ratio`, the task's runnable fraction (not capacity-invariant,
 //!   waiting time counts), i.e. the task entity's PELT `runnable_avg`.
+//! - Linaro MP's offload (`hmp_offload_down()`), its settle delays
+//!   (`hmp_next_up/down_threshold`, 4096 × 1024 ns) and the 3.10
+//!   idle_balance() gate before its idle pull (average idle period at least
+//!   `sysctl_sched_migration_cost`, 500 µs) follow the LSK 3.10 code the S5
+//!   baseline ran. HPERF_HMP's idle pull is not gated: the cover letter says
+//!   idle big CPUs always pull from little ones.
 //! - HPERF balance interval: the top (cross-cluster) domain's minimum
 //!   balance interval, one ms per CPU of its span (sd_init's
 //!   `min_interval = sd_weight`), as the cover letter runs it from the
