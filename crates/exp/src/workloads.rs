@@ -591,6 +591,43 @@ mod tests {
         );
     }
 
+    /// Small instances of every built-in (rt-app is covered by its fixtures).
+    const SMALL: &[&str] = &[
+        "stream:threads=2,iterations=2,size_mib=16",
+        "hackbench:groups=1,fds=3,loops=10,ipc=pipe,mode=threads",
+        "hackbench:groups=1,fds=3,loops=10,ipc=socket,mode=process",
+        "pipe:instances=2,loops=100",
+        "schbench:message_threads=1,workers=3,runtime_s=1,operations=1",
+        "blackscholes:threads=3,input=simsmall",
+        "streamcluster:threads=3,input=simsmall",
+        "bodytrack:threads=3,input=simsmall",
+        "pbzip2:threads=3,size_mib=4",
+        "pixz:threads=2,size_mib=16",
+        "kernbench:threads=4,files=12",
+        "mobile:cpus=4",
+        "chacha20:threads=4,cycles=200",
+    ];
+
+    #[test]
+    fn every_builtin_runs_on_every_preset() {
+        // Invariants are checked after every event; every built-in finishes
+        // (or reaches its own time limit) and reports its metric.
+        let listed: Vec<&str> = SMALL.iter().map(|s| s.split(':').next().unwrap()).collect();
+        for (name, _, _) in BUILTINS.iter().filter(|b| b.0 != "rt-app") {
+            assert!(listed.contains(name), "{name} has no small instance here");
+        }
+        for machine in schedlab_topo::PRESET_NAMES {
+            let ncpus = preset(machine).unwrap().cpus.len();
+            for (i, spec) in SMALL.iter().enumerate() {
+                let mut w = Builtin::parse(spec).unwrap();
+                w.fill_machine_defaults(ncpus);
+                let (sim, stop) = run(machine, &w, 100 + i as u64);
+                assert_ne!(stop, StopReason::Stalled, "{spec} on {machine}");
+                assert!(!w.metrics(&sim).is_empty(), "{spec} on {machine}");
+            }
+        }
+    }
+
     #[test]
     fn parsec_pbzip2_kernbench_complete() {
         for (spec, metric) in [
