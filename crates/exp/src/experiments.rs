@@ -548,6 +548,8 @@ pub struct Placement {
     /// Wakeup path (schedstat-like counters): remote wakeups, the idle
     /// search's outcomes, and the S2 patch set's decisions.
     pub wakeups_remote: u64,
+    /// Wakees placed outside the waker's hardware LLC.
+    pub wakeups_cross_llc: u64,
     pub sis_target: u64,
     pub sis_prev: u64,
     pub sis_scan_found: u64,
@@ -595,6 +597,7 @@ pub fn run_point(
         lb_moved: c.levels.iter().map(|l| l.lb_moved).sum(),
         active_balance: c.active_balance,
         wakeups_remote: c.wakeups_remote,
+        wakeups_cross_llc: c.wakeups_cross_llc,
         sis_target: c.sis_target,
         sis_prev: c.sis_prev,
         sis_scan_found: c.sis_scan_found,
@@ -795,9 +798,10 @@ fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
     }) > 0.0
         || avg(&|p| p.s2.both_full + p.s2.sync_stack) > 0.0;
     let mut out = format!(
-        "wakeups {} {config}: remote {:.0}, affine {:.0}; idle search: target idle {:.0}, prev idle {:.0}, scan found {:.0}, scan failed {:.0}",
+        "wakeups {} {config}: remote {:.0}, outside the waker's hardware LLC {:.0}, affine {:.0}; idle search: target idle {:.0}, prev idle {:.0}, scan found {:.0}, scan failed {:.0}",
         schedlab_report::table::params_text(params),
         avg(&|p| p.wakeups_remote),
+        avg(&|p| p.wakeups_cross_llc),
         avg(&|p| p.wakeups_affine),
         avg(&|p| p.sis_target),
         avg(&|p| p.sis_prev),
@@ -861,18 +865,24 @@ mod tests {
         assert_eq!(r[1].rows.len(), 3 * 4);
         for e in &r {
             assert!(
-                e.rows.iter().all(|row| row.samples.len() == 1 && row.mean > 0.0),
+                e.rows
+                    .iter()
+                    .all(|row| row.samples.len() == 1 && row.mean > 0.0),
                 "{}",
                 e.name
             );
             assert!(
-                e.notes
-                    .iter()
-                    .any(|n| n.starts_with("wakeups ") && n.contains("patchset: ") && n.contains("S2: ")),
+                e.notes.iter().any(|n| n.starts_with("wakeups ")
+                    && n.contains("patchset: ")
+                    && n.contains("S2: ")),
                 "{:?}",
                 e.notes
             );
-            assert!(!e.notes.iter().any(|n| n.contains("stopped")), "{:?}", e.notes);
+            assert!(
+                !e.notes.iter().any(|n| n.contains("stopped")),
+                "{:?}",
+                e.notes
+            );
         }
     }
 

@@ -353,7 +353,9 @@ impl Builtin {
                 let t = get3(metrics, "elsp", "user", "syst");
                 kernbench::report(p, t, sim.counters.context_switches)
             }
-            Builtin::Daytrader(p) => daytrader::report(p, daytrader::summary(p, &sim.marks).as_ref()),
+            Builtin::Daytrader(p) => {
+                daytrader::report(p, daytrader::summary(p, &sim.marks).as_ref())
+            }
             Builtin::Ycsb(p) => ycsb::report(ycsb::result(p, &sim.marks).as_ref()),
             Builtin::RtApp(r) => {
                 let mut s = self.report(metrics);
@@ -592,7 +594,11 @@ mod tests {
             };
             let (sent, done) = (count(0), count(1));
             // At most the request in flight at the end has no response.
-            assert!(sent == done || sent == done + 1, "{}: {sent} {done}", t.name);
+            assert!(
+                sent == done || sent == done + 1,
+                "{}: {sent} {done}",
+                t.name
+            );
             assert!(done > 10, "{}: {done}", t.name);
             done_total += done as u64;
         }

@@ -17,8 +17,9 @@
 //!
 //! The users stand for JMeter on a separate client machine: they cost only
 //! the server-side network processing of a request and its response
-//! ([`NET_NS`]), and their wakeups stand for the network receive path that
-//! wakes the web thread.
+//! ([`NET_NS`]), their wakeups stand for the network receive path that
+//! wakes the web thread, and they wait the wire's round trip
+//! ([`NET_RTT_NS`]) per request.
 //!
 //! What it leaves out: JMeter's own CPU time; a real thread pool (here a web
 //! thread and a DB agent per connection, which is what the pool converges to
@@ -37,6 +38,11 @@ use schedlab_topo::CpuMask;
 /// receive softirq and send path), charged to the user stand-in, ns
 /// (ESTIMATE: ~10 µs each way for a small HTTP exchange).
 pub const NET_NS: u64 = 10_000;
+/// Wire round trip between the JMeter machine and the server, ns (ESTIMATE:
+/// a 10 GbE LAN through one switch, with NIC interrupt moderation, ~50 µs);
+/// half before the request reaches the server, half after the response
+/// leaves it, inside JMeter's response time.
+pub const NET_RTT_NS: u64 = 50_000;
 /// Web-container work before the first JDBC call (HTTP parsing, servlet,
 /// session, EJB logic), ns (ESTIMATE: DayTrader serves roughly 1000-2000
 /// requests/s per core, ~0.5-1 ms of CPU per request in total).
@@ -190,6 +196,7 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         }
         s.extend([
             Step::Mark { tag: TAG_SENT },
+            Step::Sleep { ns: NET_RTT_NS / 2 },
             Step::Compute { work_ns: NET_NS },
             Step::Send {
                 chan: c.http_req,
@@ -200,6 +207,7 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 bytes: HTTP_RESP_BYTES,
             },
             Step::Compute { work_ns: NET_NS },
+            Step::Sleep { ns: NET_RTT_NS / 2 },
             Step::Mark { tag: TAG_DONE },
             Step::Loop {
                 start: 0,
@@ -310,7 +318,9 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             ],
         ));
         let mut main = vec![Step::NewProcess];
-        main.extend((0..children.len() as u32).map(|i| Step::Spawn { template: first + i }));
+        main.extend((0..children.len() as u32).map(|i| Step::Spawn {
+            template: first + i,
+        }));
         main.push(Step::Exit);
         initial.push(templates.len() as u32);
         templates.push(tpl(format!("java-{j}"), main));
@@ -319,7 +329,9 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     // The database: one agent per connection.
     let first = templates.len() as u32 + 1;
     let mut main = vec![Step::NewProcess];
-    main.extend((0..p.users).map(|i| Step::Spawn { template: first + i }));
+    main.extend((0..p.users).map(|i| Step::Spawn {
+        template: first + i,
+    }));
     main.push(Step::Exit);
     initial.push(templates.len() as u32);
     templates.push(tpl("db2sysc".into(), main));
@@ -449,16 +461,20 @@ mod tests {
 
     #[test]
     fn structure_and_keys() {
-        let mut p = DaytraderParams::from_spec(&parse_spec("daytrader:jvms=2,users=5").unwrap())
-            .unwrap();
+        let mut p =
+            DaytraderParams::from_spec(&parse_spec("daytrader:jvms=2,users=5").unwrap()).unwrap();
         p.resolve(4);
         assert_eq!((p.users_of(0), p.users_of(1)), (3, 2));
         let spec = build(&p, None);
         // 5 users + 2 × (launcher + web threads + 4 GC + JIT) + db + 5 agents.
-        assert_eq!(spec.templates.len(), 5 + (1 + 3 + 4 + 1) + (1 + 2 + 4 + 1) + 1 + 5);
+        assert_eq!(
+            spec.templates.len(),
+            5 + (1 + 3 + 4 + 1) + (1 + 2 + 4 + 1) + 1 + 5
+        );
         assert!(DaytraderParams::from_spec(&parse_spec("daytrader:bogus=1").unwrap()).is_err());
-        assert!(DaytraderParams::from_spec(&parse_spec("daytrader:jvms=4,users=2").unwrap())
-            .is_err());
+        assert!(
+            DaytraderParams::from_spec(&parse_spec("daytrader:jvms=4,users=2").unwrap()).is_err()
+        );
     }
 
     #[test]
@@ -487,6 +503,9 @@ mod tests {
         assert!((s.tput - 2.0).abs() < 1e-9);
         assert!((s.avg_ms - 3.0).abs() < 1e-9 && s.min_ms == 2.0 && s.max_ms == 4.0);
         let r = report(&p, Some(&s));
-        assert!(r.contains("summary =       2 in 00:00:01 =     2.0/s Avg:     3"), "{r}");
+        assert!(
+            r.contains("summary =       2 in 00:00:01 =     2.0/s Avg:     3"),
+            "{r}"
+        );
     }
 }

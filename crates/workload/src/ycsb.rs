@@ -316,7 +316,9 @@ pub fn build(p: &YcsbParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     // mongod: one thread per connection plus the journal flusher.
     let first = templates.len() as u32 + 1;
     let mut launcher = vec![Step::NewProcess];
-    launcher.extend((0..=n).map(|k| Step::Spawn { template: first + k }));
+    launcher.extend((0..=n).map(|k| Step::Spawn {
+        template: first + k,
+    }));
     launcher.push(Step::Exit);
     templates.push(tpl("mongod".into(), launcher));
     for i in 0..n {
@@ -330,7 +332,10 @@ pub fn build(p: &YcsbParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             &mut s,
         );
         s.extend([
-            Step::Recv { chan: req, bytes: 1 },
+            Step::Recv {
+                chan: req,
+                bytes: 1,
+            },
             Step::Compute {
                 work_ns: SERVER_CLOSE_NS,
             },
