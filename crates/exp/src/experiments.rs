@@ -315,7 +315,7 @@ const POWER10_64_ONLINE: &str = "power10:online=0-63";
 /// online CPUs; throughput in requests/s over the measured interval. J9's
 /// default GC helper count is the number of CPUs (64).
 fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
-    let (runtime_ms, warmup_ms) = if quick { (400, 200) } else { (2_000, 500) };
+    let (runtime_ms, warmup_ms) = if quick { (300, 100) } else { (2_000, 500) };
     let mut points = Vec::new();
     for jvms in [1u32, 2, 4] {
         for users in [60u32, 80, 100] {
@@ -338,7 +338,7 @@ fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
         points,
         repetitions: if quick { 2 } else { 3 },
         setup: if quick {
-            "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.2 s warm-up + 0.4 s measured (--quick)"
+            "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.1 s warm-up + 0.3 s measured (--quick)"
         } else {
             "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.5 s warm-up + 2 s measured"
         },
