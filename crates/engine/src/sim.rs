@@ -752,6 +752,9 @@ impl Sim {
             self.counters.wakeups_remote += 1;
             self.tasks[t as usize].stats.wakeups_remote += 1;
         }
+        if self.machine.cpus[cpu as usize].llc != self.machine.cpus[waker_cpu as usize].llc {
+            self.counters.wakeups_cross_llc += 1;
+        }
         self.update_rq_clock(cpu);
         if cpu != prev {
             self.migrate_blocked(t, prev, cpu);

@@ -19,6 +19,10 @@ pub struct Counters {
     pub wakeups: u64,
     pub wakeups_local: u64,
     pub wakeups_remote: u64,
+    /// The wakee was placed outside the hardware last-level cache of the
+    /// waker's CPU (`Machine` llc, whatever the domains call the LLC): its
+    /// data crosses caches.
+    pub wakeups_cross_llc: u64,
     /// wake_affine() chose the waker's CPU over the previous one.
     pub wakeups_affine: u64,
     pub wake_affine_this: u64,

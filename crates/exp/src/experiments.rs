@@ -55,6 +55,8 @@ pub fn names() -> Vec<&'static str> {
         "kunpeng920-kernbench",
         "power10-pipe",
         "power10-schbench",
+        "power10-daytrader",
+        "power10-ycsb",
         "exynos5422-parsec",
         "spr-hackbench",
         "spr-schbench",
@@ -97,6 +99,8 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "kunpeng920-kernbench" => kunpeng920_kernbench(quick),
         "power10-pipe" => power10_pipe(quick),
         "power10-schbench" => power10_schbench(quick),
+        "power10-daytrader" => power10_daytrader(quick),
+        "power10-ycsb" => power10_ycsb(quick),
         "exynos5422-parsec" => exynos5422_parsec(quick),
         "spr-hackbench" => s4_hackbench(quick, false),
         "genoa-hackbench" => s4_hackbench(quick, true),
@@ -342,6 +346,84 @@ fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
     })
 }
 
+/// The POWER10 LPAR with 64 CPUs online (8 of its 10 SMT8 cores, as
+/// `ppc64_cpu --cores-on=8` leaves it): the kernel builds its domains over
+/// the online CPUs only, so the machine is restricted, not the workload's
+/// affinity (topo online.rs).
+const POWER10_64_ONLINE: &str = "power10:online=0-63";
+
+/// S2 DayTrader: 1, 2, 4 JVMs × 60, 80, 100 JMeter users (in total) on 64
+/// online CPUs; throughput in requests/s over the measured interval. J9's
+/// default GC helper count is the number of CPUs (64).
+fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
+    let (runtime_ms, warmup_ms) = if quick { (300, 100) } else { (2_000, 500) };
+    let mut points = Vec::new();
+    for jvms in [1u32, 2, 4] {
+        for users in [60u32, 80, 100] {
+            points.push(point(
+                schedlab_report::params([("jvms", jvms), ("users", users)]),
+                &format!(
+                    "daytrader:jvms={jvms},users={users},gc_threads=64,runtime_ms={runtime_ms},warmup_ms={warmup_ms}"
+                ),
+                None,
+                None,
+            )?);
+        }
+    }
+    Ok(ExperimentDef {
+        name: "power10-daytrader",
+        machine: POWER10_64_ONLINE,
+        workload: "daytrader",
+        configs: &["vanilla", "mc-llc", "patchset"],
+        metrics: vec![MetricSpec::new("tput", "req/s", true)],
+        points,
+        repetitions: if quick { 2 } else { 3 },
+        setup: if quick {
+            "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.1 s warm-up + 0.3 s measured (--quick)"
+        } else {
+            "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.5 s warm-up + 2 s measured"
+        },
+        wakeup_notes: true,
+    })
+}
+
+/// S2 YCSB workload A (50% reads, 50% updates) against a MongoDB-like
+/// server with 14, 21, 28, 35 client threads on the whole LPAR (80 CPUs).
+fn power10_ycsb(quick: bool) -> Result<ExperimentDef, String> {
+    let operations = if quick { 50_000 } else { 200_000 };
+    let points = [14u32, 21, 28, 35]
+        .iter()
+        .map(|&n| {
+            point(
+                schedlab_report::params([("clients", n)]),
+                &format!("ycsb:clients={n},operations={operations},read_pct=50"),
+                None,
+                None,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ExperimentDef {
+        name: "power10-ycsb",
+        machine: "power10",
+        workload: "ycsb",
+        configs: &["vanilla", "mc-llc", "patchset"],
+        metrics: vec![
+            MetricSpec::new("ops", "ops/s", true),
+            MetricSpec::new("read_lat", "us", false),
+            MetricSpec::new("clean_lat", "us", false),
+            MetricSpec::new("update_lat", "us", false),
+        ],
+        points,
+        repetitions: if quick { 3 } else { 5 },
+        setup: if quick {
+            "YCSB workload A (50/50 read/update) with N client threads against a thread-per-connection key-value server on 80 CPUs; 50000 operations (--quick)"
+        } else {
+            "YCSB workload A (50/50 read/update) with N client threads against a thread-per-connection key-value server on 80 CPUs; 200000 operations"
+        },
+        wakeup_notes: true,
+    })
+}
+
 /// S5 PARSEC on the Exynos 5422 (4 A7 + 4 A15): streamcluster, bodytrack and
 /// blackscholes with 1..32 threads, Linaro MP against HPERF_HMP. The
 /// published runs used the native inputs (tens of seconds); simlarge keeps
@@ -568,6 +650,8 @@ pub struct Placement {
     /// Wakeup path (schedstat-like counters): remote wakeups, the idle
     /// search's outcomes, and the S2 patch set's decisions.
     pub wakeups_remote: u64,
+    /// Wakees placed outside the waker's hardware LLC.
+    pub wakeups_cross_llc: u64,
     pub sis_target: u64,
     pub sis_prev: u64,
     pub sis_scan_found: u64,
@@ -617,6 +701,7 @@ pub fn run_point(
         lb_moved: c.levels.iter().map(|l| l.lb_moved).sum(),
         active_balance: c.active_balance,
         wakeups_remote: c.wakeups_remote,
+        wakeups_cross_llc: c.wakeups_cross_llc,
         sis_target: c.sis_target,
         sis_prev: c.sis_prev,
         sis_scan_found: c.sis_scan_found,
@@ -826,9 +911,10 @@ fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
     }) > 0.0
         || avg(&|p| p.s2.both_full + p.s2.sync_stack) > 0.0;
     let mut out = format!(
-        "wakeups {} {config}: remote {:.0}, affine {:.0}; idle search: target idle {:.0}, prev idle {:.0}, scan found {:.0}, scan failed {:.0}",
+        "wakeups {} {config}: remote {:.0}, outside the waker's hardware LLC {:.0}, affine {:.0}; idle search: target idle {:.0}, prev idle {:.0}, scan found {:.0}, scan failed {:.0}",
         schedlab_report::table::params_text(params),
         avg(&|p| p.wakeups_remote),
+        avg(&|p| p.wakeups_cross_llc),
         avg(&|p| p.wakeups_affine),
         avg(&|p| p.sis_target),
         avg(&|p| p.sis_prev),
@@ -890,6 +976,57 @@ mod tests {
                     .any(|n| n.contains("busy CPUs per busy LLC") && n.contains("shared-data")),
                 "{:?}",
                 r.notes
+            );
+        }
+    }
+
+    /// power10-daytrader and power10-ycsb end to end on one small point each:
+    /// every config runs on the right machine (64 online CPUs for DayTrader),
+    /// every metric row is filled, and the wakeup notes carry the S2
+    /// counters for the patch set.
+    #[test]
+    fn power10_daytrader_ycsb_smoke() {
+        let mut dt = get("power10-daytrader", true).unwrap();
+        assert_eq!(dt.points.len(), 9);
+        dt.points.truncate(1);
+        dt.points[0].workload = Builtin::parse(
+            "daytrader:jvms=1,users=60,gc_threads=64,gc_period_ms=20,runtime_ms=30,warmup_ms=10",
+        )
+        .unwrap();
+        dt.repetitions = 1;
+        let mut y = get("power10-ycsb", true).unwrap();
+        assert_eq!(y.points.len(), 4);
+        y.points.truncate(1);
+        y.points[0].workload = Builtin::parse("ycsb:clients=14,operations=1400").unwrap();
+        y.repetitions = 1;
+        let opts = Options {
+            quick: true,
+            seed: 1,
+            checked: false,
+        };
+        let r = run_all(&[dt, y], &opts, &|| {}).unwrap();
+        assert_eq!(r[0].machine, "power10:online=0-63");
+        assert_eq!(r[0].rows.len(), 3);
+        assert_eq!(r[1].rows.len(), 3 * 4);
+        for e in &r {
+            assert!(
+                e.rows
+                    .iter()
+                    .all(|row| row.samples.len() == 1 && row.mean > 0.0),
+                "{}",
+                e.name
+            );
+            assert!(
+                e.notes.iter().any(|n| n.starts_with("wakeups ")
+                    && n.contains("patchset: ")
+                    && n.contains("S2: ")),
+                "{:?}",
+                e.notes
+            );
+            assert!(
+                !e.notes.iter().any(|n| n.contains("stopped")),
+                "{:?}",
+                e.notes
             );
         }
     }

@@ -5,6 +5,7 @@
 use schedlab_engine::Sim;
 use schedlab_topo::CpuMask;
 use schedlab_workload::chacha20::{self, Chacha20Params};
+use schedlab_workload::daytrader::{self, DaytraderParams};
 use schedlab_workload::hackbench::{self, HackbenchParams};
 use schedlab_workload::kernbench::{self, KernbenchParams};
 use schedlab_workload::mobile::{self, MobileParams};
@@ -15,6 +16,7 @@ use schedlab_workload::pixz::{self, PixzParams};
 use schedlab_workload::rtapp::{self, RtApp, RtAppError};
 use schedlab_workload::schbench::{self, SchbenchParams};
 use schedlab_workload::stream::{self, StreamParams};
+use schedlab_workload::ycsb::{self, YcsbParams};
 use schedlab_workload::{parse_spec, SpecError, WorkloadSpec};
 
 /// A parsed built-in workload.
@@ -32,6 +34,8 @@ pub enum Builtin {
     Kernbench(KernbenchParams),
     /// ChaCha20-xiangshan: a multi-threaded Verilator RTL simulation.
     Chacha20(Chacha20Params),
+    Daytrader(DaytraderParams),
+    Ycsb(YcsbParams),
     /// An imported rt-app file.
     RtApp(Box<RtApp>),
 }
@@ -99,6 +103,16 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "ChaCha20-xiangshan: a T-thread Verilator simulation of the XiangShan RISC-V core; per guest cycle each thread reads the signals the other partitions wrote (process-shared data, cache-line transfers by distance), writes its own, evaluates E/T µs and spins at a barrier; Host time spent (ms)",
     ),
     (
+        "daytrader",
+        "jvms=J (1), users=U (60, in total, spread over the JVMs), think_ms=T (0, JMeter MAXTHINKTIME), db_calls=D (3), gc_threads=G (number of CPUs), gc_period_ms=P (200), runtime_ms=R (2000), warmup_ms=W (500)",
+        "DayTrader on J JVMs driven by U JMeter users: per user a keep-alive connection served by a web-container thread that makes D JDBC round trips to a DB2 agent; per JVM G GC helpers (parallel scavenge every P ms) and a JIT thread; tput requests/s as JMeter's summary",
+    ),
+    (
+        "ycsb",
+        "clients=N (1), operations=T (100000, in total), read_pct=P (50: workload A)",
+        "YCSB client threads issue reads/updates synchronously to a MongoDB-like server (thread per connection, journal lock and a 100 ms journal flusher), then cleanup(); ops/s and READ/UPDATE/CLEANUP average latency (us) as YCSB prints them",
+    ),
+    (
         "rt-app",
         "--workload PATH.json (an rt-app file; support matrix in docs/workloads.md)",
         "rt-app JSON: tasks with instances, loops, phases and events (run, runtime, sleep, timer, lock/unlock, wait/signal/broad/sync, barrier, suspend/resume, sem, mem/memrun/iorun, yield, fork); timer wakeup latency and per-thread CPU/wait times",
@@ -152,6 +166,8 @@ impl Builtin {
             "mobile" => Ok(Builtin::Mobile(MobileParams::from_spec(&s)?)),
             "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
             "chacha20" => Ok(Builtin::Chacha20(Chacha20Params::from_spec(&s)?)),
+            "daytrader" => Ok(Builtin::Daytrader(DaytraderParams::from_spec(&s)?)),
+            "ycsb" => Ok(Builtin::Ycsb(YcsbParams::from_spec(&s)?)),
             "rt-app" | "rtapp" => Err(SpecError::BadValue {
                 workload: s.name.clone(),
                 key: "(file)".into(),
@@ -191,6 +207,9 @@ impl Builtin {
         if let Builtin::Schbench(p) = self {
             p.resolve(nr_cpus);
         }
+        if let Builtin::Daytrader(p) = self {
+            p.resolve(nr_cpus);
+        }
     }
 
     /// The workload's name.
@@ -206,6 +225,8 @@ impl Builtin {
             Builtin::Mobile(_) => "mobile",
             Builtin::Kernbench(_) => "kernbench",
             Builtin::Chacha20(_) => "chacha20",
+            Builtin::Daytrader(_) => "daytrader",
+            Builtin::Ycsb(_) => "ycsb",
             Builtin::RtApp(_) => "rt-app",
         }
     }
@@ -223,6 +244,8 @@ impl Builtin {
             Builtin::Mobile(p) => mobile::build(p, affinity),
             Builtin::Kernbench(p) => kernbench::build(p, affinity),
             Builtin::Chacha20(p) => chacha20::build(p, affinity),
+            Builtin::Daytrader(p) => daytrader::build(p, affinity),
+            Builtin::Ycsb(p) => ycsb::build(p, affinity),
             Builtin::RtApp(r) => {
                 let mut spec = r.spec.clone();
                 if let Some(a) = affinity {
@@ -312,6 +335,30 @@ impl Builtin {
                 Some(ms) => vec![("host_time".into(), ms)],
                 None => Vec::new(),
             },
+            Builtin::Daytrader(p) => match daytrader::summary(p, &by_task) {
+                Some(s) => vec![
+                    ("tput".into(), s.tput),
+                    ("requests".into(), s.requests as f64),
+                    ("avg_ms".into(), s.avg_ms),
+                    ("min_ms".into(), s.min_ms),
+                    ("max_ms".into(), s.max_ms),
+                    ("secs".into(), s.secs),
+                ],
+                None => Vec::new(),
+            },
+            Builtin::Ycsb(p) => match ycsb::result(p, &by_task) {
+                Some(r) => {
+                    let lat = |k: &str| r.ops.iter().find(|o| o.0 == k).map_or(0.0, |o| o.2);
+                    vec![
+                        ("ops".into(), r.ops_per_s),
+                        ("read_lat".into(), lat("READ")),
+                        ("clean_lat".into(), lat("CLEANUP")),
+                        ("update_lat".into(), lat("UPDATE")),
+                        ("runtime_ms".into(), r.runtime_ms),
+                    ]
+                }
+                None => Vec::new(),
+            },
             Builtin::RtApp(_) => {
                 let mut out = Vec::new();
                 let user: Vec<_> = sim.tasks.iter().filter(|t| !t.kthread).collect();
@@ -346,6 +393,10 @@ impl Builtin {
                 let t = get3(metrics, "elsp", "user", "syst");
                 kernbench::report(p, t, sim.counters.context_switches)
             }
+            Builtin::Daytrader(p) => {
+                daytrader::report(p, daytrader::summary(p, &sim.marks).as_ref())
+            }
+            Builtin::Ycsb(p) => ycsb::report(ycsb::result(p, &sim.marks).as_ref()),
             Builtin::RtApp(r) => {
                 let mut s = self.report(metrics);
                 for t in sim.tasks.iter().filter(|t| !t.kthread) {
@@ -397,6 +448,26 @@ impl Builtin {
             Builtin::Mobile(p) => mobile::report(p, metrics),
             Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
             Builtin::Chacha20(p) => chacha20::report(p, get("host_time")),
+            Builtin::Daytrader(p) => {
+                let s = (|| {
+                    Some(daytrader::Summary {
+                        requests: get("requests")? as u64,
+                        secs: get("secs")?,
+                        tput: get("tput")?,
+                        avg_ms: get("avg_ms")?,
+                        min_ms: get("min_ms")?,
+                        max_ms: get("max_ms")?,
+                    })
+                })();
+                daytrader::report(p, s.as_ref())
+            }
+            Builtin::Ycsb(_) => {
+                let mut s = String::new();
+                for (k, v) in metrics {
+                    s.push_str(&format!("{k}: {v:.3}\n"));
+                }
+                s
+            }
             Builtin::Schbench(_) => {
                 let mut s = String::new();
                 for (k, v) in metrics {
@@ -540,6 +611,109 @@ mod tests {
         assert!(r.contains("average rps: "), "{r}");
     }
 
+    fn run_on(machine: &str, w: &Builtin, seed: u64) -> (Sim, StopReason) {
+        let m = schedlab_topo::resolve_machine(machine).unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            w.build(None, None),
+            SimConfig {
+                seed,
+                checked: true,
+                ..SimConfig::default()
+            },
+        );
+        let stop = sim.run();
+        (sim, stop)
+    }
+
+    /// DayTrader on the 64-online-CPU POWER10: tput in JMeter's format;
+    /// every request gets exactly one response, and each one wakes the web
+    /// thread that serves it (it sleeps on its socket between requests).
+    #[test]
+    fn daytrader_requests_get_one_response_each() {
+        let mut w = Builtin::parse(
+            "daytrader:jvms=2,users=6,gc_threads=4,gc_period_ms=20,runtime_ms=60,warmup_ms=10",
+        )
+        .unwrap();
+        w.fill_machine_defaults(64);
+        let (sim, stop) = run_on("power10:online=0-63", &w, 3);
+        assert_eq!(stop, StopReason::TimeLimit);
+        assert_eq!(sim.machine.nr_cpus(), 64);
+        let m = w.metrics(&sim);
+        let tput = m.iter().find(|x| x.0 == "tput").unwrap().1;
+        assert!(tput > 1000.0, "{m:?}");
+        let mut done_total = 0;
+        for t in sim.tasks.iter().filter(|t| t.name.starts_with("jmeter-")) {
+            let count = |tag| {
+                sim.marks
+                    .iter()
+                    .filter(|mk| mk.0 == t.id && mk.1 == tag)
+                    .count()
+            };
+            let (sent, done) = (count(0), count(1));
+            // At most the request in flight at the end has no response.
+            assert!(
+                sent == done || sent == done + 1,
+                "{}: {sent} {done}",
+                t.name
+            );
+            assert!(done > 10, "{}: {done}", t.name);
+            done_total += done as u64;
+        }
+        let web_wakeups: u64 = sim
+            .tasks
+            .iter()
+            .filter(|t| t.name.contains("-WebContainer-"))
+            .map(|t| t.stats.wakeups)
+            .sum();
+        assert!(web_wakeups >= done_total, "{web_wakeups} < {done_total}");
+        // The GC helpers ran (a collection every 20 ms).
+        let gc: Vec<_> = sim
+            .tasks
+            .iter()
+            .filter(|t| t.name.contains("-GC-Worker-"))
+            .collect();
+        assert_eq!(gc.len(), 8);
+        assert!(gc.iter().all(|t| t.stats.cpu_time_ns > 0));
+        let r = w.report_sim(&sim, &m);
+        assert!(r.contains("summary = ") && r.contains("/s Avg: "), "{r}");
+        assert!(w.report(&m).contains("summary = "));
+    }
+
+    /// YCSB: every operation is answered, the last client's cleanup closes
+    /// every connection (all server threads exit and the run finishes), and
+    /// the metrics are YCSB's.
+    #[test]
+    fn ycsb_answers_every_operation_and_cleans_up() {
+        let w = Builtin::parse("ycsb:clients=4,operations=402").unwrap();
+        let (sim, stop) = run_on("power10", &w, 5);
+        assert_eq!(stop, StopReason::Finished);
+        let m = w.metrics(&sim);
+        let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1).unwrap();
+        assert!(get("ops") > 1000.0, "{m:?}");
+        assert!(get("read_lat") > 0.0 && get("update_lat") > get("read_lat") * 0.5);
+        assert!(get("clean_lat") > 0.0);
+        // Each server thread was woken at least once per operation it served.
+        let conn_wakeups: u64 = sim
+            .tasks
+            .iter()
+            .filter(|t| t.name.starts_with("conn"))
+            .map(|t| t.stats.wakeups)
+            .sum();
+        assert!(conn_wakeups >= 402, "{conn_wakeups}");
+        let r = w.report_sim(&sim, &m);
+        for k in [
+            "[OVERALL], Throughput(ops/sec)",
+            "[READ], AverageLatency(us)",
+            "[UPDATE], AverageLatency(us)",
+            "[CLEANUP], AverageLatency(us)",
+        ] {
+            assert!(r.contains(k), "{r}");
+        }
+    }
+
     #[test]
     fn rtapp_fixtures_run() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workload/tests/fixtures");
@@ -606,6 +780,8 @@ mod tests {
         "kernbench:threads=4,files=12",
         "mobile:cpus=4",
         "chacha20:threads=4,cycles=200",
+        "daytrader:jvms=1,users=4,gc_threads=2,runtime_ms=30,warmup_ms=10",
+        "ycsb:clients=2,operations=200",
     ];
 
     #[test]

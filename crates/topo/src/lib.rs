@@ -11,6 +11,7 @@ pub mod error;
 pub mod format;
 pub mod load;
 pub mod machine;
+pub mod online;
 pub mod presets;
 pub mod sysfs;
 
@@ -25,5 +26,6 @@ pub use load::{load_machine_file, load_machine_str};
 pub use machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
 };
+pub use online::{split_online, with_online_cpus};
 pub use presets::{preset, preset_text, resolve_machine, PRESET_NAMES};
 pub use sysfs::{machine_from_sysfs, machine_to_toml};

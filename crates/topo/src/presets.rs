@@ -44,8 +44,14 @@ pub fn preset(name: &str) -> Result<Machine, TopoError> {
     }
 }
 
-/// A preset name, else a machine file path.
+/// A preset name, else a machine file path; either may end in `:online=LIST`
+/// (only those CPUs online, see [`crate::online`]).
 pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
+    if preset_text(name_or_path).is_none() && !Path::new(name_or_path).is_file() {
+        if let Some((name, online)) = crate::online::split_online(name_or_path)? {
+            return crate::online::with_online_cpus(&resolve_machine(name)?, &online);
+        }
+    }
     if preset_text(name_or_path).is_some() {
         return preset(name_or_path);
     }

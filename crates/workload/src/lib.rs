@@ -2,12 +2,14 @@
 //!
 //! This crate describes *what* threads do ([`program`]) and provides built-in
 //! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
-//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`], [`chacha20`])
+//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`], [`chacha20`],
+//! [`daytrader`], [`ycsb`])
 //! together with the code that turns a finished run's timestamps into the
 //! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
 
 pub mod chacha20;
+pub mod daytrader;
 pub mod hackbench;
 pub mod kernbench;
 pub mod mobile;
@@ -20,6 +22,7 @@ pub mod rtapp;
 pub mod schbench;
 pub mod spec;
 pub mod stream;
+pub mod ycsb;
 
 pub use program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
 pub use spec::{parse_spec, BuiltinSpec, SpecError};

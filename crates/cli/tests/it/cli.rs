@@ -334,3 +334,18 @@ fn every_builtin_runs_on_a_small_machine() {
         assert!(!out.contains("Stalled"), "{w}: {out}");
     }
 }
+
+#[test]
+fn machines_with_offline_cpus_span_only_the_online_ones() {
+    let o = schedlab(&["topo", "power10:online=0-63", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cpus = v["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 64);
+    let top = cpus[0]["domains"].as_array().unwrap().last().unwrap();
+    assert_eq!(top["span"].as_array().unwrap().len(), 64);
+    let o = schedlab(&["topo", "power10:online=0-99"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("online") && e.trim().lines().count() == 1, "{e}");
+}

@@ -1,0 +1,145 @@
+//! Machines with some CPUs offline (`echo 0 > /sys/devices/system/cpu/cpuN/online`,
+//! `ppc64_cpu --cores-on=N`).
+//!
+//! The kernel builds its sched domains over the online CPUs only
+//! (`sched_init_domains()` / `partition_sched_domains()` use
+//! `cpu_active_mask`): an offline CPU is in no domain span, no group and no
+//! LLC mask, and the wakeup path and the balancer never see it. The faithful
+//! model is therefore a smaller machine that contains only the online CPUs,
+//! with the same cores, caches and memory; the domain builder then runs on it
+//! unchanged. Offline CPUs are removed and the remaining ones renumbered in
+//! order (with a prefix `0-N` nothing is renumbered).
+//!
+//! Name syntax: `MACHINE:online=LIST` (e.g. `power10:online=0-63`), accepted
+//! wherever a machine name is (`resolve_machine`).
+
+use crate::cpumask::{CpuId, CpuMask};
+use crate::error::TopoError;
+use crate::machine::Machine;
+
+/// The suffix that restricts a machine to its online CPUs.
+pub const ONLINE_KEY: &str = ":online=";
+
+/// `m` with only the CPUs of `online` (renumbered densely in CPU order):
+/// caches, nodes and shared links keep their online CPUs and disappear when
+/// none is left; node memory parameters, latencies and costs are unchanged.
+pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoError> {
+    let origin = format!("{}{ONLINE_KEY}{}", m.name, online.to_list_string());
+    let all = m.all_cpus();
+    if online.is_empty() || !online.is_subset(&all) {
+        return Err(TopoError::invalid(
+            &origin,
+            "online",
+            format!(
+                "the online CPUs must be a non-empty subset of {}",
+                all.to_list_string()
+            ),
+        ));
+    }
+    // Old id -> new id.
+    let mut map: Vec<Option<CpuId>> = vec![None; m.nr_cpus()];
+    for (new, old) in online.iter().enumerate() {
+        map[old as usize] = Some(new as CpuId);
+    }
+    let remap = |mask: &CpuMask| CpuMask::from_cpus(mask.iter().filter_map(|c| map[c as usize]));
+    let mut out = m.clone();
+    out.name = origin.clone();
+    out.description = format!(
+        "{} (online CPUs {} of {})",
+        m.description,
+        online.to_list_string(),
+        all.to_list_string()
+    );
+    out.cpus = m
+        .cpus
+        .iter()
+        .filter_map(|c| {
+            map[c.id as usize].map(|id| {
+                let mut c = c.clone();
+                c.id = id;
+                c
+            })
+        })
+        .collect();
+    out.caches = m
+        .caches
+        .iter()
+        .filter_map(|c| {
+            let cpus = remap(&c.cpus);
+            (!cpus.is_empty()).then(|| {
+                let mut c = c.clone();
+                c.cpus = cpus;
+                c
+            })
+        })
+        .collect();
+    // Nodes keep their ids (the SLIT table is indexed by them), even when all
+    // their CPUs are offline (a memory-only node).
+    for n in &mut out.nodes {
+        n.cpus = remap(&n.cpus);
+    }
+    out.links = m
+        .links
+        .iter()
+        .filter_map(|l| {
+            let cpus = remap(&l.cpus);
+            (!cpus.is_empty()).then(|| {
+                let mut l = l.clone();
+                l.cpus = cpus;
+                l
+            })
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Splits `NAME:online=LIST` into the machine name and the online mask.
+/// `Ok(None)` when `s` has no online suffix.
+pub fn split_online(s: &str) -> Result<Option<(&str, CpuMask)>, TopoError> {
+    let Some((name, list)) = s.rsplit_once(ONLINE_KEY) else {
+        return Ok(None);
+    };
+    match CpuMask::parse_list(list) {
+        Some(mask) if !mask.is_empty() => Ok(Some((name, mask))),
+        _ => Err(TopoError::invalid(
+            s,
+            "online",
+            format!("'{list}' is not a CPU list such as 0-63"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{build_domains, preset, resolve_machine, DomainConfig};
+
+    #[test]
+    fn power10_with_64_cpus_online() {
+        let m = resolve_machine("power10:online=0-63").unwrap();
+        assert_eq!(m.nr_cpus(), 64);
+        assert_eq!(m.name, "power10:online=0-63");
+        // Hemisphere 1 keeps 3 of its 5 SMT8 cores.
+        assert_eq!(m.die_mask(40).weight(), 24);
+        assert_eq!(m.die_mask(0).weight(), 40);
+        assert_eq!(m.nodes[0].cpus.weight(), 64);
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        // The widest domain spans the online CPUs only.
+        let top = d.cpus[0].domains.last().unwrap();
+        assert_eq!(top.span.to_list_string(), "0-63");
+        let full = preset("power10").unwrap();
+        assert_eq!(full.llc_mask(62), m.llc_mask(62));
+    }
+
+    #[test]
+    fn sparse_masks_are_renumbered_and_bad_lists_rejected() {
+        let full = preset("power10").unwrap();
+        let m = with_online_cpus(&full, &CpuMask::parse_list("0-7,40-47").unwrap()).unwrap();
+        assert_eq!(m.nr_cpus(), 16);
+        assert_eq!(m.die_mask(8).to_list_string(), "8-15");
+        assert_eq!(m.llc_mask(9), CpuMask::parse_list("9,11,13,15").unwrap());
+        assert!(resolve_machine("power10:online=0-200").is_err());
+        assert!(resolve_machine("power10:online=x").is_err());
+        assert!(resolve_machine("nosuch:online=0-3").is_err());
+    }
+}
