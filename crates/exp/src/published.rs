@@ -57,6 +57,31 @@ pub fn published_changes(
             };
             Some(vec![("tput", pct)])
         }
+        // S3 cover letter (Tim Chen, May 2023): change with the series (CLS on
+        // hybrid + fixes) against 6.3-rc5 without CLS, positive = better.
+        ("alderlake-single", "cluster") => {
+            let pct = match params.get("bench")?.as_str()? {
+                "tjbench" => -0.23,
+                "phpbench" => -0.39,
+                "flac" => 0.17,
+                "pybench" => 2.55,
+                _ => return None,
+            };
+            Some(vec![("runtime", pct)])
+        }
+        ("alderlake-multi", "cluster") => {
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match (params.get("bench")?.as_str()?, t) {
+                ("kbuild", 8) => -0.76,
+                ("kbuild", 10) => 0.64,
+                ("kbuild", 12) => 0.91,
+                ("tflite", 8) => -0.23,
+                ("tflite", 10) => 0.47,
+                ("tflite", 12) => -0.12,
+                _ => return None,
+            };
+            Some(vec![("runtime", pct)])
+        }
         // AnTuTu on the Exynos 5433: 42400 (HPERF_HMP) vs 36860 (Linaro MP).
         ("exynos5433-mixed", "hperf-hmp") => {
             Some(vec![("score", (42400.0 / 36860.0 - 1.0) * 100.0)])

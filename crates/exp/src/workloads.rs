@@ -9,6 +9,7 @@ use schedlab_workload::kernbench::{self, KernbenchParams};
 use schedlab_workload::mobile::{self, MobileParams};
 use schedlab_workload::parsec::{self, Bench, ParsecParams};
 use schedlab_workload::pbzip2::{self, Pbzip2Params};
+use schedlab_workload::phoronix::{self, PhoronixParams};
 use schedlab_workload::pipe::{self, PipeParams};
 use schedlab_workload::pixz::{self, PixzParams};
 use schedlab_workload::rtapp::{self, RtApp, RtAppError};
@@ -29,6 +30,8 @@ pub enum Builtin {
     Pixz(PixzParams),
     Mobile(MobileParams),
     Kernbench(KernbenchParams),
+    /// S3's Phoronix-style tjbench, phpbench, flac, pybench and tflite.
+    Phoronix(PhoronixParams),
     /// An imported rt-app file.
     RtApp(Box<RtApp>),
 }
@@ -87,8 +90,33 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ),
     (
         "kernbench",
-        "threads=N (1), files=F (2500)",
+        "threads=N (1), files=F (2500), link_ms=L (8000)",
         "kernbench make -jN: jobserver keeps N compile processes running over F files of varying cost, then a serial link; elsp, user, syst seconds",
+    ),
+    (
+        "tjbench",
+        "runs=R (3)",
+        "libjpeg-turbo tjbench (single-threaded): the harness shell forks the benchmark per run; compress/decompress chunks over a ~12 MiB image; a harness monitor wakes every 100 ms; runtime s per run",
+    ),
+    (
+        "phpbench",
+        "runs=R (3)",
+        "PhpBench (single-threaded): interpreter start-up, then micro-benchmark chunks over ~2 MiB; forked per run by the harness shell; runtime s per run",
+    ),
+    (
+        "flac",
+        "runs=R (3)",
+        "flac encoding a WAV (single-threaded): per block a short blocking read, ~4 ms of encoding, a short write; runtime s per run",
+    ),
+    (
+        "pybench",
+        "runs=R (3)",
+        "pybench (single-threaded): Python start-up, rounds of small tests with a short pause per round (output to the harness); runtime s per run",
+    ),
+    (
+        "tflite",
+        "threads=N (1), inferences=M (40), layers=L (30), layer_us=U (2000)",
+        "TensorFlow Lite inference: main thread + pool of N-1, every layer split into N equal slices over the model's working set, barrier (spin then sleep) between layers, M inferences; runtime s",
     ),
     (
         "rt-app",
@@ -143,6 +171,9 @@ impl Builtin {
             "pixz" => Ok(Builtin::Pixz(PixzParams::from_spec(&s)?)),
             "mobile" => Ok(Builtin::Mobile(MobileParams::from_spec(&s)?)),
             "kernbench" => Ok(Builtin::Kernbench(KernbenchParams::from_spec(&s)?)),
+            "tjbench" | "phpbench" | "flac" | "pybench" | "tflite" => {
+                Ok(Builtin::Phoronix(PhoronixParams::from_spec(&s)?))
+            }
             "rt-app" | "rtapp" => Err(SpecError::BadValue {
                 workload: s.name.clone(),
                 key: "(file)".into(),
@@ -196,6 +227,7 @@ impl Builtin {
             Builtin::Pixz(_) => "pixz",
             Builtin::Mobile(_) => "mobile",
             Builtin::Kernbench(_) => "kernbench",
+            Builtin::Phoronix(p) => p.name(),
             Builtin::RtApp(_) => "rt-app",
         }
     }
@@ -212,6 +244,7 @@ impl Builtin {
             Builtin::Pixz(p) => pixz::build(p, affinity),
             Builtin::Mobile(p) => mobile::build(p, affinity),
             Builtin::Kernbench(p) => kernbench::build(p, affinity),
+            Builtin::Phoronix(p) => phoronix::build(p, affinity),
             Builtin::RtApp(r) => {
                 let mut spec = r.spec.clone();
                 if let Some(a) = affinity {
@@ -291,12 +324,20 @@ impl Builtin {
                     .map(|t| (t.template, t.stats.cpu_time_ns))
                     .collect();
                 match kernbench::times(&of_tpl0(), &tasks) {
-                    Some((e, u, sy)) => {
-                        vec![("elsp".into(), e), ("user".into(), u), ("syst".into(), sy)]
-                    }
+                    // `runtime` repeats elsp under S3's metric name (kbuild).
+                    Some((e, u, sy)) => vec![
+                        ("elsp".into(), e),
+                        ("user".into(), u),
+                        ("syst".into(), sy),
+                        ("runtime".into(), e),
+                    ],
                     None => Vec::new(),
                 }
             }
+            Builtin::Phoronix(p) => match phoronix::runtime_s(p, &of_tpl0()) {
+                Some(t) => vec![("runtime".into(), t)],
+                None => Vec::new(),
+            },
             Builtin::RtApp(_) => {
                 let mut out = Vec::new();
                 let user: Vec<_> = sim.tasks.iter().filter(|t| !t.kthread).collect();
@@ -381,6 +422,7 @@ impl Builtin {
             Builtin::Pixz(p) => pixz::report(p, get("time").zip(get("tput"))),
             Builtin::Mobile(p) => mobile::report(p, metrics),
             Builtin::Kernbench(p) => kernbench::report(p, get3(metrics, "elsp", "user", "syst"), 0),
+            Builtin::Phoronix(p) => phoronix::report(p, get("runtime")),
             Builtin::Schbench(_) => {
                 let mut s = String::new();
                 for (k, v) in metrics {

@@ -2,7 +2,7 @@
 //!
 //! This crate describes *what* threads do ([`program`]) and provides built-in
 //! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
-//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`])
+//! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`], [`phoronix`])
 //! together with the code that turns a finished run's timestamps into the
 //! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
@@ -12,6 +12,7 @@ pub mod kernbench;
 pub mod mobile;
 pub mod parsec;
 pub mod pbzip2;
+pub mod phoronix;
 pub mod pipe;
 pub mod pixz;
 pub mod program;
