@@ -34,6 +34,14 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "Alder Lake: CLS as first enabled in 5.16: SMT group flags lost, pre-6.5 ITMT SMT priorities, the S3 balancer fixes off",
     ),
     (
+        "cluster-naive-noitmt",
+        "Alder Lake: cluster-naive on firmware whose CPPC highest_perf is 0xff (overclocking on): 5.16-rc1 never enabled ITMT, so no asym packing",
+    ),
+    (
+        "vanilla-noitmt",
+        "Alder Lake: vanilla without ITMT (no asym packing), the no-CLS match of cluster-naive-noitmt",
+    ),
+    (
         "cache-aware",
         "SCHED_CACHE (S4): Linux 7.3 cache-aware load balancing (feature SCHED_CACHE on)",
     ),
@@ -85,7 +93,7 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
     if let Some(f) = feature {
         features.set(f, true)?;
     }
-    if name == "cluster-naive" {
+    if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology
         // (DomainConfig: SMT group flags lost, pre-6.5 ITMT SMT priorities and
         // SMT-level asym packing). Each feature below is one prerequisite or

@@ -406,6 +406,17 @@ fn exynos5433_mixed(quick: bool) -> Result<ExperimentDef, String> {
 /// on x86, and CLS with the series (7.3).
 const S3_CONFIGS: &[&str] = &["vanilla", "cluster-naive", "cluster"];
 
+/// alderlake-single adds the firmware condition of Phoronix's 5.16-rc1
+/// measurement (ITMT never enabled, so no asym packing): 5.16 with CLS and
+/// the matching 5.15 without it, each compared with `vanilla` like the others.
+const S3_SINGLE_CONFIGS: &[&str] = &[
+    "vanilla",
+    "cluster-naive",
+    "cluster",
+    "vanilla-noitmt",
+    "cluster-naive-noitmt",
+];
+
 /// S3 single-threaded Phoronix benchmarks on Alder Lake (patch-sets.md S3).
 fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
     let mut points = Vec::new();
@@ -421,7 +432,7 @@ fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
         name: "alderlake-single",
         machine: "alderlake",
         workload: "phoronix",
-        configs: S3_CONFIGS,
+        configs: S3_SINGLE_CONFIGS,
         metrics: vec![MetricSpec::new("runtime", "s", false)],
         points,
         repetitions: if quick { 2 } else { 5 },

@@ -260,6 +260,8 @@ pub const CONFIG_NAMES: &[&str] = &[
     "mc-llc",
     "patchset",
     "cluster-naive",
+    "cluster-naive-noitmt",
+    "vanilla-noitmt",
     "cache-aware",
     "linaro-mp",
     "hperf-hmp",
@@ -290,6 +292,22 @@ impl DomainConfig {
                 cluster: true,
                 propagate_smt_flags: false,
                 itmt_legacy_smt: true,
+                ..base
+            },
+            // S3 on the firmware Phoronix measured 5.16 with: CPPC highest_perf
+            // reads 0xff on every CPU when overclocking is enabled, so 5.16-rc1's
+            // intel_pstate never enabled ITMT (no SD_ASYM_PACKING); fixed in
+            // 5.16-rc3 by "cpufreq: intel_pstate: ITMT support for overclocked
+            // system". `vanilla-noitmt` is the matching no-CLS kernel (5.15).
+            "cluster-naive-noitmt" => DomainConfig {
+                cluster: true,
+                propagate_smt_flags: false,
+                itmt_legacy_smt: true,
+                itmt: false,
+                ..base
+            },
+            "vanilla-noitmt" => DomainConfig {
+                itmt: false,
                 ..base
             },
             "mc-llc" => DomainConfig {

@@ -9,10 +9,9 @@ use crate::sim::{Sim, SimConfig};
 use schedlab_topo::{build_domains, itmt_priorities, preset, DomainConfig};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 
-fn hybrid_sim(naive: bool, spec: WorkloadSpec, seed: u64) -> Sim {
+fn hybrid_sim_cfg(cfg: DomainConfig, naive: bool, spec: WorkloadSpec, seed: u64) -> Sim {
     let m = preset("alderlake").expect("preset");
-    let name = if naive { "cluster-naive" } else { "cluster" };
-    let d = build_domains(&m, &DomainConfig::named(name).unwrap()).expect("domains");
+    let d = build_domains(&m, &cfg).expect("domains");
     let mut features = Features::default();
     if naive {
         for f in [
@@ -65,7 +64,12 @@ fn forked_hog(work_ns: u64) -> WorkloadSpec {
 }
 
 fn hog_cpu_at(naive: bool, seed: u64, at_ns: u64) -> schedlab_topo::CpuId {
-    let mut s = hybrid_sim(naive, forked_hog(2_000_000_000), seed);
+    let name = if naive { "cluster-naive" } else { "cluster" };
+    hog_cpu_cfg(DomainConfig::named(name).unwrap(), naive, seed, at_ns)
+}
+
+fn hog_cpu_cfg(cfg: DomainConfig, naive: bool, seed: u64, at_ns: u64) -> schedlab_topo::CpuId {
+    let mut s = hybrid_sim_cfg(cfg, naive, forked_hog(2_000_000_000), seed);
     s.run_until(at_ns);
     let hog = s
         .tasks
@@ -100,5 +104,29 @@ fn cluster_naive_also_pulls_a_lone_hog_to_a_p_core() {
     for seed in 1..=3 {
         let cpu = hog_cpu_at(true, seed, 300_000_000);
         assert!(cpu < 12, "seed {seed}: hog on E-core CPU {cpu}");
+    }
+}
+
+/// The mechanism of the regression Phoronix measured on 5.16-rc1 (i9-12900K,
+/// overclocking-enabled firmware whose CPPC highest_perf reads 0xff, so
+/// intel_pstate never enabled ITMT and there was no asym packing): fork
+/// balancing with CLS sees an E-cluster (4 idle CPUs) as idler than any
+/// P-core (2), starts the forked single-threaded process there, and nothing
+/// ever packs it onto a P-core. Without CLS (5.15) the same fork picks a
+/// P-core group (2 idle CPUs against 1 per E-core).
+#[test]
+fn without_itmt_cls_forks_a_lone_hog_onto_an_e_core_and_leaves_it_there() {
+    for seed in 1..=3 {
+        let naive = DomainConfig::named("cluster-naive-noitmt").unwrap();
+        let at_fork = hog_cpu_cfg(naive.clone(), true, seed, 1_000_000);
+        assert!(
+            at_fork >= 12,
+            "seed {seed}: forked onto P-core CPU {at_fork}"
+        );
+        let later = hog_cpu_cfg(naive, true, seed, 300_000_000);
+        assert!(later >= 12, "seed {seed}: moved to P-core CPU {later}");
+        let v = DomainConfig::named("vanilla-noitmt").unwrap();
+        let v_fork = hog_cpu_cfg(v, false, seed, 1_000_000);
+        assert!(v_fork < 12, "seed {seed}: 5.15 forked onto E-core {v_fork}");
     }
 }
