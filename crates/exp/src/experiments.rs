@@ -435,7 +435,7 @@ fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
         configs: S3_SINGLE_CONFIGS,
         metrics: vec![MetricSpec::new("runtime", "s", false)],
         points,
-        repetitions: if quick { 2 } else { 5 },
+        repetitions: if quick { 3 } else { 10 },
         setup: "Phoronix-style single-threaded tjbench, phpbench, flac, pybench: a harness shell forks each run, a monitor process wakes every 100 ms; 6 P-cores (SMT2) + 2 E-clusters of 4",
         wakeup_notes: false,
     })
@@ -446,17 +446,17 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
     let mut points = Vec::new();
     for bench in ["kbuild", "tflite"] {
         for t in [8u32, 10, 12] {
-            // kbuild: a scaled-down tree (ESTIMATE: 120 objects and a link
+            // kbuild: a scaled-down tree (ESTIMATE: 300 objects and a link
             // scaled like kernbench's, 2500 objects : 8 s).
             let spec = match bench {
                 "kbuild" => format!(
                     "kernbench:threads={t},files={},link_ms={}",
-                    if quick { 60 } else { 120 },
-                    if quick { 200 } else { 400 }
+                    if quick { 60 } else { 300 },
+                    if quick { 200 } else { 960 }
                 ),
                 _ => format!(
                     "tflite:threads={t},inferences={}",
-                    if quick { 15 } else { 40 }
+                    if quick { 15 } else { 100 }
                 ),
             };
             points.push(point(
@@ -477,7 +477,7 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
         configs: S3_CONFIGS,
         metrics: vec![MetricSpec::new("runtime", "s", false)],
         points,
-        repetitions: if quick { 2 } else { 3 },
+        repetitions: if quick { 2 } else { 5 },
         setup: "kbuild (make -jN model, scaled-down tree) and TensorFlow Lite inference (N threads, per-layer barrier) at 8, 10, 12 threads on 6 P-cores (SMT2) + 2 E-clusters of 4",
         wakeup_notes: false,
     })
