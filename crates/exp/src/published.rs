@@ -405,6 +405,45 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
         ],
+        "alderlake-single" => vec![
+            ShapeClaim {
+                description: "no regression with the series: cluster within 1% of vanilla for every single-threaded benchmark",
+                check: |r| {
+                    let v = s3_changes(r, "cluster");
+                    Some(!v.is_empty() && v.iter().all(|g| g.abs() < 1.0))
+                },
+            },
+            ShapeClaim {
+                description: "cluster-naive (5.16 balancer, ITMT on) clearly slower for single-threaded benchmarks (> 5%)",
+                check: |r| {
+                    let v = s3_changes(r, "cluster-naive");
+                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
+                },
+            },
+            ShapeClaim {
+                description: "naive CLS clearly slower for single-threaded benchmarks (> 5%), as measured on 5.16-rc1 (ITMT off: cluster-naive-noitmt)",
+                check: |r| {
+                    let v = s3_changes(r, "cluster-naive-noitmt");
+                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
+                },
+            },
+        ],
+        "alderlake-multi" => vec![ShapeClaim {
+            description: "multi-threaded: cluster within 2% of vanilla (published -0.76..+0.91%)",
+            check: |r| {
+                let v = s3_changes(r, "cluster");
+                Some(!v.is_empty() && v.iter().all(|g| g.abs() < 2.0))
+            },
+        }],
         _ => Vec::new(),
     }
+}
+
+/// Our `runtime` changes of `config` over every point of an S3 experiment.
+fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<f64> {
+    r.rows
+        .iter()
+        .filter(|row| row.config == config && row.metric == "runtime")
+        .map(|row| row.change_pct)
+        .collect()
 }
