@@ -53,6 +53,11 @@ features! {
     IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core, set on idle entry or by an LLC search, cleared when that core runs";
     WA_IDLER_LLC = "WA_IDLER_LLC", false, "(schedlab, S2) wake_affine: WA_IDLE within an LLC, idle cores then busy ratios across LLCs, sync stacking in WA_WEIGHT, no idle search when both LLCs are full";
     FALLBACK_LLC = "FALLBACK_LLC", false, "(schedlab, S2) sync wakeups from outside an SD_FALLBACK_LLC parent may use the waker's fallback LLC";
+    ASYM_IDLE_CORE = "ASYM_IDLE_CORE", true, "(S3 prerequisite; Ricardo Neri, \"sched: Avoid unnecessary migrations within SMT domains\", 6.5) asym packing above SMT uses a CPU's priority only if its whole core is idle (sched_use_asym_prio), an SMT group with other than one busy CPU is never asym, a low-priority idle core may help a busy SMT core, a fully busy SMT group stays busiest; off = 5.16 asym_smt_can_pull_tasks()";
+    SWB_IDLE_CORE = "SWB_IDLE_CORE", true, "(S3; Ricardo Neri, \"sched/fair: Consider the idle state of the whole core for load balance\", 6.6) should_we_balance() prefers an idle CPU on an idle core; off = the group's first idle CPU";
+    SMT_ACTIVE_BALANCE = "SMT_ACTIVE_BALANCE", true, "(S3; Tim Chen, \"Check whether active load balance is needed in busiest group\", 6.6 group_smt_balance) an idle dst pulls one task from an SMT group running more than one, forced between SMT and non-SMT groups; off = 5.16";
+    SMT_BUSIEST_PICK = "SMT_BUSIEST_PICK", true, "(S3; Tim Chen, \"Fix busiest group selection for asym groups\", 6.6) a has_spare SMT group with one task is not picked as busiest over a non-SMT group; off = 5.16";
+    SMT_SIBLING_IMBALANCE = "SMT_SIBLING_IMBALANCE", true, "(S3; Tim Chen, \"Skip prefer sibling move between SMT group and non-SMT group\" as merged in 6.6: sibling_imbalance() normalises by cores, only for an idle dst); off = 5.16 prefer-sibling spreading by task counts";
 }
 
 /// The on/off state of every feature.

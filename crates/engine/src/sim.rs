@@ -185,6 +185,13 @@ const NOISE_BURST_NS: u64 = 20_000;
 impl Sim {
     /// A simulator for `spec` on `machine` with `domains`.
     pub fn new(machine: Machine, domains: Domains, spec: WorkloadSpec, cfg: SimConfig) -> Sim {
+        // The ITMT priorities the topology was built with (pre-6.5 SMT scaling
+        // under `itmt_legacy_smt`).
+        let machine = if domains.config.itmt_legacy_smt {
+            schedlab_topo::with_itmt_priorities(&machine, &domains.config)
+        } else {
+            machine
+        };
         let n = machine.nr_cpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1) as u64;
         let mut rng_tick = rng::stream(cfg.seed, "tick-phase");

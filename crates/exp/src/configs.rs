@@ -31,7 +31,15 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
     (
         "cluster-naive",
-        "Alder Lake: CLS as first enabled in 5.16, without the S3 fixes",
+        "Alder Lake: CLS as first enabled in 5.16: SMT group flags lost, pre-6.5 ITMT SMT priorities, the S3 balancer fixes off",
+    ),
+    (
+        "cluster-naive-noitmt",
+        "Alder Lake: cluster-naive on firmware whose CPPC highest_perf is 0xff (overclocking on): 5.16-rc1 never enabled ITMT, so no asym packing",
+    ),
+    (
+        "vanilla-noitmt",
+        "Alder Lake: vanilla without ITMT (no asym packing), the no-CLS match of cluster-naive-noitmt",
     ),
     (
         "cache-aware",
@@ -45,6 +53,18 @@ pub const CONFIGS: &[(&str, &str)] = &[
         "hperf-hmp",
         "HPERF_HMP (S5): druntime-fair cluster balancing (HMP_HPERF)",
     ),
+];
+
+/// The features `cluster-naive` switches off: Ricardo Neri's whole-core asym
+/// packing (6.5) and should_we_balance() idle-core choice (6.6), Tim Chen's
+/// SMT active balance, busiest-group fix and core-normalised prefer-sibling
+/// (6.6). `vanilla` and `cluster` keep them on (Linux 7.3).
+pub const NAIVE_FEATURES_OFF: &[&str] = &[
+    "ASYM_IDLE_CORE",
+    "SWB_IDLE_CORE",
+    "SMT_ACTIVE_BALANCE",
+    "SMT_BUSIEST_PICK",
+    "SMT_SIBLING_IMBALANCE",
 ];
 
 /// Resolves a configuration name; the error lists the valid names.
@@ -72,6 +92,15 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
     };
     if let Some(f) = feature {
         features.set(f, true)?;
+    }
+    if name == "cluster-naive" || name == "cluster-naive-noitmt" {
+        // S3's baseline behaviour: 5.16's balancer on 5.16's topology
+        // (DomainConfig: SMT group flags lost, pre-6.5 ITMT SMT priorities and
+        // SMT-level asym packing). Each feature below is one prerequisite or
+        // fix of the series, off restores what 5.16 did (features.rs).
+        for f in NAIVE_FEATURES_OFF {
+            features.set(f, false)?;
+        }
     }
     if name == "cache-aware" {
         // S4: SCHED_CACHE on the upstream topology.

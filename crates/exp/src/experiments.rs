@@ -64,6 +64,8 @@ pub fn names() -> Vec<&'static str> {
         "exynos5433-mixed",
         "spr-chacha20",
         "genoa-chacha20",
+        "alderlake-single",
+        "alderlake-multi",
     ]
 }
 
@@ -108,6 +110,8 @@ pub fn get(name: &str, quick: bool) -> Result<ExperimentDef, String> {
         "exynos5433-mixed" => exynos5433_mixed(quick),
         "spr-chacha20" => s4_chacha20(quick, false),
         "genoa-chacha20" => s4_chacha20(quick, true),
+        "alderlake-single" => alderlake_single(quick),
+        "alderlake-multi" => alderlake_multi(quick),
         n if CONTRACT_NAMES.contains(&n) => Err(format!(
             "experiment '{n}' is not implemented yet (implemented: {})",
             names().join(", ")
@@ -483,6 +487,88 @@ fn exynos5433_mixed(quick: bool) -> Result<ExperimentDef, String> {
     })
 }
 
+/// S3's configurations, baseline first: Linux 7.3 without CLS (the published
+/// baseline was 6.3-rc5 without CLS on hybrid), CLS as 5.16 first enabled it
+/// on x86, and CLS with the series (7.3).
+const S3_CONFIGS: &[&str] = &["vanilla", "cluster-naive", "cluster"];
+
+/// alderlake-single adds the firmware condition of Phoronix's 5.16-rc1
+/// measurement (ITMT never enabled, so no asym packing): 5.16 with CLS and
+/// the matching 5.15 without it, each compared with `vanilla` like the others.
+const S3_SINGLE_CONFIGS: &[&str] = &[
+    "vanilla",
+    "cluster-naive",
+    "cluster",
+    "vanilla-noitmt",
+    "cluster-naive-noitmt",
+];
+
+/// S3 single-threaded Phoronix benchmarks on Alder Lake (patch-sets.md S3).
+fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
+    let mut points = Vec::new();
+    for bench in ["tjbench", "phpbench", "flac", "pybench"] {
+        points.push(point(
+            schedlab_report::params([("bench", serde_json::Value::from(bench))]),
+            &format!("{bench}:runs={}", if quick { 1 } else { 3 }),
+            None,
+            None,
+        )?);
+    }
+    Ok(ExperimentDef {
+        name: "alderlake-single",
+        machine: "alderlake",
+        workload: "phoronix",
+        configs: S3_SINGLE_CONFIGS,
+        metrics: vec![MetricSpec::new("runtime", "s", false)],
+        points,
+        repetitions: if quick { 3 } else { 10 },
+        setup: "Phoronix-style single-threaded tjbench, phpbench, flac, pybench: a harness shell forks each run, a monitor process wakes every 100 ms; 6 P-cores (SMT2) + 2 E-clusters of 4",
+        wakeup_notes: false,
+    })
+}
+
+/// S3 multi-threaded kbuild (make -jN) and TensorFlow Lite at 8, 10, 12 threads.
+fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
+    let mut points = Vec::new();
+    for bench in ["kbuild", "tflite"] {
+        for t in [8u32, 10, 12] {
+            // kbuild: a scaled-down tree (ESTIMATE: 300 objects and a link
+            // scaled like kernbench's, 2500 objects : 8 s).
+            let spec = match bench {
+                "kbuild" => format!(
+                    "kernbench:threads={t},files={},link_ms={}",
+                    if quick { 60 } else { 300 },
+                    if quick { 200 } else { 960 }
+                ),
+                _ => format!(
+                    "tflite:threads={t},inferences={}",
+                    if quick { 15 } else { 100 }
+                ),
+            };
+            points.push(point(
+                schedlab_report::params([
+                    ("bench", serde_json::Value::from(bench)),
+                    ("threads", serde_json::Value::from(t)),
+                ]),
+                &spec,
+                None,
+                None,
+            )?);
+        }
+    }
+    Ok(ExperimentDef {
+        name: "alderlake-multi",
+        machine: "alderlake",
+        workload: "phoronix",
+        configs: S3_CONFIGS,
+        metrics: vec![MetricSpec::new("runtime", "s", false)],
+        points,
+        repetitions: if quick { 2 } else { 5 },
+        setup: "kbuild (make -jN model, scaled-down tree) and TensorFlow Lite inference (N threads, per-layer barrier) at 8, 10, 12 threads on 6 P-cores (SMT2) + 2 E-clusters of 4",
+        wakeup_notes: false,
+    })
+}
+
 /// Messages each hackbench thread passes in the S4 runs (full, quick): loops =
 /// this / fds, so every point runs for a comparable time per thread (long
 /// enough for several 10 ms SCHED_CACHE epochs and periodic balances above
@@ -642,6 +728,10 @@ pub struct RunOutcome {
 pub struct Placement {
     /// Mean number of busy CPUs in a busy CPU's cluster.
     pub cluster_corunners: f64,
+    /// Hybrid x86 (S3): share of busy CPU time on the biggest cores, and the
+    /// time-averaged busy CPUs on the big cores and on the busier and the
+    /// less busy cluster of small cores (`None` on a machine of one capacity).
+    pub hybrid: Option<HybridPlacement>,
     pub migrations: u64,
     pub wakeups: u64,
     pub wakeups_affine: u64,
@@ -671,6 +761,44 @@ pub struct Placement {
     pub share_stall_ns: u64,
 }
 
+/// Where the CPU time went on a hybrid machine (S3 placement notes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HybridPlacement {
+    pub big_share: f64,
+    pub big_busy: f64,
+    pub small_busy_hi: f64,
+    pub small_busy_lo: f64,
+}
+
+/// Per-core-type busy time and per-cluster occupancy of small cores, from the
+/// CPUs' busy time over the run.
+pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
+    let m = &sim.machine;
+    let max_cap = m.cpus.iter().map(|c| c.capacity).max()?;
+    if m.cpus.iter().all(|c| c.capacity == max_cap) || sim.now == 0 {
+        return None;
+    }
+    let t = sim.now as f64;
+    let (mut big, mut total) = (0u64, 0u64);
+    let mut clusters: BTreeMap<u32, u64> = BTreeMap::new();
+    for (c, rq) in m.cpus.iter().zip(&sim.rqs) {
+        total += rq.busy_ns;
+        if c.capacity == max_cap {
+            big += rq.busy_ns;
+        } else {
+            *clusters.entry(c.cluster).or_default() += rq.busy_ns;
+        }
+    }
+    let hi = clusters.values().copied().max().unwrap_or(0);
+    let lo = clusters.values().copied().min().unwrap_or(0);
+    Some(HybridPlacement {
+        big_share: big as f64 / total.max(1) as f64,
+        big_busy: big as f64 / t,
+        small_busy_hi: hi as f64 / t,
+        small_busy_lo: lo as f64 / t,
+    })
+}
+
 /// Runs one simulation of an experiment point under a configuration.
 pub fn run_point(
     machine: &str,
@@ -695,6 +823,7 @@ pub fn run_point(
     let c = &sim.counters;
     let placement = Placement {
         cluster_corunners: c.mean_cluster_corunners(),
+        hybrid: hybrid_placement(&sim),
         migrations: c.migrations,
         wakeups: c.wakeups,
         wakeups_affine: c.wakeups_affine,
@@ -888,8 +1017,22 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
     } else {
         String::new()
     };
+    let hy: Vec<HybridPlacement> = ps.iter().filter_map(|p| p.hybrid).collect();
+    let hybrid = if hy.is_empty() {
+        String::new()
+    } else {
+        let k = hy.len() as f64;
+        let a = |f: &dyn Fn(&HybridPlacement) -> f64| hy.iter().map(f).sum::<f64>() / k;
+        format!(
+            ", CPU time on P-cores {:.1}%, busy CPUs P {:.2} / busier E-cluster {:.2} / other E-cluster {:.2}",
+            100.0 * a(&|h| h.big_share),
+            a(&|h| h.big_busy),
+            a(&|h| h.small_busy_hi),
+            a(&|h| h.small_busy_lo),
+        )
+    };
     format!(
-        "placement {} {config}: busy CPUs per busy cluster {:.2}, migrations {:.1}, wakeups {:.1} (affine {:.1}), balancer moves {:.1}, active balances {:.1}{hmp} (mean of {} runs)",
+        "placement {} {config}: busy CPUs per busy cluster {:.2}, migrations {:.1}, wakeups {:.1} (affine {:.1}), balancer moves {:.1}, active balances {:.1}{hmp}{hybrid} (mean of {} runs)",
         schedlab_report::table::params_text(params),
         avg(&|p| p.cluster_corunners),
         avg(&|p| p.migrations as f64),
@@ -1029,6 +1172,23 @@ mod tests {
                 e.notes
             );
         }
+    }
+
+    /// One point of an S3 experiment under `config`, one repetition, checked.
+    fn s3_run(spec: &str, config: &str) -> HybridPlacement {
+        let p = point(Params::new(), spec, None, None).unwrap();
+        let o = run_point("alderlake", &p, config, 7, true).unwrap();
+        assert!(!o.metrics.is_empty(), "{spec} {config}: no metric");
+        o.placement.hybrid.expect("alderlake is hybrid")
+    }
+
+    /// S3 "done when": with the series (cluster), one busy single-threaded
+    /// benchmark on an otherwise idle Alder Lake runs on a P-core (fork
+    /// balancing may start it on an E-cluster; asym packing pulls it back).
+    #[test]
+    fn s3_single_task_runs_on_a_p_core() {
+        let h = s3_run("tjbench:runs=1", "cluster");
+        assert!(h.big_share > 0.95, "{h:?}");
     }
 
     /// exynos5422-parsec end to end on a few points: every row is filled,

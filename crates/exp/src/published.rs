@@ -57,6 +57,31 @@ pub fn published_changes(
             };
             Some(vec![("tput", pct)])
         }
+        // S3 cover letter (Tim Chen, May 2023): change with the series (CLS on
+        // hybrid + fixes) against 6.3-rc5 without CLS, positive = better.
+        ("alderlake-single", "cluster") => {
+            let pct = match params.get("bench")?.as_str()? {
+                "tjbench" => -0.23,
+                "phpbench" => -0.39,
+                "flac" => 0.17,
+                "pybench" => 2.55,
+                _ => return None,
+            };
+            Some(vec![("runtime", pct)])
+        }
+        ("alderlake-multi", "cluster") => {
+            let t = params.get("threads")?.as_u64()?;
+            let pct = match (params.get("bench")?.as_str()?, t) {
+                ("kbuild", 8) => -0.76,
+                ("kbuild", 10) => 0.64,
+                ("kbuild", 12) => 0.91,
+                ("tflite", 8) => -0.23,
+                ("tflite", 10) => 0.47,
+                ("tflite", 12) => -0.12,
+                _ => return None,
+            };
+            Some(vec![("runtime", pct)])
+        }
         // AnTuTu on the Exynos 5433: 42400 (HPERF_HMP) vs 36860 (Linaro MP).
         ("exynos5433-mixed", "hperf-hmp") => {
             Some(vec![("score", (42400.0 / 36860.0 - 1.0) * 100.0)])
@@ -380,6 +405,45 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
         ],
+        "alderlake-single" => vec![
+            ShapeClaim {
+                description: "no regression with the series: cluster within 1% of vanilla for every single-threaded benchmark",
+                check: |r| {
+                    let v = s3_changes(r, "cluster");
+                    Some(!v.is_empty() && v.iter().all(|g| g.abs() < 1.0))
+                },
+            },
+            ShapeClaim {
+                description: "cluster-naive (5.16 balancer, ITMT on) clearly slower for single-threaded benchmarks (> 5%)",
+                check: |r| {
+                    let v = s3_changes(r, "cluster-naive");
+                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
+                },
+            },
+            ShapeClaim {
+                description: "naive CLS clearly slower for single-threaded benchmarks (> 5%), as measured on 5.16-rc1 (ITMT off: cluster-naive-noitmt)",
+                check: |r| {
+                    let v = s3_changes(r, "cluster-naive-noitmt");
+                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
+                },
+            },
+        ],
+        "alderlake-multi" => vec![ShapeClaim {
+            description: "multi-threaded: cluster within 2% of vanilla (published -0.76..+0.91%)",
+            check: |r| {
+                let v = s3_changes(r, "cluster");
+                Some(!v.is_empty() && v.iter().all(|g| g.abs() < 2.0))
+            },
+        }],
         _ => Vec::new(),
     }
+}
+
+/// Our `runtime` changes of `config` over every point of an S3 experiment.
+fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<f64> {
+    r.rows
+        .iter()
+        .filter(|row| row.config == config && row.metric == "runtime")
+        .map(|row| row.change_pct)
+        .collect()
 }

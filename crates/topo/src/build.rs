@@ -139,6 +139,35 @@ fn asym_packing_on(m: &Machine, cfg: &DomainConfig, caps: &[u32]) -> bool {
     }
 }
 
+/// The ITMT priorities the scheduler sees (`sched_core_priority`): the machine's
+/// per-CPU `asym_prio`, except with `itmt_legacy_smt` on x86, where the pre-6.5
+/// sched_set_itmt_core_prio() scales the i-th thread (1-based, in CPU order) of
+/// every core by `smp_num_siblings / i^2`; `smp_num_siblings` is the largest
+/// thread count of any core, so a single-thread core's CPU is scaled by it too.
+pub fn itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Vec<u32> {
+    let mut prio: Vec<u32> = m.cpus.iter().map(|c| c.asym_prio).collect();
+    if !cfg.itmt_legacy_smt || m.arch != Arch::X86 {
+        return prio;
+    }
+    let threads_of = |core: u32| m.cpus.iter().filter(|c| c.core == core).count() as u64;
+    let siblings = m.cpus.iter().map(|c| threads_of(c.core)).max().unwrap_or(1);
+    for (i, c) in m.cpus.iter().enumerate() {
+        let nth = m.cpus[..i].iter().filter(|o| o.core == c.core).count() as u64 + 1;
+        prio[i] = (c.asym_prio as u64 * siblings / (nth * nth)) as u32;
+    }
+    prio
+}
+
+/// A copy of `m` whose `asym_prio` values are [`itmt_priorities`].
+pub fn with_itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Machine {
+    let prio = itmt_priorities(m, cfg);
+    let mut out = m.clone();
+    for (c, p) in out.cpus.iter_mut().zip(prio) {
+        c.asym_prio = p;
+    }
+    out
+}
+
 /// The topology table (arch part plus `sched_init_numa()` levels) and the sorted
 /// distinct NUMA distances.
 fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
@@ -163,7 +192,13 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             // inside a package. x86_sched_itmt_flags() adds ASYM_PACKING to CLS and
             // MC, and to PKG on hybrid parts (x86_die_flags()).
             if has_smt(m) {
-                t.push(lvl("SMT", Mask::Smt, smt_flags));
+                // Before 6.5 x86_smt_flags() added the ITMT flags to SMT too.
+                let f = if cfg.itmt_legacy_smt {
+                    smt_flags | asym_f
+                } else {
+                    smt_flags
+                };
+                t.push(lvl("SMT", Mask::Smt, f));
             }
             if cfg.cluster {
                 t.push(lvl(
@@ -337,6 +372,13 @@ fn asym_classify(span: &CpuMask, caps: &[u32]) -> SdFlags {
 
 /// Builds the per-CPU domain hierarchies. Mirrors `build_sched_domains()`.
 pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoError> {
+    let legacy;
+    let m = if cfg.itmt_legacy_smt {
+        legacy = with_itmt_priorities(m, cfg);
+        &legacy
+    } else {
+        m
+    };
     let n = m.nr_cpus();
     let origin = format!("machine {}", m.name);
     if n == 0 || m.cpus.iter().enumerate().any(|(i, c)| c.id as usize != i) {

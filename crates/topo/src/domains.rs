@@ -104,6 +104,15 @@ pub struct DomainConfig {
     pub propagate_smt_flags: bool,
     /// x86 ITMT: ASYM_PACKING on CLS/MC/PKG when CPUs have distinct priorities.
     pub itmt: bool,
+    /// x86 ITMT as before Linux 6.5 (`cluster-naive`): sched_set_itmt_core_prio()
+    /// gives the i-th SMT sibling of a core `prio * smp_num_siblings / i^2` (so the
+    /// second thread of a P-core ranks below an E-core), and the SMT level carries
+    /// SD_ASYM_PACKING (x86_smt_flags()). Ricardo Neri's series "sched: Avoid
+    /// unnecessary migrations within SMT domains" (6.5: "x86/sched/itmt: Give all
+    /// SMT siblings of a core the same priority", "x86/sched: Remove
+    /// SD_ASYM_PACKING from the SMT domain flags") replaced both.
+    #[serde(default)]
+    pub itmt_legacy_smt: bool,
 }
 
 impl Default for DomainConfig {
@@ -114,6 +123,7 @@ impl Default for DomainConfig {
             fallback_llc: false,
             propagate_smt_flags: true,
             itmt: true,
+            itmt_legacy_smt: false,
         }
     }
 }
@@ -250,6 +260,8 @@ pub const CONFIG_NAMES: &[&str] = &[
     "mc-llc",
     "patchset",
     "cluster-naive",
+    "cluster-naive-noitmt",
+    "vanilla-noitmt",
     "cache-aware",
     "linaro-mp",
     "hperf-hmp",
@@ -261,8 +273,10 @@ impl DomainConfig {
     ///   without a CLS level (cache-aware scheduling and the HMP schemes change
     ///   policies, not domains);
     /// - `cluster`: CONFIG_SCHED_CLUSTER, a CLS level (S1, S3);
-    /// - `cluster-naive`: CLS but SMT group flags lost when a degenerate parent is
-    ///   removed (5.16 behaviour, S3's baseline);
+    /// - `cluster-naive`: CLS as first enabled on x86 in 5.16: SMT group flags lost
+    ///   when a degenerate parent is removed, and the pre-6.5 ITMT SMT priorities
+    ///   and SMT-level asym packing (`itmt_legacy_smt`); the scheduler-side 5.16
+    ///   behaviour is a set of features switched off in the exp crate's configs;
     /// - `mc-llc`: MC marked SD_SHARE_LLC (S2's competing RFC; changes powerpc only,
     ///   where MC lies above the LLC);
     /// - `patchset`: the upstream topology plus SD_FALLBACK_LLC above the LLC (S2).
@@ -277,6 +291,23 @@ impl DomainConfig {
             "cluster-naive" => DomainConfig {
                 cluster: true,
                 propagate_smt_flags: false,
+                itmt_legacy_smt: true,
+                ..base
+            },
+            // S3 on the firmware Phoronix measured 5.16 with: CPPC highest_perf
+            // reads 0xff on every CPU when overclocking is enabled, so 5.16-rc1's
+            // intel_pstate never enabled ITMT (no SD_ASYM_PACKING); fixed in
+            // 5.16-rc3 by "cpufreq: intel_pstate: ITMT support for overclocked
+            // system". `vanilla-noitmt` is the matching no-CLS kernel (5.15).
+            "cluster-naive-noitmt" => DomainConfig {
+                cluster: true,
+                propagate_smt_flags: false,
+                itmt_legacy_smt: true,
+                itmt: false,
+                ..base
+            },
+            "vanilla-noitmt" => DomainConfig {
+                itmt: false,
                 ..base
             },
             "mc-llc" => DomainConfig {

@@ -244,12 +244,17 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         .any(|(k, c)| *k != u32::from(c.capacity));
     let _ = writeln!(
         s,
-        "domains: cluster {} mc_is_llc {} fallback_llc {} propagate_smt_flags {} itmt {}; sched_cluster_active {} sched_asym_cpucapacity {}{}",
+        "domains: cluster {} mc_is_llc {} fallback_llc {} propagate_smt_flags {} itmt {}{}; sched_cluster_active {} sched_asym_cpucapacity {}{}",
         cfg.cluster,
         cfg.mc_is_llc,
         cfg.fallback_llc,
         cfg.propagate_smt_flags,
         cfg.itmt,
+        if cfg.itmt_legacy_smt {
+            " (pre-6.5 SMT priorities, SMT asym packing)"
+        } else {
+            ""
+        },
         d.cluster_active,
         d.asym_cpucapacity,
         if kernel_caps_differ {

@@ -15,7 +15,9 @@ pub mod online;
 pub mod presets;
 pub mod sysfs;
 
-pub use build::{build_domains, kernel_capacities, RECLAIM_DISTANCE};
+pub use build::{
+    build_domains, itmt_priorities, kernel_capacities, with_itmt_priorities, RECLAIM_DISTANCE,
+};
 pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
 pub use domains::{
     CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,

@@ -33,10 +33,12 @@ const CLASSES: u32 = 32;
 pub struct KernbenchParams {
     pub threads: u32,
     pub files: u32,
+    /// The final link's work, ms (default [`LINK_NS`]).
+    pub link_ms: u64,
 }
 
 /// Keys `kernbench:` accepts.
-pub const KEYS: &[&str] = &["threads", "files"];
+pub const KEYS: &[&str] = &["threads", "files", "link_ms"];
 
 impl KernbenchParams {
     pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
@@ -44,6 +46,7 @@ impl KernbenchParams {
         Ok(KernbenchParams {
             threads: s.get_u64("threads", 1, 1, 4096)? as u32,
             files: s.get_u64("files", 2500, 1, 1_000_000)? as u32,
+            link_ms: s.get_u64("link_ms", LINK_NS / 1_000_000, 0, 10_000_000)?,
         })
     }
 }
@@ -84,7 +87,9 @@ pub fn build(p: &KernbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             count: p.files,
             slot: 0,
         },
-        Step::Compute { work_ns: LINK_NS },
+        Step::Compute {
+            work_ns: p.link_ms * 1_000_000,
+        },
         Step::Mark { tag: TAG_END },
         Step::Exit,
     ]);

@@ -3,7 +3,7 @@
 //! This crate describes *what* threads do ([`program`]) and provides built-in
 //! benchmark models ([`stream`], [`hackbench`], [`pipe`], [`schbench`],
 //! [`parsec`], [`pbzip2`], [`pixz`], [`kernbench`], [`mobile`], [`chacha20`],
-//! [`daytrader`], [`ycsb`])
+//! [`daytrader`], [`ycsb`], [`phoronix`])
 //! together with the code that turns a finished run's timestamps into the
 //! benchmark's own metric, and imports rt-app JSON files ([`rtapp`]). It knows nothing about
 //! scheduling: the engine interprets the programs.
@@ -15,6 +15,7 @@ pub mod kernbench;
 pub mod mobile;
 pub mod parsec;
 pub mod pbzip2;
+pub mod phoronix;
 pub mod pipe;
 pub mod pixz;
 pub mod program;

@@ -157,6 +157,62 @@ pub fn sibling_imbalance(idle: bool, b_nr: u32, b_cores: u32, l_nr: u32, l_cores
     imb
 }
 
+/// Which of patch set S3's load-balancer fixes are in force (features
+/// ASYM_IDLE_CORE, SMT_ACTIVE_BALANCE, SMT_BUSIEST_PICK, SMT_SIBLING_IMBALANCE);
+/// all on is Linux 7.3, all off is 5.16's balancer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmtFixes {
+    /// Neri 6.5: a fully busy SMT group stays busiest on equal load.
+    pub keep_smt_busiest: bool,
+    /// Tim Chen 6.6: group_smt_balance and its forced pull to a non-SMT group.
+    pub smt_balance: bool,
+    /// Tim Chen 6.6: no has_spare SMT group with one task over a non-SMT group.
+    pub busiest_pick: bool,
+    /// Tim Chen 6.6: sibling_imbalance() by cores, idle dst only.
+    pub sibling_imbalance: bool,
+}
+
+impl SmtFixes {
+    /// Every fix on (Linux 7.3).
+    pub const ALL: SmtFixes = SmtFixes {
+        keep_smt_busiest: true,
+        smt_balance: true,
+        busiest_pick: true,
+        sibling_imbalance: true,
+    };
+}
+
+/// 5.16's prefer-sibling amount (calculate_imbalance() before 6.6): half the
+/// difference in running tasks, whatever the groups' core counts.
+pub fn sibling_imbalance_516(b_nr: u32, l_nr: u32) -> u64 {
+    b_nr.saturating_sub(l_nr) as u64
+}
+
+/// 5.16's asym_smt_can_pull_tasks() (Ricardo Neri, 5.16; replaced in 6.5): may
+/// an idle dst pull from candidate group `sg` by asym packing? `prefer` is
+/// sched_asym_prefer(dst, sg's preferred CPU). Only when the local or the
+/// candidate group is an SMT group (by its `flags`) do busy-CPU counts matter:
+/// a non-SMT dst pulls from a group with two or more busy CPUs, or by
+/// priority; an SMT dst compares busy CPUs with an SMT candidate (pull by
+/// priority when the candidate has exactly one more), and pulls from a non-SMT
+/// candidate only while its own group runs nothing.
+pub fn asym_smt_can_pull_tasks_516(prefer: bool, local: &GroupStats, sg: &GroupStats) -> bool {
+    let local_smt = local.flags.contains(SdFlags::SHARE_CPUCAPACITY);
+    let sg_smt = sg.flags.contains(SdFlags::SHARE_CPUCAPACITY);
+    if !local_smt && !sg_smt {
+        return prefer;
+    }
+    let sg_busy = sg.group_weight.saturating_sub(sg.idle_cpus);
+    if !local_smt {
+        return sg_busy >= 2 || prefer;
+    }
+    if sg_smt {
+        let local_busy = local.group_weight.saturating_sub(local.idle_cpus);
+        return sg_busy as i64 - local_busy as i64 == 1 && prefer;
+    }
+    local.sum_nr_running == 0 && prefer
+}
+
 /// What the busiest-group comparison needs to know about the balancing CPU
 /// and domain (parts of `struct lb_env` / `struct sd_lb_stats`).
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +223,7 @@ pub struct PickCtx {
     /// `env->dst_core_idle`.
     pub dst_core_idle: bool,
     pub local_type: GroupType,
+    pub fixes: SmtFixes,
 }
 
 /// Is `s` busier than the current busiest `b` (mirrors update_sd_pick_busiest())?
@@ -210,7 +267,9 @@ pub fn pick_busiest(ctx: &PickCtx, s: &GroupStats, b: Option<&GroupStats>) -> bo
         if s.avg_load < b.avg_load {
             return false;
         }
-        !(s.avg_load == b.avg_load && b.flags.contains(SdFlags::SHARE_CPUCAPACITY))
+        !(ctx.fixes.keep_smt_busiest
+            && s.avg_load == b.avg_load
+            && b.flags.contains(SdFlags::SHARE_CPUCAPACITY))
     };
     match s.group_type {
         GroupType::Overloaded => s.avg_load > b.avg_load,
@@ -230,7 +289,7 @@ pub fn pick_busiest(ctx: &PickCtx, s: &GroupStats, b: Option<&GroupStats>) -> bo
         GroupType::FullyBusy => fully_busy_rule(s, b),
         GroupType::HasSpare => {
             // Do not empty an SMT core running one task for a non-SMT group.
-            if smt_vs_nonsmt_groups(b.flags, s.flags) {
+            if ctx.fixes.busiest_pick && smt_vs_nonsmt_groups(b.flags, s.flags) {
                 return !(s.flags.contains(SdFlags::SHARE_CPUCAPACITY) && s.sum_h_nr_running <= 1);
             }
             has_spare_rule(s, b)
@@ -257,6 +316,7 @@ pub struct DecideCtx {
     pub imb_numa_nr: u32,
     /// The dst CPU is idle or newly idle (`env->idle != CPU_NOT_IDLE`).
     pub idle: bool,
+    pub fixes: SmtFixes,
 }
 
 /// mirrors calculate_imbalance(): the migration type and amount.
@@ -284,7 +344,10 @@ pub fn calculate_imbalance(ctx: &DecideCtx, sds: &SdLbStats) -> (MigrationType, 
             }
             return (MigrationType::Util, imb);
         }
-        let mut imb = if b.group_weight == 1 || sds.prefer_sibling {
+        let mut imb = if !ctx.fixes.sibling_imbalance && (b.group_weight == 1 || sds.prefer_sibling)
+        {
+            sibling_imbalance_516(b.sum_nr_running, l.sum_nr_running)
+        } else if b.group_weight == 1 || sds.prefer_sibling {
             sibling_imbalance(
                 ctx.idle,
                 b.sum_nr_running,
@@ -341,24 +404,31 @@ pub fn find_src_group_decide(ctx: &DecideCtx, sds: &SdLbStats) -> Option<(Migrat
                     return None;
                 }
             }
+            // 5.16: move excess tasks to the sibling whenever the busiest
+            // runs two more than the local group, idle dst or not.
+            let legacy_spread =
+                !ctx.fixes.sibling_imbalance && b.sum_nr_running > l.sum_nr_running + 1;
             sds.prefer_sibling
                 && l.group_type == GroupType::HasSpare
                 && (b.group_type == GroupType::LlcBalance
-                    || sibling_imbalance(
-                        ctx.idle,
-                        b.sum_nr_running,
-                        b.cores,
-                        l.sum_nr_running,
-                        l.cores,
-                    ) > 1)
+                    || legacy_spread
+                    || ctx.fixes.sibling_imbalance
+                        && sibling_imbalance(
+                            ctx.idle,
+                            b.sum_nr_running,
+                            b.cores,
+                            l.sum_nr_running,
+                            l.cores,
+                        ) > 1)
         }
     };
     if !force && b.group_type != GroupType::Overloaded {
         if !ctx.idle {
             return None;
         }
-        let smt_force =
-            b.group_type == GroupType::SmtBalance && smt_vs_nonsmt_groups(l.flags, b.flags);
+        let smt_force = ctx.fixes.smt_balance
+            && b.group_type == GroupType::SmtBalance
+            && smt_vs_nonsmt_groups(l.flags, b.flags);
         if !smt_force {
             if b.group_weight > 1 && l.idle_cpus <= b.idle_cpus + 1 {
                 return None;
@@ -679,7 +749,21 @@ impl Sim {
         if !sd_flags.contains(SdFlags::ASYM_PACKING) {
             return false;
         }
+        // 5.16 (ASYM_IDLE_CORE off): the priority always counts.
+        if !self.feat(Feat::ASYM_IDLE_CORE) {
+            return true;
+        }
         !self.smt_active || sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) || self.is_core_idle(cpu)
+    }
+
+    /// The S3 load-balancer fixes in force (features).
+    pub(crate) fn smt_fixes(&self) -> SmtFixes {
+        SmtFixes {
+            keep_smt_busiest: self.feat(Feat::ASYM_IDLE_CORE),
+            smt_balance: self.feat(Feat::SMT_ACTIVE_BALANCE),
+            busiest_pick: self.feat(Feat::SMT_BUSIEST_PICK),
+            sibling_imbalance: self.feat(Feat::SMT_SIBLING_IMBALANCE),
+        }
     }
 
     /// mirrors sched_asym(): `dst` may pull by asym packing from `src`.
@@ -736,7 +820,7 @@ impl Sim {
     }
 
     /// Group statistics for balancing (mirrors update_sg_lb_stats()).
-    fn sg_lb_stats(&self, env: &LbEnv, gi: usize) -> GroupStats {
+    fn sg_lb_stats(&self, env: &LbEnv, gi: usize, local_stats: &GroupStats) -> GroupStats {
         let d = &self.domains.cpus[env.this_cpu as usize].domains[env.level];
         let g = &d.groups[gi];
         let local = g.span.test(env.this_cpu);
@@ -794,15 +878,26 @@ impl Sim {
             // sched_group_asym(): an SMT group with other than one busy CPU
             // has no meaningful priority.
             let smt_group = g.flags.contains(SdFlags::SHARE_CPUCAPACITY);
-            if env.is_idle()
-                && s.sum_h_nr_running > 0
-                && !(smt_group && s.group_weight - s.idle_cpus != 1)
-                && self.sched_asym(d.flags, env.dst, g.asym_prefer_cpu)
-            {
+            let asym = if self.feat(Feat::ASYM_IDLE_CORE) {
+                !(smt_group && s.group_weight - s.idle_cpus != 1)
+                    && self.sched_asym(d.flags, env.dst, g.asym_prefer_cpu)
+            } else {
+                d.flags.contains(SdFlags::ASYM_PACKING)
+                    && asym_smt_can_pull_tasks_516(
+                        self.sched_asym_prefer(env.dst, g.asym_prefer_cpu),
+                        local_stats,
+                        &s,
+                    )
+            };
+            if env.is_idle() && s.sum_h_nr_running > 0 && asym {
                 s.asym_packing = true;
             }
             // smt_balance()
-            if env.is_idle() && smt_group && s.sum_h_nr_running > 1 {
+            if self.feat(Feat::SMT_ACTIVE_BALANCE)
+                && env.is_idle()
+                && smt_group
+                && s.sum_h_nr_running > 1
+            {
                 s.smt_balance = true;
             }
             let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
@@ -832,7 +927,7 @@ impl Sim {
         let dst_core_idle = !self.smt_active || self.is_core_idle(env.dst);
         // The local group comes first, so its type is known for the others.
         for gi in 0..n_groups {
-            let s = self.sg_lb_stats(env, gi);
+            let s = self.sg_lb_stats(env, gi, &sds.local);
             sds.total_load += s.group_load;
             sds.total_capacity += s.group_capacity;
             sum_util += s.group_util;
@@ -859,6 +954,7 @@ impl Sim {
                 dst_capacity: self.capacity_of(env.dst),
                 dst_core_idle,
                 local_type: sds.local.group_type,
+                fixes: self.smt_fixes(),
             };
             if pick_busiest(&ctx, &s, busiest.map(|_| &sds.busiest)) {
                 busiest = Some(gi);
@@ -883,6 +979,7 @@ impl Sim {
             imbalance_pct: d_pct,
             imb_numa_nr: d_imb_numa_nr,
             idle: env.is_idle(),
+            fixes: self.smt_fixes(),
         };
         let (mt, imb) = find_src_group_decide(&ctx, &sds)?;
         env.mt = mt;
@@ -983,6 +1080,7 @@ impl Sim {
                 continue;
             }
             if self.smt_active
+                && self.feat(Feat::SWB_IDLE_CORE)
                 && !env.sd_flags.contains(SdFlags::SHARE_CPUCAPACITY)
                 && !self.is_core_idle(c)
             {

@@ -150,6 +150,7 @@ fn pick_ctx(flags: SdFlags, dst_cap: u64, local: GroupType) -> PickCtx {
         dst_capacity: dst_cap,
         dst_core_idle: true,
         local_type: local,
+        fixes: SmtFixes::ALL,
     }
 }
 
@@ -233,6 +234,7 @@ fn dctx(flags: SdFlags, idle: bool) -> DecideCtx {
         imbalance_pct: 117,
         imb_numa_nr: 2,
         idle,
+        fixes: SmtFixes::ALL,
     }
 }
 

@@ -13,6 +13,8 @@ mod fidelity_tests;
 pub mod hmp;
 #[cfg(test)]
 mod hmp_tests;
+#[cfg(test)]
+mod hybrid_cls_tests;
 pub mod pelt;
 pub mod wake_llc;
 #[cfg(test)]
