@@ -149,6 +149,28 @@ fn point(
     })
 }
 
+/// Points of a one-parameter sweep: `key` = each of `values`, the workload
+/// spec of each from `spec`, all with the same CPUs and memory node.
+fn sweep(
+    key: &str,
+    values: &[u32],
+    affinity: Option<CpuMask>,
+    mem_node: Option<u32>,
+    spec: impl Fn(u32) -> String,
+) -> Result<Vec<Point>, String> {
+    values
+        .iter()
+        .map(|&v| {
+            point(
+                schedlab_report::params([(key, v)]),
+                &spec(v),
+                affinity,
+                mem_node,
+            )
+        })
+        .collect()
+}
+
 /// S1 pbzip2 throughput (mmtests lkp-compress style): the whole machine, or
 /// node 0 only (`numactl -N 0 -m 0`).
 fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
@@ -162,17 +184,9 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
     } else {
         (None, None)
     };
-    let points = threads
-        .iter()
-        .map(|&t| {
-            point(
-                schedlab_report::params([("threads", t)]),
-                &format!("pbzip2:threads={t},size_mib=256"),
-                affinity,
-                mem_node,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep("threads", threads, affinity, mem_node, |t| {
+        format!("pbzip2:threads={t},size_mib=256")
+    })?;
     Ok(ExperimentDef {
         name: if node {
             "kunpeng920-pbzip2-node"
@@ -199,17 +213,13 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
 /// blocks, two per encoder at 24 threads); `--quick` compresses 384 MiB.
 fn kunpeng920_pixz(quick: bool) -> Result<ExperimentDef, String> {
     let size_mib = if quick { 384 } else { 768 };
-    let points = [2u32, 4, 6, 8, 12, 18, 24]
-        .iter()
-        .map(|&t| {
-            point(
-                schedlab_report::params([("threads", t)]),
-                &format!("pixz:threads={t},size_mib={size_mib}"),
-                Some(CpuMask::first_n(24)),
-                Some(0),
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep(
+        "threads",
+        &[2u32, 4, 6, 8, 12, 18, 24],
+        Some(CpuMask::first_n(24)),
+        Some(0),
+        |t| format!("pixz:threads={t},size_mib={size_mib}"),
+    )?;
     Ok(ExperimentDef {
         name: "kunpeng920-pixz-node",
         machine: "kunpeng920",
@@ -229,17 +239,9 @@ fn kunpeng920_pixz(quick: bool) -> Result<ExperimentDef, String> {
 
 /// S1 kernbench: make -jN of a kernel tree on the whole machine.
 fn kunpeng920_kernbench(quick: bool) -> Result<ExperimentDef, String> {
-    let points = [24u32, 48, 96]
-        .iter()
-        .map(|&t| {
-            point(
-                schedlab_report::params([("threads", t)]),
-                &format!("kernbench:threads={t}"),
-                None,
-                None,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep("threads", &[24u32, 48, 96], None, None, |t| {
+        format!("kernbench:threads={t}")
+    })?;
     Ok(ExperimentDef {
         name: "kunpeng920-kernbench",
         machine: "kunpeng920",
@@ -262,17 +264,13 @@ fn power10_pipe(quick: bool) -> Result<ExperimentDef, String> {
     // perf's default is 1000000 loops; usecs/op is a per-op mean, so fewer
     // loops only shorten the run (20000 in full runs, 5000 with --quick).
     let loops = if quick { 5_000 } else { 20_000 };
-    let points = [1u32, 2, 4, 8, 16, 32, 64, 80]
-        .iter()
-        .map(|&n| {
-            point(
-                schedlab_report::params([("instances", n)]),
-                &format!("pipe:instances={n},loops={loops}"),
-                None,
-                None,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep(
+        "instances",
+        &[1u32, 2, 4, 8, 16, 32, 64, 80],
+        None,
+        None,
+        |n| format!("pipe:instances={n},loops={loops}"),
+    )?;
     Ok(ExperimentDef {
         name: "power10-pipe",
         machine: "power10",
@@ -295,18 +293,10 @@ fn power10_pipe(quick: bool) -> Result<ExperimentDef, String> {
 /// latency percentiles, for runtimes of 10 and 20 s (2 and 4 s with --quick,
 /// the `runtime` label keeps the contract's value).
 fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
-    let points = [10u32, 20]
-        .iter()
-        .map(|&r| {
-            let run = if quick { r / 5 } else { r };
-            point(
-                schedlab_report::params([("runtime", r)]),
-                &format!("schbench:legacy=1,message_threads=3,runtime_s={run}"),
-                None,
-                None,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep("runtime", &[10u32, 20], None, None, |r| {
+        let run = if quick { r / 5 } else { r };
+        format!("schbench:legacy=1,message_threads=3,runtime_s={run}")
+    })?;
     Ok(ExperimentDef {
         name: "power10-schbench",
         machine: "power10",
@@ -372,17 +362,9 @@ fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
 /// server with 14, 21, 28, 35 client threads on the whole LPAR (80 CPUs).
 fn power10_ycsb(quick: bool) -> Result<ExperimentDef, String> {
     let operations = if quick { 50_000 } else { 200_000 };
-    let points = [14u32, 21, 28, 35]
-        .iter()
-        .map(|&n| {
-            point(
-                schedlab_report::params([("clients", n)]),
-                &format!("ycsb:clients={n},operations={operations},read_pct=50"),
-                None,
-                None,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep("clients", &[14u32, 21, 28, 35], None, None, |n| {
+        format!("ycsb:clients={n},operations={operations},read_pct=50")
+    })?;
     Ok(ExperimentDef {
         name: "power10-ycsb",
         machine: "power10",
@@ -606,17 +588,9 @@ fn s4_hackbench(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
 fn spr_schbench(quick: bool) -> Result<ExperimentDef, String> {
     let threads: &[u32] = &[2, 4, 8, 16, 32, 64, 128];
     let runtime = if quick { 3 } else { 10 };
-    let points = threads
-        .iter()
-        .map(|&t| {
-            point(
-                schedlab_report::params([("threads", t)]),
-                &format!("schbench:message_threads=1,workers={t},runtime_s={runtime}"),
-                None,
-                None,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let points = sweep("threads", threads, None, None, |t| {
+        format!("schbench:message_threads=1,workers={t},runtime_s={runtime}")
+    })?;
     Ok(ExperimentDef {
         name: "spr-schbench",
         machine: "sapphirerapids",
