@@ -895,6 +895,11 @@ mod tests {
             "hackbench:groups=1,fds=3,loops=10",
             "schbench:runtime_s=1,workers=3,operations=1",
             "bodytrack:threads=3,input=simsmall",
+            "chacha20:threads=4,cycles=300",
+            "daytrader:jvms=2,users=8,gc_threads=4,runtime_ms=40,warmup_ms=10",
+            "ycsb:clients=3,operations=300",
+            "tjbench:runs=1",
+            "mobile:cpus=4",
         ] {
             let w = Builtin::parse(spec).unwrap();
             let (a, _) = run("alderlake", &w, 4);

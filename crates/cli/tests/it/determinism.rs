@@ -8,6 +8,8 @@ fn reproduce(dir: &std::path::Path, threads: &str, seed: &str) -> Vec<u8> {
         .args([
             "reproduce",
             "kunpeng920-stream",
+            "alderlake-single",
+            "exynos5433-mixed",
             "--quick",
             "--seed",
             seed,
