@@ -203,13 +203,19 @@ pub(crate) fn pipeline(p: &Pipeline, affinity: Option<CpuMask>) -> WorkloadSpec 
 
 /// (elapsed s, tput MB/s) from marks `(template, tag, time)`.
 pub fn result(p: &Pbzip2Params, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
+    pipeline_result(p.size_mib, marks)
+}
+
+/// A [`pipeline`]'s (elapsed s, input MB/s) for `size_mib` of input: from
+/// the reader's [`TAG_START`] to the writer's [`TAG_END`].
+pub(crate) fn pipeline_result(size_mib: u64, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
     let start = marks.iter().find(|m| m.0 == 0 && m.1 == TAG_START)?.2;
     let end = marks.iter().find(|m| m.0 == 1 && m.1 == TAG_END)?.2;
     let secs = end.checked_sub(start)? as f64 * 1e-9;
     if secs <= 0.0 {
         return None;
     }
-    Some((secs, p.size_mib as f64 * 1.048576 / secs))
+    Some((secs, size_mib as f64 * 1.048576 / secs))
 }
 
 /// pbzip2 -v's summary.

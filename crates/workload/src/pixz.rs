@@ -16,7 +16,7 @@
 //! latency-bound (not bandwidth-bound) nature of the misses: misses cost
 //! only what the bandwidth model charges for their bytes.
 
-use crate::pbzip2::{pipeline, Pipeline, READ_PS_PER_BYTE, WRITE_PS_PER_BYTE};
+use crate::pbzip2::{pipeline, pipeline_result, Pipeline, READ_PS_PER_BYTE, WRITE_PS_PER_BYTE};
 use crate::program::{Step, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -95,13 +95,7 @@ pub fn build(p: &PixzParams, affinity: Option<CpuMask>) -> WorkloadSpec {
 
 /// (elapsed s, tput MB/s) from marks `(template, tag, time)`.
 pub fn result(p: &PixzParams, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
-    let start = marks.iter().find(|m| m.0 == 0 && m.1 == TAG_START)?.2;
-    let end = marks.iter().find(|m| m.0 == 1 && m.1 == TAG_END)?.2;
-    let secs = end.checked_sub(start)? as f64 * 1e-9;
-    if secs <= 0.0 {
-        return None;
-    }
-    Some((secs, p.size_mib as f64 * 1.048576 / secs))
+    pipeline_result(p.size_mib, marks)
 }
 
 /// What `time pixz -pN` shows: pixz itself prints nothing on success.
