@@ -539,8 +539,9 @@ mod tests {
     use schedlab_engine::{SimConfig, StopReason};
     use schedlab_topo::{build_domains, preset, DomainConfig};
 
+    /// One checked run on a preset or machine spec (`power10:online=0-63`).
     fn run(machine: &str, w: &Builtin, seed: u64) -> (Sim, StopReason) {
-        let m = preset(machine).unwrap();
+        let m = schedlab_topo::resolve_machine(machine).unwrap();
         let d = build_domains(&m, &DomainConfig::default()).unwrap();
         let mut sim = Sim::new(
             m,
@@ -653,23 +654,6 @@ mod tests {
         assert!(r.contains("average rps: "), "{r}");
     }
 
-    fn run_on(machine: &str, w: &Builtin, seed: u64) -> (Sim, StopReason) {
-        let m = schedlab_topo::resolve_machine(machine).unwrap();
-        let d = build_domains(&m, &DomainConfig::default()).unwrap();
-        let mut sim = Sim::new(
-            m,
-            d,
-            w.build(None, None),
-            SimConfig {
-                seed,
-                checked: true,
-                ..SimConfig::default()
-            },
-        );
-        let stop = sim.run();
-        (sim, stop)
-    }
-
     /// DayTrader on the 64-online-CPU POWER10: tput in JMeter's format;
     /// every request gets exactly one response, and each one wakes the web
     /// thread that serves it (it sleeps on its socket between requests).
@@ -680,7 +664,7 @@ mod tests {
         )
         .unwrap();
         w.fill_machine_defaults(64);
-        let (sim, stop) = run_on("power10:online=0-63", &w, 3);
+        let (sim, stop) = run("power10:online=0-63", &w, 3);
         assert_eq!(stop, StopReason::TimeLimit);
         assert_eq!(sim.machine.nr_cpus(), 64);
         let m = w.metrics(&sim);
@@ -730,7 +714,7 @@ mod tests {
     #[test]
     fn ycsb_answers_every_operation_and_cleans_up() {
         let w = Builtin::parse("ycsb:clients=4,operations=402").unwrap();
-        let (sim, stop) = run_on("power10", &w, 5);
+        let (sim, stop) = run("power10", &w, 5);
         assert_eq!(stop, StopReason::Finished);
         let m = w.metrics(&sim);
         let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1).unwrap();
