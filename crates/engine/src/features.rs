@@ -60,6 +60,19 @@ features! {
     SMT_SIBLING_IMBALANCE = "SMT_SIBLING_IMBALANCE", true, "(S3; Tim Chen, \"Skip prefer sibling move between SMT group and non-SMT group\" as merged in 6.6: sibling_imbalance() normalises by cores, only for an idle dst); off = 5.16 prefer-sibling spreading by task counts";
 }
 
+/// The features of patch set S3 and its prerequisites (Ricardo Neri's
+/// whole-core asym packing, 6.5, and should_we_balance() idle-core choice,
+/// 6.6; Tim Chen's SMT active balance, busiest-group fix and core-normalised
+/// prefer-sibling, 6.6): all on in 7.3, all off restores 5.16 (the
+/// `cluster-naive` configuration).
+pub const S3_FIXES: &[&str] = &[
+    "ASYM_IDLE_CORE",
+    "SWB_IDLE_CORE",
+    "SMT_ACTIVE_BALANCE",
+    "SMT_BUSIEST_PICK",
+    "SMT_SIBLING_IMBALANCE",
+];
+
 /// The on/off state of every feature.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Features {

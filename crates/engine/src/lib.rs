@@ -23,7 +23,7 @@ pub mod stats;
 pub mod task;
 
 pub use event::TaskId;
-pub use features::{Feat, Features, FEATURES};
+pub use features::{Feat, Features, FEATURES, S3_FIXES};
 pub use sim::{Sim, SimConfig, StopReason};
 pub use stats::Counters;
 pub use task::{Task, TaskState};

@@ -36,7 +36,12 @@ fn sim(machine: &str, cluster: bool, spec: WorkloadSpec, seed: u64) -> Sim {
 }
 
 /// `n` CPU-bound threads of `work_ns` each, started together.
-fn cpu_hogs(n: usize, work_ns: u64, affinity: Option<CpuMask>, max_time_ns: u64) -> WorkloadSpec {
+pub(crate) fn cpu_hogs(
+    n: usize,
+    work_ns: u64,
+    affinity: Option<CpuMask>,
+    max_time_ns: u64,
+) -> WorkloadSpec {
     WorkloadSpec {
         name: "hogs".into(),
         templates: (0..n)

@@ -55,18 +55,6 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The features `cluster-naive` switches off: Ricardo Neri's whole-core asym
-/// packing (6.5) and should_we_balance() idle-core choice (6.6), Tim Chen's
-/// SMT active balance, busiest-group fix and core-normalised prefer-sibling
-/// (6.6). `vanilla` and `cluster` keep them on (Linux 7.3).
-pub const NAIVE_FEATURES_OFF: &[&str] = &[
-    "ASYM_IDLE_CORE",
-    "SWB_IDLE_CORE",
-    "SMT_ACTIVE_BALANCE",
-    "SMT_BUSIEST_PICK",
-    "SMT_SIBLING_IMBALANCE",
-];
-
 /// Resolves a configuration name; the error lists the valid names.
 pub fn resolve(name: &str) -> Result<RunConfig, String> {
     let domains = DomainConfig::named(name).ok_or_else(|| {
@@ -98,7 +86,7 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
         // (DomainConfig: SMT group flags lost, pre-6.5 ITMT SMT priorities and
         // SMT-level asym packing). Each feature below is one prerequisite or
         // fix of the series, off restores what 5.16 did (features.rs).
-        for f in NAIVE_FEATURES_OFF {
+        for f in schedlab_engine::S3_FIXES {
             features.set(f, false)?;
         }
     }

@@ -14,13 +14,7 @@ fn hybrid_sim_cfg(cfg: DomainConfig, naive: bool, spec: WorkloadSpec, seed: u64)
     let d = build_domains(&m, &cfg).expect("domains");
     let mut features = Features::default();
     if naive {
-        for f in [
-            "ASYM_IDLE_CORE",
-            "SWB_IDLE_CORE",
-            "SMT_ACTIVE_BALANCE",
-            "SMT_BUSIEST_PICK",
-            "SMT_SIBLING_IMBALANCE",
-        ] {
+        for f in crate::features::S3_FIXES {
             features.set(f, false).unwrap();
         }
     }
@@ -134,26 +128,7 @@ fn without_itmt_cls_forks_a_lone_hog_onto_an_e_core_and_leaves_it_there() {
 /// Where `n` CPU-bound threads sit at `at_ns`: (on P-cores, distinct P-cores
 /// used, on E-cluster 12-15, on E-cluster 16-19).
 fn hogs_placement(cfg_name: &str, n: u32, seed: u64, at_ns: u64) -> (u32, usize, u32, u32) {
-    let t = |i: u32| ThreadTemplate {
-        idle_policy: false,
-        name: format!("hog{i}"),
-        nice: 0,
-        affinity: None,
-        steps: vec![
-            Step::Compute {
-                work_ns: 3_000_000_000,
-            },
-            Step::Exit,
-        ],
-    };
-    let spec = WorkloadSpec {
-        name: "hogs".into(),
-        templates: (0..n).map(t).collect(),
-        initial: (0..n).collect(),
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 10_000_000_000,
-    };
+    let spec = crate::scenarios::cpu_hogs(n as usize, 3_000_000_000, None, 10_000_000_000);
     let naive = cfg_name.starts_with("cluster-naive");
     let mut s = hybrid_sim_cfg(DomainConfig::named(cfg_name).unwrap(), naive, spec, seed);
     s.run_until(at_ns);
