@@ -389,12 +389,14 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.barrier_wait = Some((id as u32, gen));
         if spin_ns > 0 {
+            // The spin is a loop with a bounded iteration count: its budget is
+            // work, consumed only while the waiter runs and at its CPU's speed.
             self.barriers[id].spinners.push(t);
             let tk = &mut self.tasks[t as usize];
             tk.activity = Activity::Spin;
-            tk.spin_until_ns = self.now + spin_ns;
+            tk.remaining = spin_ns as f64;
             tk.settled_ns = self.now;
-            self.arm(t);
+            self.begin_activity(t);
         } else {
             self.barriers[id].sleepers.push(t);
             self.tasks[t as usize].activity = Activity::Idle;
@@ -1092,6 +1094,70 @@ mod tests {
             // Expiries at start + k·5 ms (plus the wakeup path's latency).
             let due = t0 + (k as u64 + 1) * 5_000_000;
             assert!(*w >= due && *w < due + 200_000, "{k}: {w} vs {due}");
+        }
+    }
+
+    /// A barrier spin is a bounded loop: its budget is work, used up only
+    /// while the waiter runs, and more slowly on a slower CPU. The spinner
+    /// shares its CPU with two other threads; it gives up after `spin_ns`
+    /// work-ns of its own CPU time, whatever the wall time.
+    #[test]
+    fn barrier_spin_budget_is_cpu_work() {
+        let spin_ns = 1_000_000u64;
+        let m = preset("exynos5422").unwrap();
+        let slowest = (0..m.nr_cpus())
+            .min_by_key(|&c| m.cpus[c].capacity)
+            .unwrap();
+        let fastest = (0..m.nr_cpus())
+            .max_by_key(|&c| m.cpus[c].capacity)
+            .unwrap();
+        for cpu in [slowest, fastest] {
+            let pin = |mut t: ThreadTemplate| {
+                t.affinity = Some(CpuMask::from_cpus([cpu as schedlab_topo::CpuId]));
+                t
+            };
+            let ts = vec![
+                pin(tpl(
+                    "hog",
+                    vec![Step::Compute {
+                        work_ns: 20_000_000,
+                    }],
+                )),
+                pin(tpl("spinner", vec![Step::Barrier { id: 0, spin_ns }])),
+                pin(tpl(
+                    "late",
+                    vec![
+                        Step::Compute {
+                            work_ns: 20_000_000,
+                        },
+                        Step::Barrier { id: 0, spin_ns: 0 },
+                    ],
+                )),
+            ];
+            let s = spec(ts, vec![SyncObject::Barrier { parties: 2 }]);
+            let m = preset("exynos5422").unwrap();
+            let speed = schedlab_hw::compute_speed(&m, cpu as schedlab_topo::CpuId, false);
+            let d = build_domains(&m, &DomainConfig::default()).unwrap();
+            let mut sim = Sim::new(
+                m,
+                d,
+                s,
+                SimConfig {
+                    seed: 5,
+                    checked: true,
+                    noise: false,
+                    ..SimConfig::default()
+                },
+            );
+            assert_eq!(sim.run(), StopReason::Finished);
+            assert_eq!(sim.counters.spin_timeouts, 1, "cpu {cpu}");
+            let spinner = sim.tasks.iter().find(|t| &*t.name == "spinner").unwrap();
+            let want = spin_ns as f64 / speed;
+            let got = spinner.stats.cpu_time_ns as f64;
+            assert!(
+                (got - want).abs() < 0.02 * want,
+                "cpu {cpu}: spun {got} ns of CPU time, budget {want}"
+            );
         }
     }
 }

@@ -887,7 +887,7 @@ impl Sim {
         if dt > 0
             && matches!(
                 tk.activity,
-                Activity::Compute | Activity::Memory | Activity::Wall
+                Activity::Compute | Activity::Memory | Activity::Wall | Activity::Spin
             )
         {
             tk.remaining = (tk.remaining - tk.rate * dt as f64).max(0.0);
@@ -919,8 +919,17 @@ impl Sim {
                 }
             }
             Activity::Spin => {
-                let until = tk.spin_until_ns.max(now);
-                self.q.push(until, EventKind::SpinEnd { task: t, gen });
+                if tk.rate > 0.0 {
+                    let dt = (tk.remaining / tk.rate).ceil();
+                    let at = if dt.is_finite() {
+                        now.saturating_add(dt as u64)
+                    } else {
+                        u64::MAX / 4
+                    };
+                    if at <= self.spec.max_time_ns {
+                        self.q.push(at, EventKind::SpinEnd { task: t, gen });
+                    }
+                }
             }
             Activity::Idle => {}
         }
@@ -965,7 +974,10 @@ impl Sim {
                 self.hw.mem_out = out;
                 self.recompute_mem_rates(Some(t));
             }
-            Activity::Spin => self.arm(t),
+            Activity::Spin => {
+                self.tasks[t as usize].rate = self.compute_rate(cpu);
+                self.arm(t);
+            }
             Activity::Wall => {
                 self.tasks[t as usize].rate = 1.0;
                 self.arm(t);
@@ -1006,7 +1018,10 @@ impl Sim {
                 continue;
             }
             if let Some(t) = self.rqs[s as usize].curr {
-                if self.tasks[t as usize].activity == Activity::Compute {
+                if matches!(
+                    self.tasks[t as usize].activity,
+                    Activity::Compute | Activity::Spin
+                ) {
                     self.settle(t);
                     self.tasks[t as usize].rate = self.compute_rate(s);
                     self.arm(t);

@@ -27,7 +27,8 @@ pub enum Activity {
     Compute,
     /// Memory streaming.
     Memory,
-    /// Active wait (barrier spin): burns CPU, makes no progress.
+    /// Active wait (barrier spin): burns CPU, makes no progress; `remaining`
+    /// is the spin budget left, in work-ns like Compute.
     Spin,
     /// Busy for wall time (rt-app `runtime`): progresses at rate 1 on any CPU.
     Wall,
@@ -125,8 +126,6 @@ pub struct Task {
     /// Bumped whenever a pending StepDone/SpinEnd/Timer becomes stale.
     pub gen: u32,
     pub activity: Activity,
-    /// End of the active wait, when spinning.
-    pub spin_until_ns: u64,
     /// A thread to create once the running clone cost is paid.
     pub pending_spawn: Option<u32>,
     /// Waiting at barrier `id` with generation `gen`.
@@ -211,7 +210,6 @@ impl Task {
             activity: Activity::Idle,
             preferred_llc: None,
             llc_counted: None,
-            spin_until_ns: 0,
             pending_spawn: None,
             barrier_wait: None,
             stats: TaskStats::default(),

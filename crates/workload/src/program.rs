@@ -21,8 +21,11 @@ pub enum Step {
     Memory { bytes: u64 },
     /// Sleep for a fixed time.
     Sleep { ns: u64 },
-    /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait),
-    /// then block; the last arrival wakes every sleeper.
+    /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait,
+    /// PARSEC's spin barrier), then block; the last arrival wakes every sleeper.
+    /// Spin loops are bounded by an iteration count, so `spin_ns` is work (ns on
+    /// a capacity-1024 CPU, like `Compute`): it is used up only while the waiter
+    /// runs, and more slowly on a slower CPU or beside a busy SMT sibling.
     Barrier { id: SyncId, spin_ns: u64 },
     /// Create a new thread from a template (pthread_create / clone).
     Spawn { template: TemplateId },
