@@ -120,6 +120,14 @@ pub const SC_POINT_NS: u64 = 20;
 pub const SC_PGAIN_CALLS: u32 = 1000;
 /// streamcluster: generating one point coordinate, ns (ESTIMATE).
 pub const SC_GEN_NS: u64 = 2;
+/// streamcluster: spin budget of a barrier waiter before it blocks, work-ns.
+/// The pthreads build includes PARSEC's parsec_barrier.hpp, which defines
+/// ENABLE_SPIN_BARRIER and replaces pthread_barrier_wait(): a waiter polls the
+/// release flag for up to SPIN_COUNTER_MAX = 350 * 100 loop iterations, which
+/// the source sizes as about 0.1 ms, then sleeps on a condition variable. The
+/// iteration count is fixed, so on a slower core the spin lasts longer.
+/// (bodytrack uses the libc pthread_barrier, which blocks at once.)
+pub const SC_BARRIER_SPIN_NS: u64 = 100_000;
 
 /// bodytrack: one image-filter ticket (a band of rows of one camera image), ns
 /// (ESTIMATE: ~2 ms per 640×480 filter pass in 30 bands).
@@ -250,7 +258,7 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         let pts = chunk / nt + u64::from(t < chunk % nt);
         let bar = Step::Barrier {
             id: BAR,
-            spin_ns: 0,
+            spin_ns: SC_BARRIER_SPIN_NS,
         };
         let serial = |s: &mut Vec<Step>| {
             if t == 0 {
