@@ -34,6 +34,7 @@
 
 use crate::event::TaskId;
 use crate::fair::calc_delta_fair;
+use crate::fair::pelt::{SchedAvg, LOAD_AVG_MAX};
 use crate::features::Feat;
 use crate::sim::Sim;
 use crate::task::TaskState;
@@ -64,8 +65,10 @@ pub struct HmpTask {
     /// CPU time on big / little CPUs (ns), kept under either HMP feature.
     pub big_ns: u64,
     pub little_ns: u64,
-    /// When the task was forked (Linaro: a new task starts with full load).
-    pub born_ns: u64,
+    /// Linaro MP's load signal, kept as 3.10's per-entity load tracking kept
+    /// it (see `hmp_track`): `load_sum` is the decayed period, `runnable_sum`
+    /// and `util_sum` the decayed runnable and running time (<< 10).
+    pub ratio_avg: SchedAvg,
     /// Linaro: when the task last moved up / down (`hmp_last_up_migration`,
     /// `hmp_last_down_migration`); `None` before its first move.
     pub last_up_ns: Option<u64>,
@@ -121,15 +124,40 @@ impl Sim {
         }
     }
 
-    /// Linaro's `load_avg_ratio`: the task's runnable fraction of 1024. Linaro
-    /// starts a new task at full load; that start decays like a PELT sum
-    /// (halving every 32 periods of ~1 ms) until the task's own history
-    /// takes over.
-    fn hmp_load_ratio(&self, t: TaskId) -> u64 {
-        let tk = &self.tasks[t as usize];
-        let age_periods = self.now.saturating_sub(tk.hmp.born_ns) >> 20;
-        let start = crate::fair::pelt::decay_load(1024, age_periods);
-        tk.avg.runnable_avg.max(start)
+    /// Accumulates Linaro's load signal up to now (called from
+    /// update_load_avg() under HMP_LINARO, before the task's state changes).
+    /// Mirrors 3.10's __update_entity_runnable_avg(): the signal runs on the
+    /// task clock, so it is the runnable fraction in wall time. It is neither
+    /// capacity- nor (at the top frequency the S5 runs use) frequency-scaled,
+    /// unlike the 7.3 `runnable_avg`, whose PELT clock runs at 377/1024 speed
+    /// on a busy A7 and would hide a crowded little CPU's load.
+    pub(crate) fn hmp_track(&mut self, t: TaskId, runnable: bool, running: bool) {
+        let now = self.now;
+        let a = &mut self.tasks[t as usize].hmp.ratio_avg;
+        a.update_sum(now, 1, runnable as u64, running);
+    }
+
+    /// Linaro's start at full load (the HMP variant of
+    /// init_task_runnable_average()): a new task's history is one of
+    /// permanent runnable and running time, which decays as its own
+    /// accumulates.
+    fn hmp_track_fork(&mut self, t: TaskId) {
+        let now = self.now;
+        let a = &mut self.tasks[t as usize].hmp.ratio_avg;
+        *a = SchedAvg {
+            load_sum: LOAD_AVG_MAX,
+            runnable_sum: LOAD_AVG_MAX << 10,
+            util_sum: LOAD_AVG_MAX << 10,
+            last_update_time: now,
+            ..SchedAvg::default()
+        };
+    }
+
+    /// Linaro's `load_avg_ratio` (of 1024): decayed runnable time over
+    /// decayed time, as of the task's last update.
+    pub(crate) fn hmp_load_ratio(&self, t: TaskId) -> u64 {
+        let a = &self.tasks[t as usize].hmp.ratio_avg;
+        (a.runnable_sum / (a.load_sum + 1)).min(1024)
     }
 
     /// Fair tasks of `cpu` that may be moved by HMP (not delayed, not a
@@ -192,7 +220,7 @@ impl Sim {
         let prev_big = self.hmp_is_big(prev);
         let mut want_big = prev_big;
         if fork {
-            self.tasks[t as usize].hmp.born_ns = self.now;
+            self.hmp_track_fork(t);
             want_big = true;
         } else if !prev_big && ratio > HMP_UP_THRESHOLD && self.hmp_settled(t, true) {
             if let Some(c) = self.hmp_least_loaded(t, true, None) {
@@ -352,8 +380,8 @@ impl Sim {
         if big_idle {
             return None;
         }
-        let avg = &self.tasks[t as usize].avg;
-        let starvation = avg.util_avg * 1024 / (avg.runnable_avg + 1);
+        let avg = &self.tasks[t as usize].hmp.ratio_avg;
+        let starvation = avg.util_sum * 1024 / (avg.runnable_sum + 1);
         if starvation > HMP_STARVATION_LIMIT {
             return None;
         }

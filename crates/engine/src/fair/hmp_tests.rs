@@ -4,10 +4,18 @@
 
 use crate::features::Features;
 use crate::sim::{Sim, SimConfig};
-use schedlab_topo::{build_domains, preset, DomainConfig};
+use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 
 fn sim(feature: &str, templates: Vec<Vec<Step>>, seed: u64) -> Sim {
+    sim_pinned(
+        feature,
+        templates.into_iter().map(|s| (s, None)).collect(),
+        seed,
+    )
+}
+
+fn sim_pinned(feature: &str, templates: Vec<(Vec<Step>, Option<CpuMask>)>, seed: u64) -> Sim {
     let m = preset("exynos5422").expect("preset");
     let d = build_domains(&m, &DomainConfig::default()).expect("domains");
     let mut features = Features::default();
@@ -18,11 +26,11 @@ fn sim(feature: &str, templates: Vec<Vec<Step>>, seed: u64) -> Sim {
         templates: templates
             .into_iter()
             .enumerate()
-            .map(|(i, steps)| ThreadTemplate {
+            .map(|(i, (steps, affinity))| ThreadTemplate {
                 idle_policy: false,
                 name: format!("t{i}"),
                 nice: 0,
-                affinity: None,
+                affinity,
                 steps,
             })
             .collect(),
@@ -141,7 +149,7 @@ fn linaro_light_task_moves_down_and_cpu_bound_task_moves_up() {
         !s.hmp_is_big(s.tasks[t].cpu),
         "light task on cpu {} (ratio {})",
         s.tasks[t].cpu,
-        s.tasks[t].avg.runnable_avg
+        s.hmp_load_ratio(t as u32)
     );
     assert!(s.counters.hmp_down > 0);
     s.run_until(900_000_000);
@@ -149,7 +157,7 @@ fn linaro_light_task_moves_down_and_cpu_bound_task_moves_up() {
         s.hmp_is_big(s.tasks[t].cpu),
         "cpu-bound task on cpu {} (ratio {})",
         s.tasks[t].cpu,
-        s.tasks[t].avg.runnable_avg
+        s.hmp_load_ratio(t as u32)
     );
     assert!(s.counters.hmp_up > 0);
 }
@@ -204,4 +212,39 @@ fn linaro_offloads_a_sharing_big_task_to_an_idle_little_cpu() {
     );
     s.run_until(200_000_000);
     assert_eq!(s.counters.hmp_offloads, 0);
+}
+
+#[test]
+fn linaro_load_ratio_is_the_wall_clock_runnable_fraction() {
+    // A task pinned to a little CPU is busy 6 ms of wall time (RunWall) and
+    // sleeps 4 ms: runnable 60% of the time. Linaro's 3.10 signal sees 60%;
+    // the 7.3 runnable_avg, whose PELT clock runs at 377/1024 speed while the
+    // CPU is busy and catches up when it idles, sees far less.
+    let steps = vec![
+        Step::RunWall { ns: 6_000_000 },
+        Step::Sleep { ns: 4_000_000 },
+        Step::Loop {
+            start: 0,
+            count: 100,
+            slot: 0,
+        },
+        Step::Exit,
+    ];
+    let little = 0; // CPUs 0-3 are the A7s
+    let mut s = sim_pinned(
+        "HMP_LINARO",
+        vec![(steps, Some(CpuMask::from_cpus([little])))],
+        1,
+    );
+    assert!(!s.hmp_is_big(little));
+    s.run_until(600_000_000);
+    let t = workload(&s)[0];
+    assert_eq!(s.tasks[t].cpu, little);
+    let ratio = s.hmp_load_ratio(t as u32);
+    let invariant = s.tasks[t].avg.runnable_avg;
+    assert!((520..=700).contains(&ratio), "Linaro ratio {ratio}");
+    assert!(
+        invariant + 150 < ratio,
+        "7.3 runnable_avg {invariant} vs {ratio}"
+    );
 }

@@ -637,6 +637,11 @@ impl Sim {
     pub(crate) fn update_load_avg(&mut self, cpu: CpuId, t: TaskId) {
         let now = self.rqs[cpu as usize].clock_pelt;
         let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
+        if self.feat(Feat::HMP_LINARO) && self.tasks[t as usize].cpu == cpu {
+            let se = &self.tasks[t as usize].se;
+            let runnable = se.on_rq && !se.sched_delayed;
+            self.hmp_track(t, runnable, is_curr);
+        }
         let tk = &mut self.tasks[t as usize];
         if tk.cpu == cpu {
             let on = tk.se.on_rq as u64;
