@@ -902,7 +902,7 @@ impl Sim {
         tk.gen = tk.gen.wrapping_add(1);
         let gen = tk.gen;
         match tk.activity {
-            Activity::Compute | Activity::Memory | Activity::Wall => {
+            Activity::Compute | Activity::Memory | Activity::Wall | Activity::Spin => {
                 if tk.rate > 0.0 {
                     let dt = (tk.remaining / tk.rate).ceil();
                     let dt = if dt.is_finite() {
@@ -914,20 +914,12 @@ impl Sim {
                     // An event past the end of the run never fires: keep the
                     // queue small (a CPU-bound step would re-arm on every switch).
                     if at <= self.spec.max_time_ns {
-                        self.q.push(at, EventKind::StepDone { task: t, gen });
-                    }
-                }
-            }
-            Activity::Spin => {
-                if tk.rate > 0.0 {
-                    let dt = (tk.remaining / tk.rate).ceil();
-                    let at = if dt.is_finite() {
-                        now.saturating_add(dt as u64)
-                    } else {
-                        u64::MAX / 4
-                    };
-                    if at <= self.spec.max_time_ns {
-                        self.q.push(at, EventKind::SpinEnd { task: t, gen });
+                        let kind = if tk.activity == Activity::Spin {
+                            EventKind::SpinEnd { task: t, gen }
+                        } else {
+                            EventKind::StepDone { task: t, gen }
+                        };
+                        self.q.push(at, kind);
                     }
                 }
             }
