@@ -33,11 +33,38 @@ pub enum EventKind {
     NoiseWake { task: TaskId },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A queued event; ordered by `key` = time_ns << 64 | seq alone (the
+/// sequence number is unique, so one integer comparison decides).
+#[derive(Clone, Copy, Debug)]
 struct Entry {
-    time_ns: u64,
-    seq: u64,
+    key: u128,
     kind: EventKind,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl Entry {
+    fn time_ns(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
 }
 
 /// Min-heap of events.
@@ -51,19 +78,18 @@ impl EventQueue {
     pub fn push(&mut self, time_ns: u64, kind: EventKind) {
         self.seq += 1;
         self.heap.push(Reverse(Entry {
-            time_ns,
-            seq: self.seq,
+            key: (u128::from(time_ns) << 64) | u128::from(self.seq),
             kind,
         }));
     }
 
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
-        self.heap.pop().map(|Reverse(e)| (e.time_ns, e.kind))
+        self.heap.pop().map(|Reverse(e)| (e.time_ns(), e.kind))
     }
 
     /// The next event's (time, kind) without removing it.
     pub fn peek(&self) -> Option<(u64, EventKind)> {
-        self.heap.peek().map(|Reverse(e)| (e.time_ns, e.kind))
+        self.heap.peek().map(|Reverse(e)| (e.time_ns(), e.kind))
     }
 
     pub fn len(&self) -> usize {
