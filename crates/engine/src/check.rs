@@ -1,8 +1,10 @@
 //! Invariant checks, run after every event in checked mode.
 //!
 //! Every task is on exactly one runqueue or blocked; runqueue counts and
-//! weights match their tasks; queues are sorted by deadline; the current task
-//! of a CPU is running there; CPU time is conserved.
+//! weights match their tasks; timelines are ordered by deadline with true
+//! augmented fields and hold their entities' current keys; `cfs_tasks` lists
+//! hold exactly the queued tasks; the current task of a CPU is running there;
+//! CPU time is conserved.
 
 use crate::sim::Sim;
 use crate::task::TaskState;
@@ -13,13 +15,33 @@ impl Sim {
         let n = self.nr_cpus();
         let mut nr = vec![0u32; n];
         let mut weight = vec![0u64; n];
+        let mut nr_idle = vec![0u32; n];
         // How many runqueues (as curr or queued) each task appears on.
         let mut seen = vec![0u32; self.tasks.len()];
+        // Which CPU's timeline (queued, not running) and cfs_tasks list holds
+        // each task.
+        let mut in_tree = vec![None; self.tasks.len()];
+        let mut in_list = vec![None; self.tasks.len()];
         for rq in &self.rqs {
-            for &t in rq.cfs.queue.iter().chain(rq.curr.iter()) {
+            let queued = rq.cfs.timeline.to_vec(self.run_nodes.as_slice());
+            for &t in queued.iter().chain(rq.curr.iter()) {
                 match seen.get_mut(t as usize) {
                     Some(c) => *c += 1,
                     None => return Err(format!("cpu {}: unknown task {t}", rq.cpu)),
+                }
+            }
+            for &t in &queued {
+                in_tree[t as usize] = Some(rq.cpu);
+            }
+            for t in rq.cfs_tasks.from_tail(self.group_links.as_slice()) {
+                match in_list.get_mut(t as usize) {
+                    Some(slot @ None) => *slot = Some(rq.cpu),
+                    _ => {
+                        return Err(format!(
+                            "cpu {}: cfs_tasks holds task {t} twice or unknown",
+                            rq.cpu
+                        ))
+                    }
                 }
             }
         }
@@ -29,7 +51,22 @@ impl Sim {
                 return Err(format!("task {} on cpu {} beyond the machine", t.id, cpu));
             }
             let rq = &self.rqs[cpu];
-            let in_queue = rq.cfs.queue.contains(&t.id);
+            let in_queue = in_tree[t.id as usize] == Some(t.cpu);
+            if in_list[t.id as usize] != t.se.on_rq.then_some(t.cpu) {
+                return Err(format!(
+                    "task {} (on_rq {}) is on cfs_tasks of {:?}, expected cpu {cpu}",
+                    t.id, t.se.on_rq, in_list[t.id as usize]
+                ));
+            }
+            if in_queue {
+                let n = &self.run_nodes[t.id as usize];
+                if (n.deadline, n.vruntime, n.slice) != (t.se.deadline, t.se.vruntime, t.se.slice) {
+                    return Err(format!(
+                        "task {}: its timeline keys changed while it was queued",
+                        t.id
+                    ));
+                }
+            }
             let is_curr = rq.curr == Some(t.id);
             match t.state {
                 TaskState::Running => {
@@ -55,6 +92,7 @@ impl Sim {
             }
             if t.se.on_rq {
                 nr[cpu] += 1;
+                nr_idle[cpu] += u32::from(t.idle_policy);
                 weight[cpu] += t.se.weight;
                 if !t.affinity.test(t.cpu) {
                     return Err(format!(
@@ -100,13 +138,19 @@ impl Sim {
                     rq.cfs.load_weight, weight[c]
                 ));
             }
-            let q = &rq.cfs.queue;
-            for w in q.windows(2) {
-                let (a, b) = (&self.tasks[w[0] as usize].se, &self.tasks[w[1] as usize].se);
-                if (a.deadline, w[0]) > (b.deadline, w[1]) {
-                    return Err(format!("cpu {c}: queue not sorted by deadline"));
-                }
+            if rq.cfs.nr_idle != nr_idle[c] {
+                return Err(format!(
+                    "cpu {c}: nr_idle {} but {} SCHED_IDLE tasks",
+                    rq.cfs.nr_idle, nr_idle[c]
+                ));
             }
+            rq.cfs
+                .timeline
+                .validate(self.run_nodes.as_slice())
+                .map_err(|e| format!("cpu {c}: {e}"))?;
+            rq.cfs_tasks
+                .validate(self.group_links.as_slice())
+                .map_err(|e| format!("cpu {c}: {e}"))?;
             if rq.curr.is_some() != rq.cfs.curr.is_some() {
                 return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
             }

@@ -21,6 +21,7 @@ mod scenarios;
 pub mod sim;
 pub mod stats;
 pub mod task;
+pub mod timeline;
 
 pub use event::TaskId;
 pub use features::{Feat, Features, FEATURES, S3_FIXES};

@@ -2,19 +2,23 @@
 
 use crate::event::TaskId;
 use crate::fair::pelt::SchedAvg;
+use crate::timeline::{TaskList, Timeline};
 use schedlab_topo::CpuId;
 
 /// The fair class's runqueue of one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
-    /// Queued entities other than `curr`, sorted by (deadline, id).
-    pub queue: Vec<TaskId>,
+    /// Queued entities other than `curr`, ordered by (deadline, id)
+    /// (`tasks_timeline`).
+    pub timeline: Timeline,
     /// The fair task currently running, if any (kept out of `queue`).
     pub curr: Option<TaskId>,
     /// Entities on the runqueue including curr and delayed ones (`h_nr_queued`).
     pub nr_queued: u32,
     /// Delayed-dequeue entities among them.
     pub nr_delayed: u32,
+    /// SCHED_IDLE tasks among them (`h_nr_idle`).
+    pub nr_idle: u32,
     /// Σ weight of queued entities including curr and delayed (`load.weight`).
     pub load_weight: u64,
     /// Reference point of the vruntime keys.
@@ -39,6 +43,9 @@ impl CfsRq {
 pub struct Rq {
     pub cpu: CpuId,
     pub cfs: CfsRq,
+    /// The queued fair tasks, curr and delayed ones included, most recently
+    /// enqueued or picked first (`rq->cfs_tasks`).
+    pub cfs_tasks: TaskList,
     /// The running task, `None` when the idle task runs.
     pub curr: Option<TaskId>,
     /// `rq->clock`, ns.

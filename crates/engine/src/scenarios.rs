@@ -331,11 +331,9 @@ fn longest_wasted(s: &mut Sim, until_ns: u64, step_ns: u64) -> (u64, u64, String
         }
         for (b, since_b) in since.iter_mut().enumerate() {
             let rq = &s.rqs[b];
-            let queued: Vec<_> = rq
-                .cfs
-                .queue
-                .iter()
-                .copied()
+            let queued: Vec<_> = s
+                .queued_entities(b as schedlab_topo::CpuId)
+                .into_iter()
                 .filter(|&x| {
                     let tk = &s.tasks[x as usize];
                     !tk.kthread && !tk.se.sched_delayed

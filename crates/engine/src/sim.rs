@@ -11,6 +11,7 @@ use crate::rng;
 use crate::rq::Rq;
 use crate::stats::Counters;
 use crate::task::{Activity, Task, TaskState};
+use crate::timeline::{ListLink, RunNode};
 use rand::Rng;
 use rand_pcg::Pcg64;
 use schedlab_hw::{Flow, MemModel};
@@ -116,6 +117,10 @@ pub struct Sim {
     pub now: u64,
     pub(crate) q: EventQueue,
     pub tasks: Vec<Task>,
+    /// Timeline nodes (`se.run_node`) and `cfs_tasks` links (`se.group_node`)
+    /// by task id, grown on first enqueue.
+    pub(crate) run_nodes: Vec<RunNode>,
+    pub(crate) group_links: Vec<ListLink>,
     pub rqs: Vec<Rq>,
     /// `[cpu][domain index]`.
     pub sd: Vec<Vec<SdState>>,
@@ -163,8 +168,6 @@ pub struct Sim {
     pub(crate) sg_imbalance: Vec<bool>,
     /// NI_RANDOM's draws (`sched_rng()`).
     pub(crate) rng_newidle: Pcg64,
-    /// Counter ordering the `cfs_tasks` lists (see `Task::cfs_tasks_seq`).
-    pub(crate) cfs_tasks_seq: u64,
     /// HPERF_HMP: when the next HMP balancing step is due (fair/hmp.rs).
     pub(crate) hmp_next_balance: u64,
     /// Some task asked for a custom slice (sched_setattr): runqueues'
@@ -267,7 +270,6 @@ impl Sim {
             smt_masks,
             sg_imbalance: Vec::new(),
             rng_newidle: rng::stream(cfg.seed, "newidle"),
-            cfs_tasks_seq: 0,
             hmp_next_balance: 0,
             custom_slices: false,
             hmp_in_balance: false,
@@ -280,6 +282,8 @@ impl Sim {
             now: 0,
             q: EventQueue::default(),
             tasks: Vec::new(),
+            run_nodes: Vec::new(),
+            group_links: Vec::new(),
             rqs,
             sd,
             llc,

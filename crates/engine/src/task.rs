@@ -103,10 +103,6 @@ pub struct Task {
     /// UTIL_AVG_UNCHANGED: util_avg has not been recomputed since the last
     /// util_est update (the fair class leaves `util_est_enqueued` at 0).
     pub util_est_unchanged: bool,
-    /// Position in the runqueue's `cfs_tasks` list: bumped when the task is
-    /// enqueued or picked (list head); the balancer detaches from the
-    /// lowest (the tail).
-    pub cfs_tasks_seq: u64,
     // Wakeup bookkeeping (record_wakee()).
     pub wakee_flips: u32,
     pub wakee_flip_decay_ns: u64,
@@ -195,7 +191,6 @@ impl Task {
             util_est_ewma: 0,
             util_est_enqueued: 0,
             util_est_unchanged: false,
-            cfs_tasks_seq: 0,
             wakee_flips: 0,
             wakee_flip_decay_ns: 0,
             last_wakee: None,

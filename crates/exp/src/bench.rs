@@ -87,8 +87,9 @@ fn hogs(n: usize, sim_s: u64) -> WorkloadSpec {
     }
 }
 
-/// Runs the benchmark set: the kunpeng920-stream points, and CPU hogs at 2×
-/// the CPUs of kunpeng920 and genoa.
+/// Runs the benchmark set: the kunpeng920-stream points, CPU hogs at 2× the
+/// CPUs of kunpeng920 and genoa, and on exynos5422 at 2 and at 256 hogs per
+/// CPU: per-event cost must not grow with the runqueue length beyond O(log n).
 pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     let def = experiments::get("kunpeng920-stream", quick)?;
@@ -107,7 +108,13 @@ pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
         }
     }
     let secs = if quick { 1 } else { 5 };
-    for (machine, n) in [("kunpeng920", 192), ("genoa", 256)] {
+    for (machine, n) in [
+        ("kunpeng920", 192),
+        ("genoa", 256),
+        ("exynos5422", 16),
+        ("exynos5422", 2048),
+        ("exynos5422", 16384),
+    ] {
         rows.push(time_run(
             format!("hogs {n} on {machine}"),
             machine,

@@ -1348,17 +1348,22 @@ impl Sim {
         self.update_rq_clock(dst);
         // cfs_tasks from the tail, the running task included: can_migrate_task()
         // refuses it, but it clears LBF_ALL_PINNED as in the kernel.
-        let candidates = self.cfs_tasks_from_tail(src);
         let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
         let lb_min = self.feat(Feat::LB_MIN);
         let mut moved = 0;
-        for (i, t) in candidates.into_iter().enumerate() {
+        let mut next = self.rqs[src as usize].cfs_tasks.tail();
+        let mut i = 0u32;
+        while let Some(t) = next {
+            next = self.rqs[src as usize]
+                .cfs_tasks
+                .prev_of(self.group_links.as_slice(), t);
             if env.is_idle() && self.rqs[src as usize].nr_running() <= 1 {
                 break;
             }
-            if i as u32 >= env.loop_max {
+            if i >= env.loop_max {
                 break;
             }
+            i += 1;
             if !self.can_migrate_task(env, t) {
                 continue;
             }
@@ -1404,7 +1409,7 @@ impl Sim {
         if moved > 0 && self.rqs[dst as usize].curr.is_none() {
             self.resched_cpu(dst, env.this_cpu);
         } else if moved > 0 {
-            let first = self.rqs[dst as usize].cfs.queue.first().copied();
+            let first = self.rqs[dst as usize].cfs.timeline.first();
             if let Some(f) = first {
                 self.wakeup_preempt(dst, f, env.this_cpu);
             }
@@ -1463,22 +1468,26 @@ impl Sim {
         let dst_busy = self.rqs[dst as usize].cfs.nr_queued > 0;
         let place_lag = self.feat(Feat::PLACE_LAG);
         // detach_one_task() walks cfs_tasks from the tail.
-        let cands = self.cfs_tasks_from_tail(src);
         let llc_only = std::mem::take(&mut self.cache.active_llc[src as usize]);
         let dst_llc = self.domains.cpus[dst as usize].llc_id;
-        let pick = cands.into_iter().find(|&t| {
+        let list = &self.rqs[src as usize].cfs_tasks;
+        let tasks = self.group_links.as_slice();
+        let mut pick = list.tail();
+        while let Some(t) = pick {
             let tk = &self.tasks[t as usize];
             // migrate_llc_task_wrong_dst() under LBF_ACTIVE_LB_LLC.
-            if llc_only && self.sched_cache_enabled() && tk.preferred_llc != Some(dst_llc) {
-                return false;
-            }
+            let wrong_llc =
+                llc_only && self.sched_cache_enabled() && tk.preferred_llc != Some(dst_llc);
             // task_is_ineligible_on_dst_cpu() before any failure.
             let ineligible = failed == 0
                 && place_lag
                 && dst_busy
                 && !self.vruntime_eligible(src, tk.se.vruntime);
-            !ineligible && !tk.kthread && tk.affinity.test(dst)
-        });
+            if !wrong_llc && !ineligible && !tk.kthread && tk.affinity.test(dst) {
+                break;
+            }
+            pick = list.prev_of(tasks, t);
+        }
         if let Some(t) = pick {
             self.counters.active_balance += 1;
             self.sd[dst as usize][level].nr_balance_failed = 0;

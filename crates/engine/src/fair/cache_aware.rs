@@ -626,11 +626,9 @@ impl Sim {
         // rq->nr_pref_llc_running: runnable (not delayed) tasks queued on
         // their preferred LLC.
         let nr_pref = rq
-            .cfs
-            .queue
-            .iter()
-            .copied()
-            .chain(rq.cfs.curr)
+            .cfs_tasks
+            .from_tail(self.group_links.as_slice())
+            .into_iter()
             .filter(|&t| {
                 let tk = &self.tasks[t as usize];
                 !tk.se.sched_delayed && tk.llc_counted.map(|(_, l)| l) == Some(src_llc)

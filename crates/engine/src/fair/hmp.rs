@@ -164,9 +164,8 @@ impl Sim {
     /// kthread, allowed on some CPU of the other type is checked later).
     fn hmp_movable(&self, cpu: CpuId) -> Vec<TaskId> {
         let cfs = &self.rqs[cpu as usize].cfs;
-        cfs.queue
-            .iter()
-            .copied()
+        self.queued_entities(cpu)
+            .into_iter()
             .chain(cfs.curr)
             .filter(|&t| {
                 let tk = &self.tasks[t as usize];

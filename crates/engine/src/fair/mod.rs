@@ -25,6 +25,7 @@ use crate::event::TaskId;
 use crate::features::Feat;
 use crate::sim::{EnqueueKind, Sim};
 use crate::task::TaskState;
+use crate::timeline::{ListLink, RunNode};
 use schedlab_topo::CpuId;
 
 /// NICE_0_LOAD.
@@ -115,45 +116,57 @@ impl Sim {
         cfs.zero_vruntime = v;
     }
 
-    /// Moves `t` to the head of its runqueue's `cfs_tasks` list (the
-    /// list_add()/list_move() of account_entity_enqueue() and the pick).
-    fn cfs_tasks_to_head(&mut self, t: TaskId) {
-        self.cfs_tasks_seq += 1;
-        self.tasks[t as usize].cfs_tasks_seq = self.cfs_tasks_seq;
+    /// Moves `t`, queued on `cpu`, to the head of the runqueue's `cfs_tasks`
+    /// list (the list_move() of the pick).
+    fn cfs_tasks_to_head(&mut self, cpu: CpuId, t: TaskId) {
+        self.rqs[cpu as usize]
+            .cfs_tasks
+            .move_to_head(self.group_links.as_mut_slice(), t);
     }
 
-    /// The fair tasks of `cpu` in `cfs_tasks` order from the tail (least
-    /// recently enqueued or picked first), as detach_tasks() walks them.
-    pub(crate) fn cfs_tasks_from_tail(&self, cpu: CpuId) -> Vec<TaskId> {
-        let cfs = &self.rqs[cpu as usize].cfs;
-        let mut v: Vec<TaskId> = cfs.queue.iter().copied().chain(cfs.curr).collect();
-        v.sort_by_key(|&t| (self.tasks[t as usize].cfs_tasks_seq, t));
-        v
+    /// The queued entities other than curr in timeline order. Allocates;
+    /// for cold paths.
+    pub(crate) fn queued_entities(&self, cpu: CpuId) -> Vec<TaskId> {
+        self.rqs[cpu as usize]
+            .cfs
+            .timeline
+            .to_vec(self.run_nodes.as_slice())
+    }
+
+    /// Sizes the node arrays to the task array (tasks appear at fork, and
+    /// tests add them directly).
+    fn grow_run_nodes(&mut self) {
+        let n = self.tasks.len();
+        if self.run_nodes.len() < n {
+            self.run_nodes.resize(n, RunNode::default());
+            self.group_links.resize(n, ListLink::default());
+        }
     }
 
     fn queue_insert(&mut self, cpu: CpuId, t: TaskId) {
+        self.grow_run_nodes();
         let se = self.tasks[t as usize].se;
-        let key = (se.deadline, t);
-        let tasks = &self.tasks;
         let cfs = &mut self.rqs[cpu as usize].cfs;
-        let pos = cfs
-            .queue
-            .partition_point(|&o| (tasks[o as usize].se.deadline, o) < key);
-        cfs.queue.insert(pos, t);
+        cfs.timeline.insert(
+            self.run_nodes.as_mut_slice(),
+            t,
+            se.deadline,
+            se.vruntime,
+            se.slice,
+        );
         let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
         cfs.sum_w_key += k * se.weight as i128;
         cfs.sum_weight += se.weight as i128;
     }
 
+    /// Takes `t` out of the timeline; it must be there.
     fn queue_remove(&mut self, cpu: CpuId, t: TaskId) {
         let se = self.tasks[t as usize].se;
         let cfs = &mut self.rqs[cpu as usize].cfs;
-        if let Some(i) = cfs.queue.iter().position(|&o| o == t) {
-            cfs.queue.remove(i);
-            let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
-            cfs.sum_w_key -= k * se.weight as i128;
-            cfs.sum_weight -= se.weight as i128;
-        }
+        cfs.timeline.remove(self.run_nodes.as_mut_slice(), t);
+        let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
+        cfs.sum_w_key -= k * se.weight as i128;
+        cfs.sum_weight -= se.weight as i128;
     }
 
     /// Charges the running task for the time since it last was (mirrors
@@ -229,21 +242,28 @@ impl Sim {
         self.cfs_rq_slice_bound(cpu, false)
     }
 
-    /// Min or max slice of a runqueue. Without custom slices in the
-    /// simulation every slice is the base slice (O(1)); otherwise the queue
-    /// is scanned (the kernel keeps both in the augmented rbtree).
+    /// Min or max slice of a runqueue: curr's and the timeline's augmented
+    /// bound. Without custom slices every slice is the base slice.
     fn cfs_rq_slice_bound(&self, cpu: CpuId, min: bool) -> u64 {
         let base = base_slice_ns(self.nr_cpus());
         let cfs = &self.rqs[cpu as usize].cfs;
         if !self.custom_slices {
             return base;
         }
-        let curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
-        let slices = curr
-            .into_iter()
-            .chain(cfs.queue.iter().copied())
-            .map(|t| self.tasks[t as usize].se.slice);
-        let bound = if min { slices.min() } else { slices.max() };
+        let curr = cfs
+            .curr
+            .filter(|&c| self.tasks[c as usize].se.on_rq)
+            .map(|c| self.tasks[c as usize].se.slice);
+        let tasks = self.run_nodes.as_slice();
+        let tree = if min {
+            cfs.timeline.min_slice(tasks)
+        } else {
+            cfs.timeline.max_slice(tasks)
+        };
+        let bound = match (curr, tree) {
+            (Some(a), Some(b)) => Some(if min { a.min(b) } else { a.max(b) }),
+            (a, b) => a.or(b),
+        };
         bound.unwrap_or(base)
     }
 
@@ -251,8 +271,16 @@ impl Sim {
     /// __setparam_fair()): a non-zero request becomes a custom slice clamped
     /// to 0.1-100 ms; zero restores the base slice. It applies from the
     /// task's next deadline.
+    /// A queued entity is taken out of the timeline and put back, as the
+    /// kernel dequeues and enqueues it around the change, so the tree's
+    /// slice bounds stay true.
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
         let base = base_slice_ns(self.nr_cpus());
+        let cpu = self.tasks[t as usize].cpu;
+        let in_tree = self.tasks[t as usize].se.on_rq && self.rqs[cpu as usize].cfs.curr != Some(t);
+        if in_tree {
+            self.queue_remove(cpu, t);
+        }
         let se = &mut self.tasks[t as usize].se;
         if ns > 0 {
             se.custom_slice = true;
@@ -261,6 +289,9 @@ impl Sim {
         } else {
             se.custom_slice = false;
             se.slice = base;
+        }
+        if in_tree {
+            self.queue_insert(cpu, t);
         }
     }
 
@@ -322,7 +353,7 @@ impl Sim {
     /// (set_protect_slice() decides how far that is).
     pub(crate) fn pick_eevdf(&self, cpu: CpuId, protect: bool) -> Option<TaskId> {
         let cfs = &self.rqs[cpu as usize].cfs;
-        let first = cfs.queue.first().copied();
+        let first = cfs.timeline.first();
         let mut curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
         if cfs.nr_queued == 1 {
             return curr.or(first);
@@ -338,11 +369,11 @@ impl Sim {
                 return Some(c);
             }
         }
-        let best = cfs
-            .queue
-            .iter()
-            .copied()
-            .find(|&t| self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime));
+        // vruntime_eligible() with V's parts computed once for the walk.
+        let (avg, load) = self.avg_parts(cpu);
+        let best = cfs.timeline.pick_eligible(self.run_nodes.as_slice(), |v| {
+            avg >= self.key(cpu, v) * load
+        });
         match (best, curr) {
             (None, c) => c.or(first),
             (Some(b), Some(c))
@@ -436,10 +467,16 @@ impl Sim {
         let util_est = self.tasks[t as usize].util_est();
         let w = self.tasks[t as usize].se.weight;
         self.tasks[t as usize].se.on_rq = true;
-        self.cfs_tasks_to_head(t);
+        // account_entity_enqueue(): list_add() at the head of cfs_tasks.
+        self.grow_run_nodes();
+        self.rqs[cpu as usize]
+            .cfs_tasks
+            .push_head(self.group_links.as_mut_slice(), t);
         self.queue_insert(cpu, t);
+        let idle = u32::from(self.tasks[t as usize].idle_policy);
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_queued += 1;
+        cfs.nr_idle += idle;
         cfs.load_weight += w;
         cfs.util_est += util_est;
         self.update_cfs_avg(cpu);
@@ -483,13 +520,19 @@ impl Sim {
         } else {
             self.queue_remove(cpu, t);
         }
+        // account_entity_dequeue(): list_del_init() from cfs_tasks.
+        self.rqs[cpu as usize]
+            .cfs_tasks
+            .remove(self.group_links.as_mut_slice(), t);
         let util_est = self.tasks[t as usize].util_est();
+        let idle = u32::from(self.tasks[t as usize].idle_policy);
         let se = &mut self.tasks[t as usize].se;
         se.on_rq = false;
         se.sched_delayed = false;
         let w = se.weight;
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_queued -= 1;
+        cfs.nr_idle -= idle;
         if was_delayed {
             cfs.nr_delayed -= 1;
         }
@@ -556,7 +599,7 @@ impl Sim {
         }
         self.update_load_avg(cpu, t);
         self.rqs[cpu as usize].cfs.curr = Some(t);
-        self.cfs_tasks_to_head(t);
+        self.cfs_tasks_to_head(cpu, t);
         let now = self.now;
         let se = &mut self.tasks[t as usize].se;
         se.exec_start = now;
@@ -755,12 +798,7 @@ impl Sim {
         if rq.nr_running() == 0 {
             return false;
         }
-        let tasks = &self.tasks;
-        rq.cfs
-            .queue
-            .iter()
-            .chain(rq.cfs.curr.iter())
-            .all(|&t| tasks[t as usize].idle_policy)
+        rq.cfs.nr_idle == rq.nr_running()
     }
 
     /// `cpu_load()`.
