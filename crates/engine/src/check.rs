@@ -23,26 +23,40 @@ impl Sim {
         let mut in_tree = vec![None; self.tasks.len()];
         let mut in_list = vec![None; self.tasks.len()];
         for rq in &self.rqs {
-            let queued = rq.cfs.timeline.to_vec(self.run_nodes.as_slice());
-            for &t in queued.iter().chain(rq.curr.iter()) {
+            let c = rq.cpu;
+            let mut unknown = None;
+            let mut mark = |t: u32, slot: &mut Vec<Option<u16>>, seen: &mut Vec<u32>| match (
+                slot.get_mut(t as usize),
+                seen.get_mut(t as usize),
+            ) {
+                (Some(s @ None), Some(n)) => {
+                    *s = Some(c);
+                    *n += 1;
+                }
+                _ => unknown = Some(t),
+            };
+            rq.cfs
+                .timeline
+                .walk_checked(self.run_nodes.as_slice(), |t| {
+                    mark(t, &mut in_tree, &mut seen)
+                })
+                .map_err(|e| format!("cpu {c}: {e}"))?;
+            if let Some(t) = rq.curr {
                 match seen.get_mut(t as usize) {
-                    Some(c) => *c += 1,
-                    None => return Err(format!("cpu {}: unknown task {t}", rq.cpu)),
+                    Some(n) => *n += 1,
+                    None => unknown = Some(t),
                 }
             }
-            for &t in &queued {
-                in_tree[t as usize] = Some(rq.cpu);
-            }
-            for t in rq.cfs_tasks.from_tail(self.group_links.as_slice()) {
-                match in_list.get_mut(t as usize) {
-                    Some(slot @ None) => *slot = Some(rq.cpu),
-                    _ => {
-                        return Err(format!(
-                            "cpu {}: cfs_tasks holds task {t} twice or unknown",
-                            rq.cpu
-                        ))
+            rq.cfs_tasks
+                .walk_checked(self.group_links.as_slice(), |t| {
+                    match in_list.get_mut(t as usize) {
+                        Some(slot @ None) => *slot = Some(c),
+                        _ => unknown = Some(t),
                     }
-                }
+                })
+                .map_err(|e| format!("cpu {c}: {e}"))?;
+            if let Some(t) = unknown {
+                return Err(format!("cpu {c}: task {t} unknown or on a list twice"));
             }
         }
         for t in &self.tasks {
@@ -144,13 +158,6 @@ impl Sim {
                     rq.cfs.nr_idle, nr_idle[c]
                 ));
             }
-            rq.cfs
-                .timeline
-                .validate(self.run_nodes.as_slice())
-                .map_err(|e| format!("cpu {c}: {e}"))?;
-            rq.cfs_tasks
-                .validate(self.group_links.as_slice())
-                .map_err(|e| format!("cpu {c}: {e}"))?;
             if rq.curr.is_some() != rq.cfs.curr.is_some() {
                 return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
             }

@@ -200,38 +200,63 @@ impl Timeline {
         out
     }
 
-    /// Checks the tree's order, heap property and augmented fields; for the
-    /// checked mode.
-    pub fn validate<N: RunNodes + ?Sized>(&self, nodes: &N) -> Result<(), String> {
-        let ids = self.to_vec(nodes);
-        if ids.len() != self.len as usize {
-            return Err(format!(
-                "timeline holds {} nodes, len {}",
-                ids.len(),
-                self.len
-            ));
+    /// Visits the entities in order while checking the tree's order, heap
+    /// property, augmented fields and length; for the checked mode (one
+    /// pass, no allocation).
+    pub fn walk_checked<N: RunNodes + ?Sized>(
+        &self,
+        nodes: &N,
+        mut visit: impl FnMut(u32),
+    ) -> Result<(), String> {
+        let mut prev: Option<(u64, u32)> = None;
+        let mut count = 0u32;
+        let limits = (u32::MAX, self.len);
+        check_subtree(nodes, self.root, limits, &mut prev, &mut count, &mut visit)?;
+        if count != self.len {
+            return Err(format!("timeline holds {count} nodes, len {}", self.len));
         }
-        if ids.first().copied() != self.first() {
+        if leftmost(nodes, self.root) != self.first {
             return Err("timeline's cached first is not the leftmost".into());
-        }
-        for w in ids.windows(2) {
-            if key(nodes, w[0]) >= key(nodes, w[1]) {
-                return Err(format!("timeline not sorted at {} / {}", w[0], w[1]));
-            }
-        }
-        for &i in &ids {
-            let n = *nodes.run_node(i);
-            if augment_of(nodes, i) != (n.min_vruntime, n.min_slice, n.max_slice) {
-                return Err(format!("timeline node {i}: stale augmented fields"));
-            }
-            for c in [n.left, n.right] {
-                if c != NIL && nodes.run_node(c).prio > n.prio {
-                    return Err(format!("timeline node {i}: heap order broken"));
-                }
-            }
         }
         Ok(())
     }
+}
+
+/// In-order check of one subtree (see [`Timeline::walk_checked`]); `limits`
+/// are the parent's priority and the depth still allowed (a tree of `len`
+/// nodes is at most `len` deep, so a cycle is caught).
+fn check_subtree<N: RunNodes + ?Sized>(
+    nodes: &N,
+    n: u32,
+    limits: (u32, u32),
+    prev: &mut Option<(u64, u32)>,
+    count: &mut u32,
+    visit: &mut impl FnMut(u32),
+) -> Result<(), String> {
+    if n == NIL {
+        return Ok(());
+    }
+    let (parent_prio, depth) = limits;
+    if depth == 0 {
+        return Err(format!("timeline deeper than its length at node {n}"));
+    }
+    let node = nodes.run_node(n);
+    if node.prio > parent_prio {
+        return Err(format!("timeline node {n}: heap order broken"));
+    }
+    let below = (node.prio, depth - 1);
+    check_subtree(nodes, node.left, below, prev, count, visit)?;
+    let k = key(nodes, n);
+    if prev.is_some_and(|p| p >= k) {
+        return Err(format!("timeline not sorted at node {n}"));
+    }
+    *prev = Some(k);
+    *count += 1;
+    if augment_of(nodes, n) != (node.min_vruntime, node.min_slice, node.max_slice) {
+        return Err(format!("timeline node {n}: stale augmented fields"));
+    }
+    visit(n);
+    check_subtree(nodes, node.right, below, prev, count, visit)
 }
 
 fn key<N: RunNodes + ?Sized>(nodes: &N, i: u32) -> (u64, u32) {
@@ -490,22 +515,34 @@ impl TaskList {
         out
     }
 
-    /// Checks that the links agree both ways and the length is right.
-    pub fn validate<L: ListLinks + ?Sized>(&self, links: &L) -> Result<(), String> {
-        let back = self.from_tail(links);
-        let mut fwd = Vec::with_capacity(back.len());
-        let mut n = self.head;
-        while n != NIL && fwd.len() <= back.len() {
-            fwd.push(n);
-            n = links.link(n).next;
+    /// Visits the tasks from the tail while checking that the links agree
+    /// both ways and the length is right; for the checked mode (one pass, no
+    /// allocation).
+    pub fn walk_checked<L: ListLinks + ?Sized>(
+        &self,
+        links: &L,
+        mut visit: impl FnMut(u32),
+    ) -> Result<(), String> {
+        let mut count = 0u32;
+        let mut after = NIL;
+        let mut n = self.tail;
+        while n != NIL {
+            if links.link(n).next != after {
+                return Err(format!("cfs_tasks: {n}'s next link is wrong"));
+            }
+            count += 1;
+            if count > self.len {
+                return Err(format!("cfs_tasks longer than its length {}", self.len));
+            }
+            visit(n);
+            after = n;
+            n = links.link(n).prev;
         }
-        fwd.reverse();
-        if fwd != back || back.len() != self.len as usize {
+        if after != self.head || count != self.len {
             return Err(format!(
-                "cfs_tasks list broken: {} forward, {} backward, len {}",
-                fwd.len(),
-                back.len(),
-                self.len
+                "cfs_tasks: {count} tasks reached from the tail, len {}, head mismatch {}",
+                self.len,
+                after != self.head
             ));
         }
         Ok(())
@@ -558,7 +595,7 @@ mod tests {
                     }
                     (Some(_), true) => {}
                 }
-                prop_assert!(tl.validate(nodes.as_slice()).is_ok());
+                prop_assert_eq!(tl.walk_checked(nodes.as_slice(), |_| ()), Ok(()));
                 prop_assert_eq!(tl.to_vec(nodes.as_slice()), model.sorted());
                 prop_assert_eq!(tl.first(), model.sorted().first().copied());
                 prop_assert_eq!(tl.len() as usize, model.0.len());
@@ -593,7 +630,7 @@ mod tests {
                         model.insert(0, id);
                     }
                 }
-                prop_assert!(l.validate(links.as_slice()).is_ok());
+                prop_assert_eq!(l.walk_checked(links.as_slice(), |_| ()), Ok(()));
                 let mut want = model.clone();
                 want.reverse();
                 prop_assert_eq!(l.from_tail(links.as_slice()), want);
