@@ -1347,7 +1347,10 @@ impl Sim {
         self.update_rq_clock(src);
         self.update_rq_clock(dst);
         // cfs_tasks from the tail, the running task included: can_migrate_task()
-        // refuses it, but it clears LBF_ALL_PINNED as in the kernel.
+        // refuses it, but it clears LBF_ALL_PINNED as in the kernel. Walking
+        // by `prev` while moving passed-over tasks to the head visits the
+        // same tasks as the kernel's repeated list_last_entry(): loop_max is
+        // at most the list's length, so the walk never reaches a moved task.
         let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
         let lb_min = self.feat(Feat::LB_MIN);
         let mut moved = 0;
@@ -1364,41 +1367,52 @@ impl Sim {
                 break;
             }
             i += 1;
-            if !self.can_migrate_task(env, t) {
+            let take = 'check: {
+                if !self.can_migrate_task(env, t) {
+                    break 'check false;
+                }
+                let tk = &self.tasks[t as usize];
+                match env.mt {
+                    MigrationType::Load => {
+                        // task_h_load() is the task's load_avg without cgroups.
+                        let load = tk.avg.load_avg.max(1);
+                        if lb_min && load < 16 && failed == 0 {
+                            break 'check false;
+                        }
+                        if (load >> failed.min(63)) > env.imbalance {
+                            break 'check false;
+                        }
+                        env.imbalance = env.imbalance.saturating_sub(load);
+                    }
+                    MigrationType::Util => {
+                        let u = tk.util_est();
+                        if (u >> failed.min(63)) > env.imbalance {
+                            break 'check false;
+                        }
+                        env.imbalance = env.imbalance.saturating_sub(u);
+                    }
+                    MigrationType::Task => env.imbalance -= 1,
+                    MigrationType::LlcTask => {
+                        env.imbalance = env.imbalance.saturating_sub(1);
+                        self.cache.llc_task_moves += 1;
+                    }
+                    MigrationType::Misfit => {
+                        // Only a task that does not fit where it is.
+                        if self.task_fits_cpu(t, src) {
+                            break 'check false;
+                        }
+                        env.imbalance = 0;
+                    }
+                }
+                true
+            };
+            if !take {
+                // A task passed over goes to the head, so the next pass
+                // starts with others.
+                self.rqs[src as usize]
+                    .cfs_tasks
+                    .move_to_head(self.group_links.as_mut_slice(), t);
                 continue;
-            }
-            let tk = &self.tasks[t as usize];
-            match env.mt {
-                MigrationType::Load => {
-                    // task_h_load() is the task's load_avg without cgroups.
-                    let load = tk.avg.load_avg.max(1);
-                    if lb_min && load < 16 && failed == 0 {
-                        continue;
-                    }
-                    if (load >> failed.min(63)) > env.imbalance {
-                        continue;
-                    }
-                    env.imbalance = env.imbalance.saturating_sub(load);
-                }
-                MigrationType::Util => {
-                    let u = tk.util_est();
-                    if (u >> failed.min(63)) > env.imbalance {
-                        continue;
-                    }
-                    env.imbalance = env.imbalance.saturating_sub(u);
-                }
-                MigrationType::Task => env.imbalance -= 1,
-                MigrationType::LlcTask => {
-                    env.imbalance = env.imbalance.saturating_sub(1);
-                    self.cache.llc_task_moves += 1;
-                }
-                MigrationType::Misfit => {
-                    // Only a task that does not fit where it is.
-                    if self.task_fits_cpu(t, src) {
-                        continue;
-                    }
-                    env.imbalance = 0;
-                }
             }
             self.move_queued_task(t, src, dst);
             moved += 1;
@@ -1573,5 +1587,100 @@ mod tests {
         assert_eq!(sibling_imbalance(true, 2, 1, 0, 4), 4);
         // Small imbalance with an empty local group is raised to 2.
         assert_eq!(sibling_imbalance(true, 2, 4, 0, 1), 2);
+    }
+
+    /// detach_tasks() moves every task it passes over to the head of
+    /// cfs_tasks, so the next balance starts with the others.
+    #[test]
+    fn detach_tasks_moves_passed_over_tasks_to_the_head() {
+        use crate::sim::{EnqueueKind, SimConfig};
+        use crate::task::{Task, TaskState};
+        use schedlab_topo::{build_domains, preset, DomainConfig};
+        let m = preset("kunpeng920").expect("preset");
+        let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+        let spec = schedlab_workload::WorkloadSpec {
+            name: "none".into(),
+            templates: vec![],
+            initial: vec![],
+            sync: vec![],
+            mem_node: None,
+            max_time_ns: u64::MAX,
+        };
+        let cfg = SimConfig {
+            noise: false,
+            checked: true,
+            ..SimConfig::default()
+        };
+        let mut s = Sim::new(m, d, spec, cfg);
+        // r runs on CPU 0; p (pinned to CPU 0), q and x wait there, enqueued
+        // in that order; picking r moved it to the head, so cfs_tasks from the
+        // tail is p, q, x, r.
+        let mut ids = vec![];
+        for pinned in [false, true, false, false] {
+            let id = s.tasks.len() as TaskId;
+            let affinity = if pinned {
+                CpuMask::from_cpus([0])
+            } else {
+                s.machine.all_cpus()
+            };
+            s.tasks.push(Task::new(id, "t", 1, 0, 0, affinity));
+            s.update_rq_clock(0);
+            s.enqueue_task(0, id, EnqueueKind::New);
+            s.tasks[id as usize].state = TaskState::Runnable;
+            ids.push(id);
+        }
+        let [r, p, q, x] = ids[..] else {
+            unreachable!()
+        };
+        s.set_next_entity(0, r);
+        s.rqs[0].curr = Some(r);
+        s.tasks[r as usize].state = TaskState::Running;
+        assert_eq!(
+            s.rqs[0].cfs_tasks.from_tail(s.group_links.as_slice()),
+            [p, q, x, r]
+        );
+        // Nobody ran recently: no task is cache-hot.
+        s.now = 50_000_000;
+        let level = 1; // MC above CLS
+        let mut env = LbEnv {
+            this_cpu: 1,
+            dst: 1,
+            level,
+            sd_flags: s.domains.cpus[1].domains[level].flags,
+            idle: IdleType::Idle,
+            cpus: s.machine.all_cpus(),
+            dst_grpmask: CpuMask::default(),
+            imbalance: 1,
+            mt: MigrationType::Task,
+            src: 0,
+            loop_max: 4,
+            all_pinned: true,
+            some_pinned: false,
+            dst_pinned: false,
+            new_dst_cpu: 1,
+            llc_pinned: false,
+        };
+        assert_eq!(s.detach_attach(&mut env), 1);
+        assert_eq!(
+            s.tasks[q as usize].cpu, 1,
+            "the first movable task from the tail"
+        );
+        // p (pinned) was passed over and went to the head: the next walk
+        // starts with x, then r (without the move it would be p again).
+        assert_eq!(
+            s.rqs[0].cfs_tasks.from_tail(s.group_links.as_slice()),
+            [x, r, p]
+        );
+        assert!(env.some_pinned && !env.all_pinned);
+        for rq in &s.rqs[..2] {
+            assert_eq!(
+                rq.cfs_tasks.walk_checked(s.group_links.as_slice(), |_| ()),
+                Ok(())
+            );
+            assert_eq!(
+                rq.cfs.timeline.walk_checked(s.run_nodes.as_slice(), |_| ()),
+                Ok(())
+            );
+        }
     }
 }
