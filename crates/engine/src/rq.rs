@@ -11,7 +11,7 @@ pub struct CfsRq {
     /// Queued entities other than `curr`, ordered by (deadline, id)
     /// (`tasks_timeline`).
     pub timeline: Timeline,
-    /// The fair task currently running, if any (kept out of `queue`).
+    /// The fair task currently running, if any (kept out of the timeline).
     pub curr: Option<TaskId>,
     /// Entities on the runqueue including curr and delayed ones (`h_nr_queued`).
     pub nr_queued: u32,
@@ -23,7 +23,7 @@ pub struct CfsRq {
     pub load_weight: u64,
     /// Reference point of the vruntime keys.
     pub zero_vruntime: u64,
-    /// Σ w·(v − zero) and Σ w over `queue` (curr is added on the fly).
+    /// Σ w·(v − zero) and Σ w over the timeline (curr is added on the fly).
     pub sum_w_key: i128,
     pub sum_weight: i128,
     pub avg: SchedAvg,

@@ -254,11 +254,11 @@ impl Sim {
             .curr
             .filter(|&c| self.tasks[c as usize].se.on_rq)
             .map(|c| self.tasks[c as usize].se.slice);
-        let tasks = self.run_nodes.as_slice();
+        let nodes = self.run_nodes.as_slice();
         let tree = if min {
-            cfs.timeline.min_slice(tasks)
+            cfs.timeline.min_slice(nodes)
         } else {
-            cfs.timeline.max_slice(tasks)
+            cfs.timeline.max_slice(nodes)
         };
         let bound = match (curr, tree) {
             (Some(a), Some(b)) => Some(if min { a.min(b) } else { a.max(b) }),
@@ -271,6 +271,7 @@ impl Sim {
     /// __setparam_fair()): a non-zero request becomes a custom slice clamped
     /// to 0.1-100 ms; zero restores the base slice. It applies from the
     /// task's next deadline.
+    ///
     /// A queued entity is taken out of the timeline and put back, as the
     /// kernel dequeues and enqueues it around the change, so the tree's
     /// slice bounds stay true.
