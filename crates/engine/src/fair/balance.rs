@@ -1593,25 +1593,9 @@ mod tests {
     /// cfs_tasks, so the next balance starts with the others.
     #[test]
     fn detach_tasks_moves_passed_over_tasks_to_the_head() {
-        use crate::sim::{EnqueueKind, SimConfig};
+        use crate::sim::EnqueueKind;
         use crate::task::{Task, TaskState};
-        use schedlab_topo::{build_domains, preset, DomainConfig};
-        let m = preset("kunpeng920").expect("preset");
-        let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-        let spec = schedlab_workload::WorkloadSpec {
-            name: "none".into(),
-            templates: vec![],
-            initial: vec![],
-            sync: vec![],
-            mem_node: None,
-            max_time_ns: u64::MAX,
-        };
-        let cfg = SimConfig {
-            noise: false,
-            checked: true,
-            ..SimConfig::default()
-        };
-        let mut s = Sim::new(m, d, spec, cfg);
+        let mut s = crate::fair::fidelity_tests::bare("kunpeng920");
         // r runs on CPU 0; p (pinned to CPU 0), q and x wait there, enqueued
         // in that order; picking r moved it to the head, so cfs_tasks from the
         // tail is p, q, x, r.

@@ -10,8 +10,9 @@ use crate::task::Task;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig, SdFlags};
 use schedlab_workload::WorkloadSpec;
 
-/// An idle simulator of `machine` without noise and without workload.
-fn bare(machine: &str) -> Sim {
+/// An idle simulator of `machine` without noise and without workload, in
+/// checked mode (also used by other test modules of the fair class).
+pub(super) fn bare(machine: &str) -> Sim {
     let m = preset(machine).expect("preset");
     let d = build_domains(&m, &DomainConfig::default()).expect("domains");
     let spec = WorkloadSpec {
