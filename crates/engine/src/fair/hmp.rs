@@ -240,14 +240,7 @@ impl Sim {
             .unwrap_or(prev);
         // Count only real moves between clusters (not a fork's first placement).
         if !fork && self.hmp_is_big(cpu) != prev_big {
-            let h = &mut self.tasks[t as usize].hmp;
-            if prev_big {
-                self.counters.hmp_down += 1;
-                h.last_down_ns = Some(self.now);
-            } else {
-                self.counters.hmp_up += 1;
-                h.last_up_ns = Some(self.now);
-            }
+            self.hmp_note_move(t, !prev_big);
         }
         cpu
     }
@@ -335,8 +328,7 @@ impl Sim {
             }
             if let Some(c) = self.hmp_least_loaded(t, true, None) {
                 if self.is_idle_cpu(c) {
-                    self.counters.hmp_up += 1;
-                    self.tasks[t as usize].hmp.last_up_ns = Some(self.now);
+                    self.hmp_note_move(t, true);
                     self.hmp_migrate(t, c, true);
                 }
             }
@@ -346,15 +338,27 @@ impl Sim {
                 return;
             }
             if let Some(c) = self.hmp_least_loaded(t, false, None) {
-                self.counters.hmp_down += 1;
-                self.tasks[t as usize].hmp.last_down_ns = Some(self.now);
+                self.hmp_note_move(t, false);
                 self.hmp_migrate(t, c, true);
             }
         } else if let Some(c) = self.linaro_offload_target(cpu, t) {
-            self.counters.hmp_down += 1;
+            self.hmp_note_move(t, false);
             self.counters.hmp_offloads += 1;
-            self.tasks[t as usize].hmp.last_down_ns = Some(self.now);
             self.hmp_migrate(t, c, true);
+        }
+    }
+
+    /// Counts a move between the clusters (up = little to big) and notes
+    /// when it happened (Linaro's `hmp_last_up/down_migration`, read by
+    /// `hmp_settled`; HPERF_HMP never reads them).
+    fn hmp_note_move(&mut self, t: TaskId, up: bool) {
+        let h = &mut self.tasks[t as usize].hmp;
+        if up {
+            self.counters.hmp_up += 1;
+            h.last_up_ns = Some(self.now);
+        } else {
+            self.counters.hmp_down += 1;
+            h.last_down_ns = Some(self.now);
         }
     }
 
@@ -429,10 +433,7 @@ impl Sim {
             return false;
         };
         self.hmp_in_balance = true;
-        self.counters.hmp_up += 1;
-        if !hperf {
-            self.tasks[t as usize].hmp.last_up_ns = Some(self.now);
-        }
+        self.hmp_note_move(t, true);
         self.hmp_migrate(t, cpu, false);
         self.hmp_in_balance = false;
         true
@@ -482,7 +483,7 @@ impl Sim {
         let idle_big = (0..n).find(|&c| self.hmp_is_big(c) && self.is_idle_cpu(c));
         if let (Some(dst), true) = (idle_big, nl > 0) {
             if let Some(t) = self.hperf_pick(false, dst, false) {
-                self.counters.hmp_up += 1;
+                self.hmp_note_move(t, true);
                 self.hmp_migrate(t, dst, true);
                 self.hmp_in_balance = false;
                 return;
@@ -498,7 +499,7 @@ impl Sim {
         if big_over || even_down {
             if let Some(t) = self.hperf_pick(true, CpuId::MAX, true) {
                 if let Some(dst) = self.hmp_least_loaded(t, false, None) {
-                    self.counters.hmp_down += 1;
+                    self.hmp_note_move(t, false);
                     self.hmp_migrate(t, dst, true);
                     self.hmp_in_balance = false;
                     return;
@@ -510,7 +511,7 @@ impl Sim {
         if nl > cl && nb >= cb && lb(nb + 1).max(ll(nl - 1)) < before {
             if let Some(t) = self.hperf_pick(false, CpuId::MAX, false) {
                 if let Some(dst) = self.hmp_least_loaded(t, true, None) {
-                    self.counters.hmp_up += 1;
+                    self.hmp_note_move(t, true);
                     self.hmp_migrate(t, dst, true);
                     self.hmp_in_balance = false;
                     return;
