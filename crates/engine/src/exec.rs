@@ -15,7 +15,7 @@
 
 use crate::event::{EventKind, TaskId};
 use crate::sim::{Sim, WF_SYNC};
-use crate::task::Activity;
+use crate::task::{Activity, SpinWait};
 use schedlab_workload::{Step, SyncObject};
 use std::collections::VecDeque;
 
@@ -32,6 +32,8 @@ enum Obj {
     Mutex {
         owner: Option<TaskId>,
         waiters: VecDeque<TaskId>,
+        /// Tasks busy-waiting in a trylock loop (`Step::SpinLock`).
+        spinners: Vec<TaskId>,
     },
     Cond {
         waiters: VecDeque<TaskId>,
@@ -50,6 +52,9 @@ enum Obj {
     },
     Counter {
         value: u32,
+        /// Tasks polling the counter as a flag (`Step::Poll`), each while
+        /// the value equals the one it holds here.
+        pollers: Vec<(TaskId, u32)>,
     },
 }
 
@@ -62,6 +67,7 @@ impl Ipc {
                 SyncObject::Mutex => Obj::Mutex {
                     owner: None,
                     waiters: VecDeque::new(),
+                    spinners: Vec::new(),
                 },
                 SyncObject::Cond => Obj::Cond {
                     waiters: VecDeque::new(),
@@ -77,22 +83,36 @@ impl Ipc {
                     count: initial as u64,
                     waiters: VecDeque::new(),
                 },
-                SyncObject::Counter => Obj::Counter { value: 0 },
+                SyncObject::Counter => Obj::Counter {
+                    value: 0,
+                    pollers: Vec::new(),
+                },
             })
             .collect();
         Ipc { objs }
     }
 
-    /// Tasks queued on any object (for tests).
+    /// A counter's value (for tests).
+    #[cfg(test)]
+    pub fn counter(&self, id: u32) -> Option<u32> {
+        match self.objs.get(id as usize) {
+            Some(Obj::Counter { value, .. }) => Some(*value),
+            _ => None,
+        }
+    }
+
+    /// Tasks queued, spinning or polling on any object (for tests).
     #[cfg(test)]
     pub fn nr_waiters(&self) -> usize {
         self.objs
             .iter()
             .map(|o| match o {
-                Obj::Other | Obj::Counter { .. } => 0,
-                Obj::Mutex { waiters, .. } | Obj::Cond { waiters } | Obj::Sem { waiters, .. } => {
-                    waiters.len()
-                }
+                Obj::Other => 0,
+                Obj::Counter { pollers, .. } => pollers.len(),
+                Obj::Mutex {
+                    waiters, spinners, ..
+                } => waiters.len() + spinners.len(),
+                Obj::Cond { waiters } | Obj::Sem { waiters, .. } => waiters.len(),
                 Obj::Chan {
                     readers, writers, ..
                 } => readers.len() + writers.len(),
@@ -193,13 +213,15 @@ impl Sim {
                     exit_to,
                 } => {
                     let got = match self.obj(counter) {
-                        Some(Obj::Counter { value }) if *value < limit => {
+                        Some(Obj::Counter { value, .. }) if *value < limit => {
                             *value += 1;
                             true
                         }
                         _ => false,
                     };
-                    if !got {
+                    if got {
+                        self.counter_changed(t, counter);
+                    } else {
                         self.tasks[t as usize].pc = exit_to;
                     }
                 }
@@ -208,16 +230,47 @@ impl Sim {
                     below,
                     else_to,
                 } => {
-                    let go_on =
-                        matches!(self.obj(counter), Some(Obj::Counter { value }) if *value < below);
+                    let go_on = matches!(self.obj(counter), Some(Obj::Counter { value, .. }) if *value < below);
                     if !go_on {
                         self.tasks[t as usize].pc = else_to;
                     }
                 }
-                Step::ResetCounter { counter } => {
-                    if let Some(Obj::Counter { value }) = self.obj(counter) {
-                        *value = 0;
+                Step::ResetCounter { counter } => self.counter_set(t, counter, 0),
+                Step::SetCounter { counter, value } => self.counter_set(t, counter, value),
+                Step::Count {
+                    counter,
+                    delta,
+                    reached,
+                    jump_to,
+                } => {
+                    let Some(Obj::Counter { value, .. }) = self.obj(counter) else {
+                        continue;
+                    };
+                    let v = (i64::from(*value) + i64::from(delta)).clamp(0, i64::from(u32::MAX));
+                    let v = v as u32;
+                    *value = v;
+                    self.counter_changed(t, counter);
+                    if v == reached {
+                        self.tasks[t as usize].pc = jump_to;
                     }
+                }
+                Step::Jump { to } => self.tasks[t as usize].pc = to,
+                Step::Poll {
+                    counter,
+                    value,
+                    spin_ns,
+                } => {
+                    if let Flow::Stop = self.poll_flag(t, counter, value, spin_ns) {
+                        return;
+                    }
+                }
+                Step::SpinLock { mutex } => {
+                    if let Flow::Stop = self.spin_lock(t, mutex) {
+                        return;
+                    }
+                }
+                Step::BroadcastRequeue { cond, mutex } => {
+                    self.cond_broadcast_requeue(t, cond, mutex)
                 }
                 Step::NewProcess => {
                     // Thread-group ids: 1 for the workload's first process, then
@@ -407,8 +460,9 @@ impl Sim {
 
     /// A spinning waiter sees the release after the cache line reaches it.
     fn release_spinner(&mut self, s: TaskId, waker_cpu: schedlab_topo::CpuId) {
-        let tk = &mut self.tasks[s as usize];
-        tk.barrier_wait = None;
+        self.tasks[s as usize].barrier_wait = None;
+        self.tasks[s as usize].spin_wait = None;
+        let tk = &self.tasks[s as usize];
         let running = self.rqs[tk.cpu as usize].curr == Some(s);
         let lat = self.machine.c2c_ns(waker_cpu, tk.cpu) as f64;
         if running {
@@ -425,8 +479,18 @@ impl Sim {
         }
     }
 
-    /// A spinning waiter gives up and sleeps on the barrier (futex wait).
+    /// A spinning waiter's budget ran out: at a barrier it sleeps (futex
+    /// wait); a flag poller goes on with its next step.
     pub(crate) fn spin_end(&mut self, t: TaskId) {
+        if let Some(SpinWait::Flag(c)) = self.tasks[t as usize].spin_wait {
+            self.tasks[t as usize].spin_wait = None;
+            if let Some(Obj::Counter { pollers, .. }) = self.obj(c) {
+                pollers.retain(|&(p, _)| p != t);
+            }
+            self.counters.spin_timeouts += 1;
+            self.step_done(t);
+            return;
+        }
         let Some((id, gen)) = self.tasks[t as usize].barrier_wait else {
             return;
         };
@@ -576,7 +640,7 @@ impl Sim {
 
     /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
     fn mutex_lock(&mut self, t: TaskId, m: u32) -> Flow {
-        let Some(Obj::Mutex { owner, waiters }) = self.obj(m) else {
+        let Some(Obj::Mutex { owner, waiters, .. }) = self.obj(m) else {
             return Flow::Next;
         };
         match *owner {
@@ -592,13 +656,160 @@ impl Sim {
         }
     }
 
-    /// pthread_mutex_unlock(): release and futex-wake one waiter (FIFO).
+    /// pthread_mutex_unlock(): release and futex-wake one waiter (FIFO). A
+    /// task spinning on the lock on a CPU right now takes it first (the one
+    /// the lock's cache line reaches soonest); the woken waiter then finds it
+    /// taken and queues again, as a futex waiter does.
     fn mutex_unlock(&mut self, t: TaskId, m: u32) {
-        let Some(Obj::Mutex { owner, waiters }) = self.obj(m) else {
+        let from = self.tasks[t as usize].cpu;
+        let taker = match self.ipc.objs.get(m as usize) {
+            Some(Obj::Mutex { spinners, .. }) => spinners
+                .iter()
+                .copied()
+                .filter(|&s| self.rqs[self.tasks[s as usize].cpu as usize].curr == Some(s))
+                .min_by_key(|&s| self.machine.c2c_ns(from, self.tasks[s as usize].cpu)),
+            _ => return,
+        };
+        let Some(Obj::Mutex {
+            owner,
+            waiters,
+            spinners,
+        }) = self.obj(m)
+        else {
             return;
         };
-        *owner = None;
-        if let Some(w) = waiters.pop_front() {
+        *owner = taker;
+        if let Some(s) = taker {
+            spinners.retain(|&x| x != s);
+        }
+        let woken = waiters.pop_front();
+        if let Some(s) = taker {
+            self.release_spinner(s, from);
+        }
+        if let Some(w) = woken {
+            self.wake_waiter(w, t, 0);
+        }
+    }
+
+    /// `while (pthread_mutex_trylock(m) == EBUSY);`: take the lock if it is
+    /// free, otherwise spin (no bound, no sleep) until an unlock hands it over
+    /// or, if preempted meanwhile, until the spinner runs again and finds it
+    /// free ([`Sim::lock_spinner_resumes`]).
+    fn spin_lock(&mut self, t: TaskId, m: u32) -> Flow {
+        let Some(Obj::Mutex {
+            owner, spinners, ..
+        }) = self.obj(m)
+        else {
+            return Flow::Next;
+        };
+        match *owner {
+            None => {
+                *owner = Some(t);
+                Flow::Next
+            }
+            Some(o) if o == t => Flow::Next,
+            Some(_) => {
+                spinners.push(t);
+                self.tasks[t as usize].spin_wait = Some(SpinWait::Lock(m));
+                self.start_activity(t, Activity::Spin, f64::INFINITY);
+                Flow::Stop
+            }
+        }
+    }
+
+    /// A lock spinner is switched back in: if the lock was released while it
+    /// was preempted and nobody took it, its next trylock succeeds. Returns
+    /// true when it took the lock (it then goes on with its program).
+    pub(crate) fn lock_spinner_resumes(&mut self, t: TaskId) -> bool {
+        let Some(SpinWait::Lock(m)) = self.tasks[t as usize].spin_wait else {
+            return false;
+        };
+        let Some(Obj::Mutex {
+            owner, spinners, ..
+        }) = self.obj(m)
+        else {
+            return false;
+        };
+        if owner.is_some() {
+            return false;
+        }
+        *owner = Some(t);
+        spinners.retain(|&x| x != t);
+        self.tasks[t as usize].spin_wait = None;
+        let tk = &mut self.tasks[t as usize];
+        tk.activity = Activity::Compute;
+        tk.remaining = 1.0;
+        true
+    }
+
+    /// `Step::Poll`: spin while the flag equals `value`, at most `spin_ns`.
+    fn poll_flag(&mut self, t: TaskId, c: u32, value: u32, spin_ns: u64) -> Flow {
+        let Some(Obj::Counter { value: v, pollers }) = self.obj(c) else {
+            return Flow::Next;
+        };
+        if *v != value || spin_ns == 0 {
+            return Flow::Next;
+        }
+        pollers.push((t, value));
+        self.tasks[t as usize].spin_wait = Some(SpinWait::Flag(c));
+        self.start_activity(t, Activity::Spin, spin_ns as f64);
+        Flow::Stop
+    }
+
+    /// Sets a counter and releases the pollers it concerns.
+    fn counter_set(&mut self, t: TaskId, c: u32, value: u32) {
+        if let Some(Obj::Counter { value: v, .. }) = self.obj(c) {
+            *v = value;
+            self.counter_changed(t, c);
+        }
+    }
+
+    /// A counter changed: pollers spinning while it held another value see
+    /// the change once the cache line reaches them.
+    fn counter_changed(&mut self, t: TaskId, c: u32) {
+        let Some(Obj::Counter { value, pollers }) = self.obj(c) else {
+            return;
+        };
+        if pollers.is_empty() {
+            return;
+        }
+        let v = *value;
+        let mut released = Vec::new();
+        pollers.retain(|&(p, want)| {
+            let keep = want == v;
+            if !keep {
+                released.push(p);
+            }
+            keep
+        });
+        let from = self.tasks[t as usize].cpu;
+        for p in released {
+            self.release_spinner(p, from);
+        }
+    }
+
+    /// pthread_cond_broadcast() in glibc before 2.25 (FUTEX_CMP_REQUEUE):
+    /// wake the first waiter and move the others onto the mutex's wait
+    /// queue, so that each unlock wakes one of them. With the mutex not held
+    /// (the requeue would strand them) every waiter is woken.
+    fn cond_broadcast_requeue(&mut self, t: TaskId, cond: u32, m: u32) {
+        let held = matches!(
+            self.ipc.objs.get(m as usize),
+            Some(Obj::Mutex { owner: Some(_), .. })
+        );
+        if !held {
+            self.cond_wake(t, cond, true);
+            return;
+        }
+        let Some(Obj::Cond { waiters }) = self.obj(cond) else {
+            return;
+        };
+        let first = waiters.pop_front();
+        let rest: Vec<TaskId> = waiters.drain(..).collect();
+        if let Some(Obj::Mutex { waiters, .. }) = self.obj(m) {
+            waiters.extend(rest);
+        }
+        if let Some(w) = first {
             self.wake_waiter(w, t, 0);
         }
     }
@@ -1158,6 +1369,275 @@ mod tests {
                 (got - want).abs() < 0.02 * want,
                 "cpu {cpu}: spun {got} ns of CPU time, budget {want}"
             );
+        }
+    }
+
+    /// Trylock spinners and futex lockers on one mutex held across work:
+    /// critical sections never overlap, every thread finishes (odd seeds
+    /// squeeze the threads onto 3 CPUs, so spinners are preempted and must
+    /// take the lock when they run again).
+    #[test]
+    fn spin_locks_exclude_and_hand_over() {
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-spinlock");
+            let ts = (0..7)
+                .map(|i| {
+                    let mut s = Vec::new();
+                    for _ in 0..40 {
+                        s.push(work(&mut r, 50));
+                        s.push(if i % 2 == 0 {
+                            Step::SpinLock { mutex: 0 }
+                        } else {
+                            Step::Lock { mutex: 0 }
+                        });
+                        s.push(Step::Mark { tag: 1 });
+                        s.push(work(&mut r, 30));
+                        s.push(Step::Mark { tag: 2 });
+                        s.push(Step::Unlock { mutex: 0 });
+                    }
+                    tpl("s", s)
+                })
+                .collect();
+            let sim = run("exynos5422", spec(ts, vec![SyncObject::Mutex]), seed);
+            let mut inside: Option<u32> = None;
+            for &(t, tag, _) in &sim.marks {
+                if tag == 1 {
+                    assert_eq!(inside, None, "seed {seed}");
+                    inside = Some(t);
+                } else {
+                    assert_eq!(inside, Some(t), "seed {seed}");
+                    inside = None;
+                }
+            }
+            assert_eq!(sim.marks.len(), 7 * 40 * 2, "seed {seed}");
+        }
+    }
+
+    /// Lock-holder preemption: a trylock spinner shares its CPU with the
+    /// lock holder, so it burns its turns while the holder is preempted, and
+    /// it is not running when the holder unlocks: it takes the lock on its
+    /// next turn.
+    #[test]
+    fn a_preempted_lock_spinner_takes_the_lock_when_it_runs_again() {
+        let pin = |name: &str, steps| {
+            let mut t = tpl(name, steps);
+            t.affinity = Some(CpuMask::from_cpus([4]));
+            t
+        };
+        let holder = pin(
+            "holder",
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute {
+                    work_ns: 10_000_000,
+                },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        let spinner = pin(
+            "spinner",
+            vec![
+                Step::Compute { work_ns: 100_000 },
+                Step::SpinLock { mutex: 0 },
+                Step::Mark { tag: 1 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        let sim = run(
+            "exynos5422",
+            spec(vec![holder, spinner], vec![SyncObject::Mutex]),
+            2,
+        );
+        let s = sim.tasks.iter().find(|t| &*t.name == "spinner").unwrap();
+        // It spun for whole turns of the CPU while the holder waited.
+        assert!(s.stats.cpu_time_ns > 2_000_000, "{}", s.stats.cpu_time_ns);
+        assert_eq!(sim.marks.len(), 1);
+        assert!(sim.marks[0].2 > 10_000_000 + s.stats.cpu_time_ns - 200_000);
+    }
+
+    /// A flag poller on an A15 goes on as soon as the flag changes (after
+    /// the cache line's trip), or after its budget of work if it never does.
+    #[test]
+    fn poll_sees_the_flag_change_or_gives_up_after_its_budget() {
+        let pin = |c: u16, name: &str, steps| {
+            let mut t = tpl(name, steps);
+            t.affinity = Some(CpuMask::from_cpus([c]));
+            t
+        };
+        for (set_after_ns, budget_ns) in [(30_000u64, 100_000u64), (300_000, 100_000)] {
+            let poller = pin(
+                4,
+                "poller",
+                vec![
+                    Step::Poll {
+                        counter: 0,
+                        value: 0,
+                        spin_ns: budget_ns,
+                    },
+                    Step::Mark { tag: 1 },
+                ],
+            );
+            let setter = pin(
+                5,
+                "setter",
+                vec![
+                    Step::Compute {
+                        work_ns: set_after_ns,
+                    },
+                    Step::SetCounter {
+                        counter: 0,
+                        value: 1,
+                    },
+                ],
+            );
+            let sim = run(
+                "exynos5422",
+                spec(vec![poller, setter], vec![SyncObject::Counter]),
+                2,
+            );
+            let p = sim.tasks.iter().find(|t| &*t.name == "poller").unwrap();
+            let spun = p.stats.cpu_time_ns;
+            if set_after_ns < budget_ns {
+                assert_eq!(sim.counters.spin_timeouts, 0);
+                // It spun until the change (both started together, ± fork jitter).
+                assert!(
+                    spun > set_after_ns - 30_000 && spun < set_after_ns + 30_000,
+                    "{spun}"
+                );
+            } else {
+                assert_eq!(sim.counters.spin_timeouts, 1);
+                assert!(spun >= budget_ns && spun < budget_ns + 5_000, "{spun}");
+            }
+        }
+    }
+
+    /// `Count` adds and jumps when the new value is the one named.
+    #[test]
+    fn count_jumps_when_the_value_is_reached() {
+        let steps = vec![
+            // 0: n += 1; at 3 jump to 3.
+            Step::Count {
+                counter: 0,
+                delta: 1,
+                reached: 3,
+                jump_to: 3,
+            },
+            Step::Mark { tag: 1 },
+            Step::Jump { to: 0 },
+            // 3: count back down to 0, marking each pass.
+            Step::Mark { tag: 2 },
+            Step::Count {
+                counter: 0,
+                delta: -1,
+                reached: 0,
+                jump_to: 6,
+            },
+            Step::Jump { to: 3 },
+            Step::Mark { tag: 3 },
+        ];
+        let sim = run(
+            "exynos5422",
+            spec(vec![tpl("c", steps)], vec![SyncObject::Counter]),
+            2,
+        );
+        let tags: Vec<u32> = sim.marks.iter().map(|m| m.1).collect();
+        assert_eq!(tags, vec![1, 1, 2, 2, 2, 3]);
+    }
+
+    /// glibc's requeueing broadcast wakes one waiter; the others are woken
+    /// one by one by the unlocks, so each waiter is woken exactly once. A
+    /// plain broadcast wakes them all, and those that find the mutex taken
+    /// sleep and are woken again.
+    #[test]
+    fn requeue_broadcast_wakes_each_waiter_once() {
+        let n = 5u32;
+        let wakeups = |requeue: bool| {
+            let mut ts: Vec<ThreadTemplate> = (0..n)
+                .map(|_| {
+                    tpl(
+                        "w",
+                        vec![
+                            Step::Lock { mutex: 0 },
+                            Step::SemPost { sem: 2 },
+                            Step::Wait {
+                                cond: 1,
+                                mutex: Some(0),
+                            },
+                            Step::Compute { work_ns: 20_000 },
+                            Step::Unlock { mutex: 0 },
+                        ],
+                    )
+                })
+                .collect();
+            let mut b: Vec<Step> = (0..n).map(|_| Step::SemWait { sem: 2 }).collect();
+            b.push(Step::Lock { mutex: 0 });
+            b.push(if requeue {
+                Step::BroadcastRequeue { cond: 1, mutex: 0 }
+            } else {
+                Step::Broadcast { cond: 1 }
+            });
+            b.push(Step::Compute { work_ns: 5_000 });
+            b.push(Step::Unlock { mutex: 0 });
+            ts.push(tpl("b", b));
+            let sync = vec![
+                SyncObject::Mutex,
+                SyncObject::Cond,
+                SyncObject::Semaphore { initial: 0 },
+            ];
+            let sim = run("exynos5422", spec(ts, sync), 2);
+            sim.tasks
+                .iter()
+                .filter(|t| &*t.name == "w")
+                .map(|t| t.stats.wakeups)
+                .sum::<u64>()
+        };
+        // Each waiter blocks once on the condition (and possibly once on the
+        // mutex before it: the broadcaster may hold it when a waiter arrives).
+        let requeued = wakeups(true);
+        let plain = wakeups(false);
+        assert!(requeued < plain, "requeue {requeued}, plain {plain}");
+    }
+
+    /// parsec_barrier_wait() as streamcluster runs it: no thread passes
+    /// barrier k+1 before every thread has passed barrier k, and the
+    /// barrier ends in its arrival phase with nobody inside.
+    #[test]
+    fn parsec_barrier_keeps_threads_in_step() {
+        use schedlab_workload::parsec::ParsecBarrier;
+        let n = 6u32;
+        let rounds = 25u32;
+        for seed in SEEDS {
+            let mut r = rng::stream(seed, "test-parsec-barrier");
+            let bar = ParsecBarrier::at(0, n);
+            let ts = (0..n)
+                .map(|i| {
+                    let mut s = Vec::new();
+                    for k in 0..rounds {
+                        s.push(work(&mut r, 150));
+                        s.push(Step::Mark { tag: k });
+                        // Half the threads spin long, half hardly at all.
+                        bar.wait(&mut s, if i % 2 == 0 { 100_000 } else { 1_000 });
+                    }
+                    tpl("p", s)
+                })
+                .collect();
+            let sim = run(
+                "exynos5422",
+                spec(ts, ParsecBarrier::objects().to_vec()),
+                seed,
+            );
+            let tags: Vec<u32> = sim.marks.iter().map(|m| m.1).collect();
+            assert_eq!(tags.len(), (n * rounds) as usize, "seed {seed}");
+            assert!(
+                tags.windows(2).all(|w| w[0] <= w[1]),
+                "seed {seed}: {tags:?}"
+            );
+            assert!(
+                (0..rounds).all(|k| tags.iter().filter(|&&t| t == k).count() == n as usize),
+                "seed {seed}"
+            );
+            assert_eq!(sim.ipc.counter(bar.count), Some(0), "seed {seed}");
+            assert_eq!(sim.ipc.counter(bar.departing), Some(0), "seed {seed}");
         }
     }
 }

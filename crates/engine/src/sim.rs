@@ -971,6 +971,11 @@ impl Sim {
                 self.recompute_mem_rates(Some(t));
             }
             Activity::Spin => {
+                if self.lock_spinner_resumes(t) {
+                    // Its first trylock on this run succeeded: go on.
+                    self.begin_activity(t);
+                    return;
+                }
                 self.tasks[t as usize].rate = self.compute_rate(cpu);
                 self.arm(t);
             }

@@ -27,11 +27,21 @@ pub enum Activity {
     Compute,
     /// Memory streaming.
     Memory,
-    /// Active wait (barrier spin): burns CPU, makes no progress; `remaining`
-    /// is the spin budget left, in work-ns like Compute.
+    /// Active wait (barrier spin, flag poll, lock spin): burns CPU, makes no
+    /// progress; `remaining` is the spin budget left, in work-ns like
+    /// Compute (infinite for a lock spin, which has no bound).
     Spin,
     /// Busy for wall time (rt-app `runtime`): progresses at rate 1 on any CPU.
     Wall,
+}
+
+/// What a task in [`Activity::Spin`] waits for, other than a barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinWait {
+    /// `Step::Poll`: a counter used as a flag (sync id).
+    Flag(u32),
+    /// `Step::SpinLock`: a mutex (sync id).
+    Lock(u32),
 }
 
 /// The fair-class scheduling entity (`struct sched_entity`).
@@ -126,6 +136,8 @@ pub struct Task {
     pub pending_spawn: Option<u32>,
     /// Waiting at barrier `id` with generation `gen`.
     pub barrier_wait: Option<(u32, u32)>,
+    /// What a spinning task polls besides a barrier (a flag or a lock).
+    pub spin_wait: Option<SpinWait>,
     pub stats: TaskStats,
     /// Bytes still to send/receive in a blocked channel step (0 = none).
     pub io_left: u64,
@@ -207,6 +219,7 @@ impl Task {
             llc_counted: None,
             pending_spawn: None,
             barrier_wait: None,
+            spin_wait: None,
             stats: TaskStats::default(),
             io_left: 0,
             step_phase: 0,

@@ -25,7 +25,7 @@
 //! ns of work on a capacity-1024 CPU, no cache or memory-bandwidth effects);
 //! file I/O is a sleep; input sets use PARSEC's sizes but not its data.
 
-use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use crate::program::{Step, SyncId, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
 
@@ -128,6 +128,150 @@ pub const SC_GEN_NS: u64 = 2;
 /// iteration count is fixed, so on a slower core the spin lasts longer.
 /// (bodytrack uses the libc pthread_barrier, which blocks at once.)
 pub const SC_BARRIER_SPIN_NS: u64 = 100_000;
+
+/// Sync objects of one PARSEC spin barrier (`parsec_barrier_t`).
+#[derive(Clone, Copy, Debug)]
+pub struct ParsecBarrier {
+    /// The barrier's pthread mutex.
+    pub mutex: SyncId,
+    /// Its condition variable.
+    pub cond: SyncId,
+    /// A counter: `n`, the threads inside the barrier.
+    pub count: SyncId,
+    /// A counter used as the phase flag: 0 = arrival phase
+    /// (`is_arrival_phase` true), 1 = departure phase.
+    pub departing: SyncId,
+    /// Threads that meet at it (`max`).
+    pub parties: u32,
+}
+
+impl ParsecBarrier {
+    /// The sync objects it needs, in the order of its ids starting at `first`.
+    pub fn objects() -> [SyncObject; 4] {
+        [
+            SyncObject::Mutex,
+            SyncObject::Cond,
+            SyncObject::Counter,
+            SyncObject::Counter,
+        ]
+    }
+
+    /// The barrier whose objects start at sync id `first`.
+    pub fn at(first: SyncId, parties: u32) -> ParsecBarrier {
+        ParsecBarrier {
+            mutex: first,
+            cond: first + 1,
+            count: first + 2,
+            departing: first + 3,
+            parties,
+        }
+    }
+
+    /// Appends parsec_barrier_wait() with ENABLE_SPIN_BARRIER (PARSEC 3.0
+    /// `pkgs/libs/hooks` parsec_barrier.cpp, which streamcluster's pthreads
+    /// build substitutes for pthread_barrier_wait()). A two-phase
+    /// centralised barrier under one mutex:
+    /// 1. lock; if the previous use is still departing, unlock, poll the
+    ///    flag for up to `spin_ns`, take the lock in a trylock loop, then
+    ///    cond-wait until the arrival phase starts;
+    /// 2. `++n`: the last thread starts the departure phase and broadcasts;
+    ///    the others unlock, poll for up to `spin_ns`, trylock-spin, then
+    ///    cond-wait until the departure phase starts;
+    /// 3. `--n` under the lock: the last to leave starts the next arrival
+    ///    phase and broadcasts; unlock.
+    ///
+    /// The broadcasts are glibc's of the time (requeue onto the mutex), so
+    /// sleepers leave one at a time, each woken by the previous unlock.
+    pub fn wait(&self, s: &mut Vec<Step>, spin_ns: u64) {
+        let at = |s: &Vec<Step>| s.len() as u32;
+        let (m, c, n, f) = (self.mutex, self.cond, self.count, self.departing);
+        // The step indices below are fixed by this layout.
+        let base = at(s);
+        let arrive = base + 10;
+        let last = base + 17;
+        let depart = base + 19;
+        let last_out = base + 22;
+        let end = base + 25;
+        // 0-2: lock; arrival phase? go to `arrive`.
+        s.push(Step::Lock { mutex: m });
+        s.push(Step::TestCounter {
+            counter: f,
+            below: 1,
+            else_to: base + 3,
+        });
+        s.push(Step::Jump { to: arrive });
+        // 3-9: wait for the previous departure to finish.
+        s.push(Step::Unlock { mutex: m });
+        s.push(Step::Poll {
+            counter: f,
+            value: 1,
+            spin_ns,
+        });
+        s.push(Step::SpinLock { mutex: m });
+        s.push(Step::TestCounter {
+            counter: f,
+            below: 1,
+            else_to: base + 8,
+        });
+        s.push(Step::Jump { to: arrive });
+        s.push(Step::Wait {
+            cond: c,
+            mutex: Some(m),
+        });
+        s.push(Step::Jump { to: base + 6 });
+        debug_assert_eq!(at(s), arrive);
+        // 10-16: arrive; all but the last wait for the departure phase.
+        s.push(Step::Count {
+            counter: n,
+            delta: 1,
+            reached: self.parties,
+            jump_to: last,
+        });
+        s.push(Step::Unlock { mutex: m });
+        s.push(Step::Poll {
+            counter: f,
+            value: 0,
+            spin_ns,
+        });
+        s.push(Step::SpinLock { mutex: m });
+        s.push(Step::TestCounter {
+            counter: f,
+            below: 1,
+            else_to: depart,
+        });
+        s.push(Step::Wait {
+            cond: c,
+            mutex: Some(m),
+        });
+        s.push(Step::Jump { to: base + 14 });
+        debug_assert_eq!(at(s), last);
+        // 17-18: the last arrival starts the departure phase.
+        s.push(Step::SetCounter {
+            counter: f,
+            value: 1,
+        });
+        s.push(Step::BroadcastRequeue { cond: c, mutex: m });
+        debug_assert_eq!(at(s), depart);
+        // 19-21: leave.
+        s.push(Step::Count {
+            counter: n,
+            delta: -1,
+            reached: 0,
+            jump_to: last_out,
+        });
+        s.push(Step::Unlock { mutex: m });
+        s.push(Step::Jump { to: end });
+        debug_assert_eq!(at(s), last_out);
+        // 22-24: the last to leave starts the next arrival phase.
+        s.push(Step::SetCounter {
+            counter: f,
+            value: 0,
+        });
+        s.push(Step::BroadcastRequeue { cond: c, mutex: m });
+        s.push(Step::Unlock { mutex: m });
+        debug_assert_eq!(at(s), end);
+    }
+}
 
 /// bodytrack: one image-filter ticket (a band of rows of one camera image), ns
 /// (ESTIMATE: ~2 ms per 640×480 filter pass in 30 bands).
@@ -246,7 +390,7 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let chunks = n.div_ceil(chunk) as u32;
     let nt = p.threads as u64;
     const DONE: u32 = 0;
-    const BAR: u32 = 1;
+    let bar = ParsecBarrier::at(1, p.threads);
     let per_point_gain = d * SC_DIM_PS / 1000 + SC_POINT_NS;
     let mut templates = vec![template("streamcluster".into(), affinity, Vec::new())];
     let mut main = vec![Step::Mark { tag: TAG_ROI_BEGIN }];
@@ -256,10 +400,7 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     });
     for t in 0..nt {
         let pts = chunk / nt + u64::from(t < chunk % nt);
-        let bar = Step::Barrier {
-            id: BAR,
-            spin_ns: SC_BARRIER_SPIN_NS,
-        };
+        let wait = |s: &mut Vec<Step>| bar.wait(s, SC_BARRIER_SPIN_NS);
         let serial = |s: &mut Vec<Step>| {
             if t == 0 {
                 s.push(Step::Compute {
@@ -267,32 +408,31 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 });
             }
         };
-        let mut s = vec![
-            bar.clone(),
-            // hiz: distance of every point to the first one.
-            Step::Compute {
-                work_ns: pts * d * SC_DIM_PS / 1000,
-            },
-            bar.clone(),
-        ];
+        let mut s = Vec::new();
+        wait(&mut s);
+        // hiz: distance of every point to the first one.
+        s.push(Step::Compute {
+            work_ns: pts * d * SC_DIM_PS / 1000,
+        });
+        wait(&mut s);
         serial(&mut s);
-        s.push(bar.clone());
+        wait(&mut s);
         let g = s.len();
         // pgain(): six barrier-separated slices.
         s.push(Step::Compute {
             work_ns: pts * per_point_gain,
         });
-        s.push(bar.clone());
+        wait(&mut s);
         serial(&mut s);
-        s.push(bar.clone());
+        wait(&mut s);
         for _ in 0..3 {
             s.push(Step::Compute {
                 work_ns: pts * 5 + 100,
             });
-            s.push(bar.clone());
+            wait(&mut s);
         }
         serial(&mut s);
-        s.push(bar.clone());
+        wait(&mut s);
         repeat(&mut s, g, SC_PGAIN_CALLS, 0);
         s.extend([Step::SemPost { sem: DONE }, Step::Exit]);
         main.push(Step::Spawn {
@@ -318,10 +458,9 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         name: String::new(),
         templates,
         initial: vec![0],
-        sync: vec![
-            SyncObject::Semaphore { initial: 0 },
-            SyncObject::Barrier { parties: p.threads },
-        ],
+        sync: std::iter::once(SyncObject::Semaphore { initial: 0 })
+            .chain(ParsecBarrier::objects())
+            .collect(),
         mem_node: None,
         max_time_ns: 36_000_000_000_000,
     }

@@ -93,6 +93,37 @@ pub enum Step {
         below: u32,
         else_to: u32,
     },
+    /// Busy-poll a [`SyncObject::Counter`] used as a flag while it equals
+    /// `value`, for at most `spin_ns` of work (a bounded polling loop, like
+    /// a barrier spin: used up only while the task runs, at its CPU's speed),
+    /// then go on whether or not the flag changed. A change of the counter
+    /// reaches the poller after the cache line does.
+    Poll {
+        counter: SyncId,
+        value: u32,
+        spin_ns: u64,
+    },
+    /// `while (pthread_mutex_trylock(m) == EBUSY);`: busy-wait, without
+    /// bound and without sleeping, until the mutex is free, then take it. A
+    /// spinner that is preempted tries again when it next runs.
+    SpinLock { mutex: SyncId },
+    /// Add `delta` to a counter (saturating at 0); if the new value equals
+    /// `reached`, jump to step `jump_to` (an atomic or lock-protected
+    /// `++n == max` / `--n == 0` test).
+    Count {
+        counter: SyncId,
+        delta: i32,
+        reached: u32,
+        jump_to: u32,
+    },
+    /// Set a counter (a shared flag) to `value`.
+    SetCounter { counter: SyncId, value: u32 },
+    /// Continue at step `to`.
+    Jump { to: u32 },
+    /// pthread_cond_broadcast() as glibc before 2.25 did it for a waiter
+    /// whose mutex the caller holds: wake one waiter and requeue the others
+    /// onto `mutex` (FUTEX_CMP_REQUEUE), where each unlock wakes the next.
+    BroadcastRequeue { cond: SyncId, mutex: SyncId },
     /// Periodic timer (rt-app `timer`): sleep until the next expiry, anchored
     /// to the previous expiry (the first is one period after the thread
     /// started). `id` names the timer (per thread). When the expiry has
