@@ -200,14 +200,19 @@ impl ParsecBarrier {
             else_to: base + 3,
         });
         s.push(Step::Jump { to: arrive });
+        // Unlock, poll the flag while it holds `v`, re-take the lock in a
+        // trylock loop.
+        let poll_and_relock = |s: &mut Vec<Step>, v: u32| {
+            s.push(Step::Unlock { mutex: m });
+            s.push(Step::Poll {
+                counter: f,
+                value: v,
+                spin_ns,
+            });
+            s.push(Step::SpinLock { mutex: m });
+        };
         // 3-9: wait for the previous departure to finish.
-        s.push(Step::Unlock { mutex: m });
-        s.push(Step::Poll {
-            counter: f,
-            value: 1,
-            spin_ns,
-        });
-        s.push(Step::SpinLock { mutex: m });
+        poll_and_relock(s, 1);
         s.push(Step::TestCounter {
             counter: f,
             below: 1,
@@ -227,13 +232,7 @@ impl ParsecBarrier {
             reached: self.parties,
             jump_to: last,
         });
-        s.push(Step::Unlock { mutex: m });
-        s.push(Step::Poll {
-            counter: f,
-            value: 0,
-            spin_ns,
-        });
-        s.push(Step::SpinLock { mutex: m });
+        poll_and_relock(s, 0);
         s.push(Step::TestCounter {
             counter: f,
             below: 1,
