@@ -322,6 +322,16 @@ impl Sim {
                     self.start_activity(t, Activity::Memory, bytes as f64);
                     return;
                 }
+                Step::Sweep {
+                    bytes,
+                    footprint_bytes,
+                } => {
+                    let cpu = self.tasks[t as usize].cpu;
+                    if !self.fits_llc(cpu, footprint_bytes) {
+                        self.start_activity(t, Activity::Memory, bytes as f64);
+                        return;
+                    }
+                }
                 Step::Sleep { ns } => {
                     self.tasks[t as usize].activity = Activity::Idle;
                     self.block_current(t, false);
@@ -941,7 +951,7 @@ mod tests {
     use crate::rng;
     use crate::sim::{Sim, SimConfig, StopReason};
     use rand::Rng;
-    use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
+    use schedlab_topo::{build_domains, preset, CpuId, CpuMask, DomainConfig};
     use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
     const SEEDS: [u64; 6] = [1, 2, 3, 17, 99, 12345];
@@ -1601,6 +1611,38 @@ mod tests {
     /// parsec_barrier_wait() as streamcluster runs it: no thread passes
     /// barrier k+1 before every thread has passed barrier k, and the
     /// barrier ends in its arrival phase with nobody inside.
+    /// A `Sweep` costs nothing when its data set fits in the CPU's last-level
+    /// cache, and streams from memory at the core's bandwidth when it does not:
+    /// on exynos5422 a 1 MiB data set fits the A15s' 2 MiB L2, not the A7s'
+    /// 512 KiB one.
+    #[test]
+    fn sweeps_hit_in_a_cache_that_holds_the_data_set_and_stream_otherwise() {
+        const MIB: u64 = 1 << 20;
+        let took_us = |cpu: CpuId, footprint_bytes: u64| {
+            let mut t = tpl(
+                "sweep",
+                vec![
+                    Step::Mark { tag: 0 },
+                    Step::Sweep {
+                        bytes: MIB,
+                        footprint_bytes,
+                    },
+                    Step::Mark { tag: 1 },
+                ],
+            );
+            t.affinity = Some(CpuMask::from_cpus([cpu]));
+            let sim = run("exynos5422", spec(vec![t], Vec::new()), 2);
+            (sim.marks[1].2 - sim.marks[0].2) / 1000
+        };
+        // A15 (CPU 4): 2.29 GB/s per core, so 1 MiB takes ~458 us from memory.
+        assert_eq!(took_us(4, MIB), 0);
+        let a15 = took_us(4, 4 * MIB);
+        assert!((430..=500).contains(&a15), "{a15} us");
+        // A7 (CPU 0): 0.33 GB/s; 1 MiB does not fit its 512 KiB L2.
+        let a7 = took_us(0, MIB);
+        assert!((3000..=3400).contains(&a7), "{a7} us");
+    }
+
     #[test]
     fn parsec_barrier_keeps_threads_in_step() {
         use schedlab_workload::parsec::ParsecBarrier;

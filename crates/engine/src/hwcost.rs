@@ -8,6 +8,10 @@
 //!   hold shares proportional to their working sets, and the bytes lost
 //!   beyond what misses alone are fetched from memory at the core's
 //!   single-stream bandwidth (`contention_miss_bytes`, `memory_fetch_ns`).
+//! - A `Step::Sweep` re-reads part of a data set: it is free when the whole
+//!   data set fits the running CPU's last-level cache (`fits_llc`), else it
+//!   streams from memory like `Step::Memory` (a capacity test only: the
+//!   co-runners' working sets are not counted against it).
 //! - The working set lives where the task last ran. Running elsewhere refills
 //!   it from the closest shared cache, or from memory (`migration_refill`).
 //! - A wakee consuming data its waker wrote (`Sim::note_data_transfer`) pays
@@ -330,6 +334,15 @@ impl Sim {
         }
         self.tasks[t as usize].hw.ws_fresh = false;
         stall
+    }
+
+    /// Does a data set of `bytes` fit in the last-level cache of `cpu`? (A
+    /// `Sweep` step's test; a machine that lists no cache has none to fit in.)
+    pub(crate) fn fits_llc(&self, cpu: CpuId, bytes: u64) -> bool {
+        self.hw
+            .caches
+            .llc(cpu)
+            .is_some_and(|c| bytes <= self.hw.caches.size(c))
     }
 
     /// The task stops running: its working set no longer competes.

@@ -22,8 +22,11 @@
 //! (`roi_time`, PARSEC's hooks).
 //!
 //! What they leave out: every per-item cost is an ESTIMATE (named constants,
-//! ns of work on a capacity-1024 CPU, no cache or memory-bandwidth effects);
-//! file I/O is a sleep; input sets use PARSEC's sizes but not its data.
+//! ns of work on a capacity-1024 CPU); the only memory traffic modelled is
+//! streamcluster's pass over its points' coordinates (a `Sweep` per distance
+//! pass: from cache when the chunk fits the last-level cache, else from
+//! memory); file I/O is a sleep; input sets use PARSEC's sizes but not its
+//! data.
 
 use crate::program::{Step, SyncId, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
@@ -115,6 +118,8 @@ pub const BS_RUNS: u32 = 100;
 pub const SC_DIM_PS: u64 = 500;
 /// streamcluster: per-point bookkeeping of one pgain slice, ns (ESTIMATE).
 pub const SC_POINT_NS: u64 = 20;
+/// streamcluster: bytes of one point coordinate (`float`).
+pub const SC_COORD_BYTES: u64 = 4;
 /// streamcluster: pgain() calls per chunk (ESTIMATE: pFL's
 /// ITER·kmax·ln kmax ≈ 180 per call, a few pFL calls per pkmedian).
 pub const SC_PGAIN_CALLS: u32 = 1000;
@@ -399,6 +404,11 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     });
     for t in 0..nt {
         let pts = chunk / nt + u64::from(t < chunk % nt);
+        // dist() reads every coordinate of the thread's points once per pass.
+        let sweep = Step::Sweep {
+            bytes: pts * d * SC_COORD_BYTES,
+            footprint_bytes: chunk * d * SC_COORD_BYTES,
+        };
         let wait = |s: &mut Vec<Step>| bar.wait(s, SC_BARRIER_SPIN_NS);
         let serial = |s: &mut Vec<Step>| {
             if t == 0 {
@@ -413,6 +423,7 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         s.push(Step::Compute {
             work_ns: pts * d * SC_DIM_PS / 1000,
         });
+        s.push(sweep.clone());
         wait(&mut s);
         serial(&mut s);
         wait(&mut s);
@@ -421,6 +432,7 @@ fn streamcluster(p: &ParsecParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         s.push(Step::Compute {
             work_ns: pts * per_point_gain,
         });
+        s.push(sweep);
         wait(&mut s);
         serial(&mut s);
         wait(&mut s);

@@ -19,6 +19,13 @@ pub enum Step {
     Compute { work_ns: u64 },
     /// Stream `bytes` through the memory hierarchy (a STREAM kernel's chunk).
     Memory { bytes: u64 },
+    /// Read `bytes` of a data set of `footprint_bytes` that the program
+    /// reads again on every pass (a thread's slice of an array swept over and
+    /// over). If the whole data set fits in the last-level cache of the CPU
+    /// the thread runs on, the pass hits in cache and takes no time of its
+    /// own (the `Compute` that goes with it is the cost); otherwise it
+    /// streams from memory exactly like `Memory { bytes }`.
+    Sweep { bytes: u64, footprint_bytes: u64 },
     /// Sleep for a fixed time.
     Sleep { ns: u64 },
     /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait,
