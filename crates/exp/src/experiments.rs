@@ -722,7 +722,9 @@ pub struct HybridPlacement {
 }
 
 /// Per-core-type busy time and per-cluster occupancy of small cores, from the
-/// CPUs' busy time over the run.
+/// CPUs' busy time over the run; `None` unless the machine has big cores and at
+/// least two clusters of smaller ones (what S3's "balanced E-clusters" asks
+/// about; on a big.LITTLE SoC the HMP note already gives the big-core share).
 pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
     let m = &sim.machine;
     let max_cap = m.cpus.iter().map(|c| c.capacity).max()?;
@@ -739,6 +741,9 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
         } else {
             *clusters.entry(c.cluster).or_default() += rq.busy_ns;
         }
+    }
+    if clusters.len() < 2 {
+        return None;
     }
     let hi = clusters.values().copied().max().unwrap_or(0);
     let lo = clusters.values().copied().min().unwrap_or(0);
