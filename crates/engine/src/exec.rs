@@ -1608,9 +1608,6 @@ mod tests {
         assert!(requeued < plain, "requeue {requeued}, plain {plain}");
     }
 
-    /// parsec_barrier_wait() as streamcluster runs it: no thread passes
-    /// barrier k+1 before every thread has passed barrier k, and the
-    /// barrier ends in its arrival phase with nobody inside.
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level
     /// cache, and streams from memory at the core's bandwidth when it does not:
     /// on exynos5422 a 1 MiB data set fits the A15s' 2 MiB L2, not the A7s'
@@ -1643,6 +1640,9 @@ mod tests {
         assert!((3000..=3400).contains(&a7), "{a7} us");
     }
 
+    /// parsec_barrier_wait() as streamcluster runs it: no thread passes
+    /// barrier k+1 before every thread has passed barrier k, and the
+    /// barrier ends in its arrival phase with nobody inside.
     #[test]
     fn parsec_barrier_keeps_threads_in_step() {
         use schedlab_workload::parsec::ParsecBarrier;
