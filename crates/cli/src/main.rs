@@ -129,6 +129,18 @@ enum Cmd {
         /// Check invariants after every event.
         #[arg(long)]
         checked: bool,
+        /// Record the scheduler tracepoints (sched_switch, sched_waking,
+        /// sched_wakeup[_new], sched_migrate_task, sched_process_exit) and
+        /// write them here; opens in ui.perfetto.dev.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Trace format: `perfetto` (protobuf) or `ftrace` (tracefs text).
+        /// Default: ftrace for a `.txt` file, else perfetto.
+        #[arg(long)]
+        trace_format: Option<String>,
+        /// Keep at most this many trace events (later ones are counted, not kept).
+        #[arg(long, default_value_t = 5_000_000)]
+        trace_limit: usize,
     },
     /// Measure the engine: simulated events per second and simulated/wall time.
     Bench {
@@ -210,9 +222,14 @@ fn main() {
             mem_node,
             json,
             checked,
-        } => run(
-            machine, workload, config, features, seed, cpus, mem_node, json, checked,
-        ),
+            trace,
+            trace_format,
+            trace_limit,
+        } => TraceOut::new(trace, trace_format, trace_limit).and_then(|trace| {
+            run(
+                machine, workload, config, features, seed, cpus, mem_node, json, checked, trace,
+            )
+        }),
         Cmd::Bench { quick } => bench(quick),
     };
     match res {
@@ -414,6 +431,89 @@ fn topo(
     Ok(())
 }
 
+/// Where and how `run --trace` writes its trace.
+struct TraceOut {
+    path: PathBuf,
+    format: TraceFormat,
+    limit: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TraceFormat {
+    Perfetto,
+    Ftrace,
+}
+
+impl TraceOut {
+    fn new(
+        path: Option<PathBuf>,
+        format: Option<String>,
+        limit: usize,
+    ) -> Result<Option<TraceOut>, Failure> {
+        let Some(path) = path else {
+            if let Some(f) = format {
+                return Err(input(format!("--trace-format {f}: no --trace FILE given")));
+            }
+            return Ok(None);
+        };
+        let format = match format.as_deref() {
+            Some("perfetto") => TraceFormat::Perfetto,
+            Some("ftrace") => TraceFormat::Ftrace,
+            Some(other) => {
+                return Err(input(format!(
+                    "--trace-format {other}: unknown format (perfetto, ftrace)"
+                )))
+            }
+            None if path.extension().is_some_and(|e| e == "txt") => TraceFormat::Ftrace,
+            None => TraceFormat::Perfetto,
+        };
+        if limit == 0 {
+            return Err(input("--trace-limit 0: must keep at least one event"));
+        }
+        Ok(Some(TraceOut {
+            path,
+            format,
+            limit,
+        }))
+    }
+
+    /// Writes the simulation's recorded trace (through a temporary file, so
+    /// a failure leaves no partial trace).
+    fn write(&self, sim: &Sim) -> Result<(), Failure> {
+        let tmp = self.path.with_extension("trace.tmp");
+        let file =
+            std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        let mut w = std::io::BufWriter::new(file);
+        let res = match self.format {
+            TraceFormat::Perfetto => schedlab_engine::trace::write_perfetto(sim, &mut w),
+            TraceFormat::Ftrace => schedlab_engine::trace::write_ftrace_text(sim, &mut w),
+        };
+        res.and_then(|()| std::io::Write::flush(&mut w))
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        drop(w);
+        std::fs::rename(&tmp, &self.path)
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        if let Some(tr) = sim.trace.as_deref() {
+            outln!(
+                "  trace: {} events written to {}{}",
+                tr.records.len(),
+                self.path.display(),
+                if tr.dropped > 0 {
+                    format!(
+                        " ({} later events dropped: --trace-limit {} reached at {:.3} ms)",
+                        tr.dropped,
+                        self.limit,
+                        tr.last_ts_ns() as f64 / 1e6
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Ok(())
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run(
     machine: String,
@@ -425,6 +525,7 @@ fn run(
     mem_node: Option<u32>,
     json: Option<PathBuf>,
     checked: bool,
+    trace: Option<TraceOut>,
 ) -> Result<(), Failure> {
     let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
     let mut cfg = configs::resolve(&config).map_err(input)?;
@@ -465,6 +566,9 @@ fn run(
         ..SimConfig::default()
     };
     let mut sim = Sim::new(m, d, spec, sim_cfg);
+    if let Some(t) = &trace {
+        sim.enable_trace(t.limit);
+    }
     let stop = sim.run();
     let metrics = w.metrics(&sim);
     emit(&w.report_sim(&sim, &metrics));
@@ -512,6 +616,9 @@ fn run(
             l.lb_count,
             l.lb_moved
         );
+    }
+    if let Some(t) = &trace {
+        t.write(&sim)?;
     }
     if let Some(path) = json {
         let tasks: Vec<serde_json::Value> = sim

@@ -22,6 +22,7 @@ pub mod sim;
 pub mod stats;
 pub mod task;
 pub mod timeline;
+pub mod trace;
 
 pub use event::TaskId;
 pub use features::{Feat, Features, FEATURES, S3_FIXES};

@@ -6,7 +6,7 @@ use crate::task::TaskState;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
 use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
-fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
+pub(crate) fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
     ThreadTemplate {
         idle_policy: false,
         name: name.to_string(),
@@ -375,7 +375,7 @@ fn longest_wasted(s: &mut Sim, until_ns: u64, step_ns: u64) -> (u64, u64, String
 /// Sleepy loopers for three quarters of the CPUs plus hogs for a quarter
 /// (about 85% demand): wakeups stack tasks now and then, and the balancer
 /// has to spread them.
-fn mixed_load(n_cpus: usize, max_time_ns: u64) -> WorkloadSpec {
+pub(crate) fn mixed_load(n_cpus: usize, max_time_ns: u64) -> WorkloadSpec {
     let mut templates = Vec::new();
     for i in 0..n_cpus * 3 / 4 {
         templates.push(thread(

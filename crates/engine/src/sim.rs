@@ -177,6 +177,8 @@ pub struct Sim {
     pub(crate) hmp_in_balance: bool,
     /// SCHED_CACHE state (fair/cache_aware.rs).
     pub cache: crate::fair::cache_aware::CacheState,
+    /// Recorded tracepoints, when tracing is on (trace.rs).
+    pub trace: Option<Box<crate::trace::Trace>>,
 }
 
 /// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
@@ -265,6 +267,7 @@ impl Sim {
         );
         Sim {
             cache,
+            trace: None,
             nohz_idle: CpuMask::first_n(n),
             nr_nohz_idle: n as u32,
             smt_masks,
@@ -718,6 +721,7 @@ impl Sim {
                 }
             }
         }
+        self.trace_switch(cpu);
     }
 
     // ----- wakeups ----------------------------------------------------------
@@ -738,6 +742,7 @@ impl Sim {
             return;
         }
         let (delayed, prev) = (task.se.sched_delayed, task.cpu);
+        self.trace_waking(waker_cpu, t);
         self.counters.wakeups += 1;
         self.tasks[t as usize].stats.wakeups += 1;
         self.tasks[t as usize].last_waker_cpu = Some(waker_cpu);
@@ -749,6 +754,7 @@ impl Sim {
             tk.state = TaskState::Runnable;
             tk.stats.wait_start_ns = self.now;
             self.counters.wakeups_delayed += 1;
+            self.trace_wakeup(waker_cpu, t, cpu, false);
             self.wakeup_preempt(cpu, t, waker_cpu);
             return;
         }
@@ -774,6 +780,7 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
+        self.trace_wakeup(waker_cpu, t, cpu, false);
         self.kick_or_preempt(cpu, t, waker_cpu);
     }
 
@@ -799,6 +806,7 @@ impl Sim {
     pub(crate) fn migrate_blocked(&mut self, t: TaskId, from: CpuId, to: CpuId) {
         self.update_rq_clock(from);
         self.detach_entity_load(from, t);
+        self.trace_migrate(t, from, to);
         self.tasks[t as usize].cpu = to;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
@@ -854,6 +862,7 @@ impl Sim {
         let tk = &mut self.tasks[id as usize];
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
+        self.trace_wakeup(parent_cpu, id, cpu, true);
         self.kick_or_preempt(cpu, id, parent_cpu);
         id
     }
@@ -872,6 +881,7 @@ impl Sim {
         };
         self.dequeue_task(cpu, t, !dead);
         if dead {
+            self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);
             self.detach_entity_load(cpu, t);
             if self.tasks[t as usize].template != u32::MAX {

@@ -197,6 +197,64 @@ fn run_prints_stream_output_and_writes_json() {
 }
 
 #[test]
+fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
+    let dir = tempdir("run-trace");
+    let base = [
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "blackscholes:threads=6,input=simsmall",
+        "--config",
+        "hperf-hmp",
+    ];
+    // tracefs text, chosen by the .txt extension.
+    let txt = dir.join("sched.txt");
+    let mut args = base.to_vec();
+    args.extend(["--trace", txt.to_str().unwrap()]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("trace: "), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&txt).unwrap();
+    assert!(text.starts_with("# tracer: nop"));
+    let switches = text
+        .lines()
+        .filter(|l| l.contains(": sched_switch: "))
+        .count();
+    assert!(switches > 10, "{switches} switches");
+    assert!(text.contains(": sched_wakeup_new: comm=blackscholes"));
+    // Perfetto protobuf by default: a Trace message whose fields are packets.
+    let pb = dir.join("sched.pftrace");
+    let mut args = base.to_vec();
+    args.extend(["--trace", pb.to_str().unwrap()]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(&pb).unwrap();
+    assert_eq!(bytes[0], 0x0a, "field 1 (packet), length-delimited");
+    // The same run traced twice gives the same bytes.
+    let again = dir.join("again.pftrace");
+    let mut args = base.to_vec();
+    args.extend(["--trace", again.to_str().unwrap()]);
+    assert!(schedlab(&args).status.success());
+    assert_eq!(bytes, std::fs::read(&again).unwrap());
+    // Bad options: one line, exit 2, no file.
+    for (extra, field) in [
+        (&["--trace-format", "json"][..], "--trace-format json"),
+        (&["--trace-limit", "0"][..], "--trace-limit 0"),
+    ] {
+        let bad = dir.join("bad.pftrace");
+        let mut args = base.to_vec();
+        args.extend(["--trace", bad.to_str().unwrap()]);
+        args.extend(extra);
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(field), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1);
+        assert!(!bad.exists());
+    }
+}
+
+#[test]
 fn calibrate_kunpeng_matches_the_published_bandwidths() {
     let o = schedlab(&["calibrate", "kunpeng920", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));

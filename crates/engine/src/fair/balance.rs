@@ -1436,6 +1436,7 @@ impl Sim {
         let delayed = self.tasks[t as usize].se.sched_delayed;
         self.dequeue_task(src, t, false);
         self.detach_entity_load(src, t);
+        self.trace_migrate(t, src, dst);
         self.tasks[t as usize].cpu = dst;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;

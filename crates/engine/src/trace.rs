@@ -1,0 +1,798 @@
+//! Scheduler tracepoints: a recorder of the `sched:*` events a kernel would
+//! emit (sched_switch, sched_waking, sched_wakeup, sched_wakeup_new,
+//! sched_migrate_task, sched_process_exit) and two writers, tracefs text
+//! (what `cat /sys/kernel/tracing/trace` prints) and the Perfetto protobuf
+//! trace format (ftrace event bundles plus a process tree). Both open in
+//! ui.perfetto.dev with real CPU tracks.
+//!
+//! Recording is off unless [`Sim::enable_trace`] is called; the hooks in the
+//! core then cost one branch each. The recorder keeps, per CPU, the task it
+//! last reported as running, so every switch it writes is consistent with the
+//! previous one on that CPU (a task taken off a CPU by a migration appears to
+//! switch out before it migrates, as a kernel trace shows it switching to the
+//! stopper).
+//!
+//! Identifiers in a trace: a task's pid is its task id + 1 (0 is the idle
+//! task, `swapper/N`, as in Linux); a process's pid is the pid of its first
+//! thread; a kernel thread is its own process. Priorities are `120 + nice`.
+
+use crate::event::TaskId;
+use crate::sim::Sim;
+use crate::task::TaskState;
+use schedlab_topo::CpuId;
+use std::io::{self, Write};
+
+/// One recorded tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    pub ts_ns: u64,
+    /// The CPU whose ring buffer holds the event.
+    pub cpu: CpuId,
+    /// The task running on `cpu` when the event fired (the event's
+    /// `common_pid`), `None` for idle.
+    pub current: Option<TaskId>,
+    pub kind: TraceKind,
+}
+
+/// A tracepoint and its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    /// sched_switch: `prev` (or idle) leaves the CPU in `prev_state`, `next`
+    /// (or idle) runs.
+    Switch {
+        prev: Option<TaskId>,
+        prev_state: PrevState,
+        next: Option<TaskId>,
+    },
+    /// sched_waking: fired in the waker's context, before a CPU is chosen;
+    /// `target` is the CPU the task last ran on.
+    Waking { task: TaskId, target: CpuId },
+    /// sched_wakeup: the task is runnable on `target`.
+    Wakeup { task: TaskId, target: CpuId },
+    /// sched_wakeup_new: a new task is runnable on `target`.
+    WakeupNew { task: TaskId, target: CpuId },
+    /// sched_migrate_task.
+    Migrate {
+        task: TaskId,
+        from: CpuId,
+        to: CpuId,
+    },
+    /// sched_process_exit.
+    Exit { task: TaskId },
+}
+
+/// The `prev_state` of a sched_switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrevState {
+    /// The idle task leaving the CPU ("R", TASK_RUNNING).
+    Running,
+    /// Preempted while runnable ("R+", TASK_REPORT_MAX).
+    Preempted,
+    /// Went to sleep ("S", TASK_INTERRUPTIBLE).
+    Sleeping,
+    /// Exited ("X", EXIT_DEAD).
+    Dead,
+}
+
+impl PrevState {
+    /// The letter(s) tracefs prints.
+    pub fn letter(self) -> &'static str {
+        match self {
+            PrevState::Running => "R",
+            PrevState::Preempted => "R+",
+            PrevState::Sleeping => "S",
+            PrevState::Dead => "X",
+        }
+    }
+
+    /// The bitmask the tracepoint records (`__trace_sched_switch_state()`):
+    /// one bit per reported state, TASK_REPORT_MAX for preemption.
+    pub fn bits(self) -> i64 {
+        match self {
+            PrevState::Running => 0,
+            PrevState::Preempted => 0x100,
+            PrevState::Sleeping => 0x1,
+            PrevState::Dead => 0x10,
+        }
+    }
+}
+
+/// The recorder: records in event order, up to a limit.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub records: Vec<TraceRecord>,
+    /// At most this many records are kept; later ones are counted in `dropped`.
+    pub limit: usize,
+    pub dropped: u64,
+    /// Per CPU, the task the trace last showed running.
+    shown: Vec<Option<TaskId>>,
+}
+
+impl Trace {
+    pub fn new(nr_cpus: usize, limit: usize) -> Trace {
+        Trace {
+            records: Vec::new(),
+            limit,
+            dropped: 0,
+            shown: vec![None; nr_cpus],
+        }
+    }
+
+    fn push(&mut self, r: TraceRecord) {
+        if self.records.len() < self.limit {
+            self.records.push(r);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The time of the last record kept (0 if none).
+    pub fn last_ts_ns(&self) -> u64 {
+        self.records.last().map_or(0, |r| r.ts_ns)
+    }
+}
+
+fn prev_state_of(state: TaskState) -> PrevState {
+    match state {
+        TaskState::Runnable | TaskState::Running => PrevState::Preempted,
+        TaskState::Dead => PrevState::Dead,
+        TaskState::Blocked => PrevState::Sleeping,
+    }
+}
+
+impl Sim {
+    /// Starts recording scheduler tracepoints, keeping at most `limit` records.
+    pub fn enable_trace(&mut self, limit: usize) {
+        let mut tr = Trace::new(self.nr_cpus(), limit);
+        tr.shown
+            .clone_from_slice(&self.rqs.iter().map(|rq| rq.curr).collect::<Vec<_>>());
+        self.trace = Some(Box::new(tr));
+    }
+
+    fn trace_push(&mut self, cpu: CpuId, kind: TraceKind) {
+        let now = self.now;
+        if let Some(tr) = self.trace.as_deref_mut() {
+            let current = tr.shown[cpu as usize];
+            tr.push(TraceRecord {
+                ts_ns: now,
+                cpu,
+                current,
+                kind,
+            });
+        }
+    }
+
+    /// Emits sched_switch if what runs on `cpu` differs from what the trace
+    /// last showed there (the tracepoint in __schedule()).
+    pub(crate) fn trace_switch(&mut self, cpu: CpuId) {
+        if self.trace.is_none() {
+            return;
+        }
+        let next = self.rqs[cpu as usize].curr;
+        let Some(tr) = self.trace.as_deref() else {
+            return;
+        };
+        let prev = tr.shown[cpu as usize];
+        if prev == next {
+            return;
+        }
+        let prev_state = prev.map_or(PrevState::Running, |p| {
+            prev_state_of(self.tasks[p as usize].state)
+        });
+        self.trace_push(
+            cpu,
+            TraceKind::Switch {
+                prev,
+                prev_state,
+                next,
+            },
+        );
+        if let Some(tr) = self.trace.as_deref_mut() {
+            tr.shown[cpu as usize] = next;
+        }
+    }
+
+    /// sched_waking, in the waker's context on `cpu`.
+    pub(crate) fn trace_waking(&mut self, cpu: CpuId, task: TaskId) {
+        if self.trace.is_some() {
+            let target = self.tasks[task as usize].cpu;
+            self.trace_push(cpu, TraceKind::Waking { task, target });
+        }
+    }
+
+    /// sched_wakeup or sched_wakeup_new (`new`), recorded on `cpu`.
+    pub(crate) fn trace_wakeup(&mut self, cpu: CpuId, task: TaskId, target: CpuId, new: bool) {
+        if self.trace.is_some() {
+            let kind = if new {
+                TraceKind::WakeupNew { task, target }
+            } else {
+                TraceKind::Wakeup { task, target }
+            };
+            self.trace_push(cpu, kind);
+        }
+    }
+
+    /// sched_migrate_task. A task the trace still shows running on `from`
+    /// (taken off it for this move) first switches out there.
+    pub(crate) fn trace_migrate(&mut self, task: TaskId, from: CpuId, to: CpuId) {
+        let Some(tr) = self.trace.as_deref() else {
+            return;
+        };
+        if tr.shown[from as usize] == Some(task) {
+            self.trace_push(
+                from,
+                TraceKind::Switch {
+                    prev: Some(task),
+                    prev_state: PrevState::Preempted,
+                    next: None,
+                },
+            );
+            if let Some(tr) = self.trace.as_deref_mut() {
+                tr.shown[from as usize] = None;
+            }
+        }
+        self.trace_push(from, TraceKind::Migrate { task, from, to });
+    }
+
+    /// sched_process_exit, on the exiting task's CPU.
+    pub(crate) fn trace_exit(&mut self, cpu: CpuId, task: TaskId) {
+        if self.trace.is_some() {
+            self.trace_push(cpu, TraceKind::Exit { task });
+        }
+    }
+}
+
+/// A task's pid in the trace (0 is the idle task).
+pub fn trace_pid(task: Option<TaskId>) -> u32 {
+    task.map_or(0, |t| t + 1)
+}
+
+/// The pid of every task's process in the trace, by task id: its own for a
+/// kernel thread, else the pid of the first thread of its thread group.
+pub fn trace_tgids(sim: &Sim) -> Vec<u32> {
+    // Thread groups: 1 is the workload's first process; a task that became
+    // a process of its own has tgid 2 + its id (exec.rs, Step::NewProcess).
+    let first_workload_task = sim.tasks.iter().find(|x| !x.kthread && x.tgid == 1);
+    let first_pid = trace_pid(first_workload_task.map(|x| x.id));
+    sim.tasks
+        .iter()
+        .map(|t| {
+            if t.kthread {
+                trace_pid(Some(t.id))
+            } else if t.tgid >= 2 {
+                trace_pid(Some(t.tgid - 2))
+            } else {
+                first_pid
+            }
+        })
+        .collect()
+}
+
+fn comm(sim: &Sim, task: Option<TaskId>, cpu: CpuId) -> String {
+    match task {
+        // TASK_COMM_LEN: 15 characters.
+        Some(t) => sim.tasks[t as usize].name.chars().take(15).collect(),
+        None => format!("swapper/{cpu}"),
+    }
+}
+
+fn prio(sim: &Sim, task: Option<TaskId>) -> i32 {
+    task.map_or(120, |t| 120 + i32::from(sim.tasks[t as usize].nice))
+}
+
+/// Writes the recorded events as tracefs text (the `trace` file's format:
+/// `comm-pid [cpu] flags seconds.micros: event: fields`), which Perfetto,
+/// trace-cmd-based tools and grep all read.
+pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
+    let Some(tr) = sim.trace.as_deref() else {
+        return Ok(());
+    };
+    let n = tr.records.len();
+    writeln!(out, "# tracer: nop")?;
+    writeln!(out, "#")?;
+    writeln!(
+        out,
+        "# entries-in-buffer/entries-written: {n}/{}   #P:{}",
+        n as u64 + tr.dropped,
+        sim.nr_cpus()
+    )?;
+    writeln!(out, "#")?;
+    writeln!(
+        out,
+        "#           TASK-PID     CPU#  ||||   TIMESTAMP  FUNCTION"
+    )?;
+    writeln!(out, "#              | |         |   ||||      |         |")?;
+    for r in &tr.records {
+        let who = comm(sim, r.current, r.cpu);
+        let who = if r.current.is_none() {
+            "<idle>".to_string()
+        } else {
+            who
+        };
+        write!(
+            out,
+            "{:>16}-{:<7} [{:03}] d..2 {:>5}.{:06}: ",
+            who,
+            trace_pid(r.current),
+            r.cpu,
+            r.ts_ns / 1_000_000_000,
+            (r.ts_ns % 1_000_000_000) / 1000
+        )?;
+        match r.kind {
+            TraceKind::Switch {
+                prev,
+                prev_state,
+                next,
+            } => writeln!(
+                out,
+                "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} next_pid={} next_prio={}",
+                comm(sim, prev, r.cpu),
+                trace_pid(prev),
+                prio(sim, prev),
+                prev_state.letter(),
+                comm(sim, next, r.cpu),
+                trace_pid(next),
+                prio(sim, next)
+            )?,
+            TraceKind::Waking { task, target }
+            | TraceKind::Wakeup { task, target }
+            | TraceKind::WakeupNew { task, target } => {
+                let name = match r.kind {
+                    TraceKind::Waking { .. } => "sched_waking",
+                    TraceKind::Wakeup { .. } => "sched_wakeup",
+                    _ => "sched_wakeup_new",
+                };
+                writeln!(
+                    out,
+                    "{name}: comm={} pid={} prio={} target_cpu={:03}",
+                    comm(sim, Some(task), r.cpu),
+                    trace_pid(Some(task)),
+                    prio(sim, Some(task)),
+                    target
+                )?
+            }
+            TraceKind::Migrate { task, from, to } => writeln!(
+                out,
+                "sched_migrate_task: comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
+                comm(sim, Some(task), r.cpu),
+                trace_pid(Some(task)),
+                prio(sim, Some(task)),
+                from,
+                to
+            )?,
+            TraceKind::Exit { task } => writeln!(
+                out,
+                "sched_process_exit: comm={} pid={} prio={}",
+                comm(sim, Some(task), r.cpu),
+                trace_pid(Some(task)),
+                prio(sim, Some(task))
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// A minimal protobuf encoder (varints and length-delimited fields), enough
+/// for Perfetto's trace format.
+#[derive(Default)]
+struct Pb {
+    buf: Vec<u8>,
+}
+
+impl Pb {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.buf.push(v as u8);
+    }
+    fn key(&mut self, field: u32, wire: u8) {
+        self.varint((u64::from(field) << 3) | u64::from(wire));
+    }
+    /// An integer field (uint32/uint64/int32/int64 with non-negative values,
+    /// or int64 as two's complement, as protobuf encodes it).
+    fn uint(&mut self, field: u32, v: u64) {
+        self.key(field, 0);
+        self.varint(v);
+    }
+    fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.key(field, 2);
+        self.varint(b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+    fn msg(&mut self, field: u32, m: &Pb) {
+        self.bytes(field, &m.buf);
+    }
+}
+
+// Field numbers of perfetto/protos (trace.proto, trace_packet.proto,
+// ftrace_event_bundle.proto, ftrace_event.proto, sched.proto,
+// process_tree.proto).
+const TRACE_PACKET: u32 = 1;
+const PACKET_FTRACE_EVENTS: u32 = 1;
+const PACKET_PROCESS_TREE: u32 = 2;
+const PACKET_TIMESTAMP: u32 = 8;
+const BUNDLE_CPU: u32 = 1;
+const BUNDLE_EVENT: u32 = 2;
+const EVENT_TIMESTAMP: u32 = 1;
+const EVENT_PID: u32 = 2;
+const EVENT_SCHED_SWITCH: u32 = 4;
+const EVENT_SCHED_WAKEUP: u32 = 17;
+const EVENT_SCHED_WAKING: u32 = 20;
+const EVENT_SCHED_WAKEUP_NEW: u32 = 114;
+const EVENT_SCHED_PROCESS_EXIT: u32 = 238;
+const EVENT_SCHED_MIGRATE_TASK: u32 = 491;
+const TREE_PROCESSES: u32 = 1;
+const TREE_THREADS: u32 = 2;
+
+/// Events per ftrace bundle (one bundle holds one CPU's events in time order).
+const BUNDLE_EVENTS: usize = 1024;
+
+/// Writes the recorded events as a Perfetto protobuf trace: one process-tree
+/// packet naming every process and thread, then the events as per-CPU
+/// ftrace bundles in time order.
+pub fn write_perfetto(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
+    let Some(tr) = sim.trace.as_deref() else {
+        return Ok(());
+    };
+    // The process tree.
+    let tgids = trace_tgids(sim);
+    let mut tree = Pb::default();
+    let mut seen_process = vec![false; sim.tasks.len() + 1];
+    for t in &sim.tasks {
+        let tgid = tgids[t.id as usize];
+        if !seen_process[tgid as usize] {
+            seen_process[tgid as usize] = true;
+            let leader = &sim.tasks[(tgid - 1) as usize];
+            let mut p = Pb::default();
+            p.uint(1, u64::from(tgid)); // pid
+            p.bytes(3, leader.name.as_bytes()); // cmdline
+            if t.kthread {
+                p.uint(8, 1); // is_kthread
+            }
+            tree.msg(TREE_PROCESSES, &p);
+        }
+        let mut th = Pb::default();
+        th.uint(1, u64::from(trace_pid(Some(t.id)))); // tid
+        th.bytes(2, t.name.as_bytes()); // name
+        th.uint(3, u64::from(tgid)); // tgid
+        tree.msg(TREE_THREADS, &th);
+    }
+    let mut packet = Pb::default();
+    packet.uint(PACKET_TIMESTAMP, 0);
+    packet.msg(PACKET_PROCESS_TREE, &tree);
+    let mut file = Pb::default();
+    file.msg(TRACE_PACKET, &packet);
+    out.write_all(&file.buf)?;
+
+    // Per-CPU record lists, each in time order.
+    let mut per_cpu: Vec<Vec<&TraceRecord>> = vec![Vec::new(); sim.nr_cpus()];
+    for r in &tr.records {
+        per_cpu[r.cpu as usize].push(r);
+    }
+    for (cpu, recs) in per_cpu.iter().enumerate() {
+        for chunk in recs.chunks(BUNDLE_EVENTS) {
+            let mut bundle = Pb::default();
+            bundle.uint(BUNDLE_CPU, cpu as u64);
+            for r in chunk {
+                bundle.msg(BUNDLE_EVENT, &ftrace_event(sim, &tgids, r));
+            }
+            let mut packet = Pb::default();
+            packet.msg(PACKET_FTRACE_EVENTS, &bundle);
+            let mut file = Pb::default();
+            file.msg(TRACE_PACKET, &packet);
+            out.write_all(&file.buf)?;
+        }
+    }
+    Ok(())
+}
+
+fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
+    let mut ev = Pb::default();
+    ev.uint(EVENT_TIMESTAMP, r.ts_ns);
+    ev.uint(EVENT_PID, u64::from(trace_pid(r.current)));
+    let task_fields = |task: TaskId, target: Option<CpuId>| {
+        let mut m = Pb::default();
+        m.bytes(1, comm(sim, Some(task), r.cpu).as_bytes());
+        m.uint(2, u64::from(trace_pid(Some(task))));
+        m.uint(3, prio(sim, Some(task)) as u64);
+        if let Some(c) = target {
+            m.uint(4, 1); // success
+            m.uint(5, u64::from(c)); // target_cpu
+        }
+        m
+    };
+    match r.kind {
+        TraceKind::Switch {
+            prev,
+            prev_state,
+            next,
+        } => {
+            let mut m = Pb::default();
+            m.bytes(1, comm(sim, prev, r.cpu).as_bytes());
+            m.uint(2, u64::from(trace_pid(prev)));
+            m.uint(3, prio(sim, prev) as u64);
+            m.uint(4, prev_state.bits() as u64);
+            m.bytes(5, comm(sim, next, r.cpu).as_bytes());
+            m.uint(6, u64::from(trace_pid(next)));
+            m.uint(7, prio(sim, next) as u64);
+            ev.msg(EVENT_SCHED_SWITCH, &m);
+        }
+        TraceKind::Waking { task, target } => {
+            ev.msg(EVENT_SCHED_WAKING, &task_fields(task, Some(target)));
+        }
+        TraceKind::Wakeup { task, target } => {
+            ev.msg(EVENT_SCHED_WAKEUP, &task_fields(task, Some(target)));
+        }
+        TraceKind::WakeupNew { task, target } => {
+            ev.msg(EVENT_SCHED_WAKEUP_NEW, &task_fields(task, Some(target)));
+        }
+        TraceKind::Migrate { task, from, to } => {
+            let mut m = task_fields(task, None);
+            m.uint(4, u64::from(from)); // orig_cpu
+            m.uint(5, u64::from(to)); // dest_cpu
+            ev.msg(EVENT_SCHED_MIGRATE_TASK, &m);
+        }
+        TraceKind::Exit { task } => {
+            let mut m = Pb::default();
+            m.bytes(1, comm(sim, Some(task), r.cpu).as_bytes());
+            m.uint(2, u64::from(trace_pid(Some(task))));
+            m.uint(3, u64::from(tgids[task as usize]));
+            m.uint(4, prio(sim, Some(task)) as u64);
+            ev.msg(EVENT_SCHED_PROCESS_EXIT, &m);
+        }
+    }
+    ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::Features;
+    use crate::sim::SimConfig;
+    use schedlab_topo::{build_domains, preset, DomainConfig};
+    use schedlab_workload::WorkloadSpec;
+
+    fn sim(machine: &str, feature: Option<&str>, spec: WorkloadSpec, seed: u64) -> Sim {
+        let m = preset(machine).expect("preset");
+        let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+        let mut features = Features::default();
+        if let Some(f) = feature {
+            features.set(f, true).expect("feature");
+        }
+        Sim::new(
+            m,
+            d,
+            spec,
+            SimConfig {
+                seed,
+                features,
+                checked: true,
+                ..SimConfig::default()
+            },
+        )
+    }
+
+    /// Mixed sleepers and hogs, some of which exit: wakeups, migrations by
+    /// wakeup and by the balancer, exits.
+    fn workload(n_cpus: usize) -> WorkloadSpec {
+        let mut spec = crate::scenarios::mixed_load(n_cpus, 60_000_000);
+        let k = spec.templates.len() as u32;
+        spec.templates.push(crate::scenarios::thread(
+            "short",
+            None,
+            vec![
+                schedlab_workload::Step::Compute { work_ns: 5_000_000 },
+                schedlab_workload::Step::Exit,
+            ],
+        ));
+        spec.initial.push(k);
+        spec.initial.push(k);
+        spec
+    }
+
+    /// Replays a trace as a trace viewer would and checks it is consistent:
+    /// each switch's prev is what that CPU last switched to, a task runs on
+    /// one CPU at a time, a task migrates only while not running, times
+    /// never go back, and the final state matches the simulator's.
+    fn assert_consistent(s: &Sim) {
+        let tr = s.trace.as_deref().expect("trace on");
+        assert_eq!(tr.dropped, 0);
+        let mut on_cpu: Vec<Option<TaskId>> = vec![None; s.nr_cpus()];
+        let mut running_on: Vec<Option<CpuId>> = vec![None; s.tasks.len()];
+        let mut last_ts = 0;
+        let mut switches = 0;
+        let mut migrations = 0;
+        for r in &tr.records {
+            assert!(r.ts_ns >= last_ts, "time went back at {r:?}");
+            last_ts = r.ts_ns;
+            assert_eq!(r.current, on_cpu[r.cpu as usize], "common_pid at {r:?}");
+            match r.kind {
+                TraceKind::Switch { prev, next, .. } => {
+                    switches += 1;
+                    assert_eq!(prev, on_cpu[r.cpu as usize], "prev at {r:?}");
+                    assert_ne!(prev, next);
+                    if let Some(p) = prev {
+                        running_on[p as usize] = None;
+                    }
+                    if let Some(n) = next {
+                        assert_eq!(running_on[n as usize], None, "{n} runs twice: {r:?}");
+                        running_on[n as usize] = Some(r.cpu);
+                    }
+                    on_cpu[r.cpu as usize] = next;
+                }
+                TraceKind::Migrate { task, from, to } => {
+                    migrations += 1;
+                    assert_ne!(from, to);
+                    assert_eq!(running_on[task as usize], None, "{task} migrates running");
+                }
+                _ => {}
+            }
+        }
+        let curr: Vec<Option<TaskId>> = s.rqs.iter().map(|rq| rq.curr).collect();
+        assert_eq!(on_cpu, curr, "the trace ends where the simulation does");
+        assert!(
+            switches > 100 && migrations > 0,
+            "{switches} switches, {migrations} migrations"
+        );
+        assert_eq!(migrations, s.counters.migrations);
+    }
+
+    #[test]
+    fn the_trace_replays_consistently_on_smp_asymmetric_and_hmp_machines() {
+        for (machine, feature) in [
+            ("kunpeng920", None),
+            ("exynos5422", None),
+            ("exynos5422", Some("HMP_HPERF")),
+            ("exynos5422", Some("HMP_LINARO")),
+        ] {
+            let n = preset(machine).expect("preset").nr_cpus();
+            let mut s = sim(machine, feature, workload(n), 3);
+            s.enable_trace(usize::MAX);
+            s.run();
+            assert_consistent(&s);
+        }
+    }
+
+    #[test]
+    fn tracing_does_not_change_the_simulation() {
+        let run = |trace: bool| {
+            let mut s = sim("exynos5422", Some("HMP_HPERF"), workload(8), 5);
+            if trace {
+                s.enable_trace(usize::MAX);
+            }
+            s.run();
+            (s.now, s.events, format!("{:?}", s.counters))
+        };
+        assert_eq!(run(false), run(true));
+    }
+
+    #[test]
+    fn the_limit_keeps_the_first_events_and_counts_the_rest() {
+        let mut s = sim("exynos5422", None, workload(8), 1);
+        s.enable_trace(50);
+        s.run();
+        let tr = s.trace.as_deref().expect("trace");
+        assert_eq!(tr.records.len(), 50);
+        assert!(tr.dropped > 0);
+    }
+
+    /// A protobuf reader for the test: (field, wire type, value or bytes).
+    fn fields(mut b: &[u8]) -> Vec<(u32, u8, u64, Vec<u8>)> {
+        fn varint(b: &mut &[u8]) -> u64 {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let x = b[0];
+                *b = &b[1..];
+                v |= u64::from(x & 0x7f) << shift;
+                if x < 0x80 {
+                    return v;
+                }
+                shift += 7;
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = varint(&mut b);
+            let (field, wire) = ((key >> 3) as u32, (key & 7) as u8);
+            match wire {
+                0 => out.push((field, 0, varint(&mut b), Vec::new())),
+                2 => {
+                    let n = varint(&mut b) as usize;
+                    out.push((field, 2, 0, b[..n].to_vec()));
+                    b = &b[n..];
+                }
+                w => panic!("unexpected wire type {w}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn varints_encode_as_protobuf_does() {
+        let mut pb = Pb::default();
+        pb.varint(0);
+        pb.varint(1);
+        pb.varint(150);
+        pb.varint(300);
+        pb.varint(u64::MAX);
+        let mut want = vec![0x00, 0x01, 0x96, 0x01, 0xac, 0x02];
+        want.extend([0xff; 9]);
+        want.push(0x01);
+        assert_eq!(pb.buf, want);
+    }
+
+    #[test]
+    fn the_perfetto_trace_nests_packets_bundles_and_sched_events() {
+        let mut s = sim("exynos5422", None, workload(8), 2);
+        s.enable_trace(usize::MAX);
+        s.run();
+        let mut buf = Vec::new();
+        write_perfetto(&s, &mut buf).expect("write");
+        let packets = fields(&buf);
+        assert!(packets.iter().all(|p| p.0 == TRACE_PACKET && p.1 == 2));
+        // First packet: the process tree, one thread per task.
+        let first = fields(&packets[0].3);
+        let tree = &first
+            .iter()
+            .find(|f| f.0 == PACKET_PROCESS_TREE)
+            .expect("tree")
+            .3;
+        let threads = fields(tree).iter().filter(|f| f.0 == TREE_THREADS).count();
+        assert_eq!(threads, s.tasks.len());
+        // Then ftrace bundles; count the switches and check their fields.
+        let (mut switches, mut events) = (0, 0);
+        for p in &packets[1..] {
+            let bundle = fields(&fields(&p.3)[0].3);
+            assert_eq!(bundle[0].0, BUNDLE_CPU);
+            for ev in bundle.iter().filter(|f| f.0 == BUNDLE_EVENT) {
+                events += 1;
+                let ev = fields(&ev.3);
+                assert_eq!((ev[0].0, ev[1].0), (EVENT_TIMESTAMP, EVENT_PID));
+                if ev[2].0 == EVENT_SCHED_SWITCH {
+                    switches += 1;
+                    let sw = fields(&ev[2].3);
+                    let ids: Vec<u32> = sw.iter().map(|f| f.0).collect();
+                    assert_eq!(ids, [1, 2, 3, 4, 5, 6, 7]);
+                    // prev_pid is the event's common_pid.
+                    assert_eq!(sw[1].2, ev[1].2);
+                }
+            }
+        }
+        let tr = s.trace.as_deref().expect("trace");
+        assert_eq!(events, tr.records.len());
+        let want = tr
+            .records
+            .iter()
+            .filter(|r| matches!(r.kind, TraceKind::Switch { .. }))
+            .count();
+        assert_eq!(switches, want);
+    }
+
+    #[test]
+    fn the_text_trace_has_one_tracefs_line_per_event() {
+        let mut s = sim("exynos5422", None, workload(8), 2);
+        s.enable_trace(usize::MAX);
+        s.run();
+        let mut buf = Vec::new();
+        write_ftrace_text(&s, &mut buf).expect("write");
+        let text = String::from_utf8(buf).expect("utf8");
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            lines.len(),
+            s.trace.as_deref().expect("trace").records.len()
+        );
+        let sw = lines
+            .iter()
+            .find(|l| l.contains("sched_switch: prev_comm=swapper/"))
+            .expect("a switch from idle");
+        assert!(sw.trim_start().starts_with("<idle>-0 "), "{sw}");
+        assert!(sw.contains("prev_state=R ==> next_comm="), "{sw}");
+        assert!(lines.iter().any(|l| l.contains("prev_state=S ==>")));
+        assert!(lines.iter().any(|l| l.contains("prev_state=X ==>")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains(": sched_migrate_task: comm=")));
+    }
+}
