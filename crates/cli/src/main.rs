@@ -55,7 +55,7 @@ enum Cmd {
         /// Fewer repetitions and shorter runs (still honest) for CI and smoke tests.
         #[arg(long)]
         quick: bool,
-        /// Directory for results.json and the tables.
+        /// Directory for results.json, the tables and plots/ (SVG).
         #[arg(long, default_value = "results")]
         out: PathBuf,
         /// Also write results.json here.
@@ -70,6 +70,15 @@ enum Cmd {
         /// Check scheduler invariants after every event (slow).
         #[arg(long)]
         checked: bool,
+    },
+    /// Draw SVG plots of a results.json (means per config; our changes
+    /// against the published ones).
+    Plot {
+        /// A results.json written by `reproduce`.
+        results: PathBuf,
+        /// Directory for the SVG files (default: plots/ next to the results file).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Print a machine and its sched domains per CPU.
     Topo {
@@ -195,6 +204,7 @@ fn main() {
             topo(source, json, config, list, emit_machine)
         }
         Cmd::Calibrate { machine, json } => calibrate::run(&machine, json),
+        Cmd::Plot { results, out } => plot(results, out),
         Cmd::Workloads => {
             for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
                 outln!("{name}\n  keys: {keys}\n  models: {what}");
@@ -364,6 +374,42 @@ fn reproduce(
         res.write_json(&j)
             .with_context(|| format!("writing {}", j.display()))?;
     }
+    let n = write_plots(&res, &out.join("plots"))?;
+    eprintln!("({n} plots in {})", out.join("plots").display());
+    Ok(())
+}
+
+/// Renders every experiment's plots into `dir` (created if needed); returns
+/// how many were written.
+fn write_plots(res: &Results, dir: &std::path::Path) -> Result<usize, Failure> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut n = 0;
+    for e in &res.experiments {
+        let plots = schedlab_report::plot_experiment(e)
+            .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+        for p in plots {
+            let path = dir.join(format!("{}.svg", p.stem));
+            std::fs::write(&path, p.svg).with_context(|| format!("writing {}", path.display()))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// `schedlab plot`: redraws the plots of a results.json.
+fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&results)
+        .map_err(|e| input(format!("{}: cannot read: {e}", results.display())))?;
+    let res =
+        Results::from_json(&text).map_err(|e| input(format!("{}: {e}", results.display())))?;
+    let dir = out.unwrap_or_else(|| {
+        results
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .join("plots")
+    });
+    let n = write_plots(&res, &dir)?;
+    outln!("{n} plots written to {}", dir.display());
     Ok(())
 }
 

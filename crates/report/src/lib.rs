@@ -4,11 +4,15 @@
 //!   the significance rule of mmtests' compare-kernels.
 //! - [`results`]: the `schedlab.results/1` document and a builder from raw samples.
 //! - [`table`]: compare-kernels-style text tables and a cross-experiment summary.
+//! - [`plot`]: SVG plots of an experiment (means per config, ours against the
+//!   published changes).
 
+pub mod plot;
 pub mod results;
 pub mod stats;
 pub mod table;
 
+pub use plot::{plot_experiment, Plot, PlotError};
 pub use results::{
     params, ExperimentResult, MetricSpec, Params, ReportError, Results, Row, SampleRow, SCHEMA,
 };

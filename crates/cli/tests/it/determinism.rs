@@ -65,4 +65,39 @@ fn stream_table_snapshot() {
         change(4) > change(6) && change(6) >= change(12),
         "gain shrinks 4→6→12"
     );
+    // The plots: one per metric, ours against the published changes.
+    let copy = std::fs::read_to_string(dir.join("plots/kunpeng920-stream-copy.svg")).unwrap();
+    assert!(copy.starts_with("<svg") && copy.contains("cluster (published)"));
+    // `schedlab plot` redraws them from results.json alone, identically.
+    let again = tempdir("snap-plots");
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .arg("plot")
+        .arg(dir.join("results.json"))
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .expect("run schedlab");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("4 plots written to "));
+    let redrawn = std::fs::read_to_string(again.join("kunpeng920-stream-copy.svg")).unwrap();
+    assert_eq!(copy, redrawn);
+}
+
+#[test]
+fn plot_rejects_a_file_that_is_not_results_json() {
+    let dir = tempdir("plot-bad");
+    let bad = dir.join("results.json");
+    std::fs::write(&bad, "{\"schema\": \"something/else\"}").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .arg("plot")
+        .arg(&bad)
+        .output()
+        .expect("run schedlab");
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        e.contains("results.json") && e.trim().lines().count() == 1,
+        "{e}"
+    );
+    assert!(!dir.join("plots").exists());
 }
