@@ -270,6 +270,21 @@ fn progress_bar(len: u64) -> ProgressBar {
     pb
 }
 
+/// A spinner for one simulation (on a terminal only): simulated time and
+/// events so far.
+fn run_spinner() -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    if std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            pb.set_style(style);
+        }
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb
+}
+
 fn reproduce(
     names: Vec<String>,
     quick: bool,
@@ -615,7 +630,16 @@ fn run(
     if let Some(t) = &trace {
         sim.enable_trace(t.limit);
     }
-    let stop = sim.run();
+    let spinner = run_spinner();
+    // About 30 ms of wall time between updates at the engine's usual speed.
+    let stop = sim.run_with_progress(1 << 18, &mut |now_ns, events| {
+        spinner.set_message(format!(
+            "simulated {:.3} s, {events} events",
+            now_ns as f64 / 1e9
+        ));
+        spinner.tick();
+    });
+    spinner.finish_and_clear();
     let metrics = w.metrics(&sim);
     emit(&w.report_sim(&sim, &metrics));
     let c = &sim.counters;

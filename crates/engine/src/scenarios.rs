@@ -652,3 +652,20 @@ fn a_sched_idle_thread_gets_only_leftover_time() {
         normal.stats.cpu_time_ns
     );
 }
+
+#[test]
+fn progress_callbacks_observe_without_changing_the_run() {
+    let plain = {
+        let mut s = sim("kunpeng920", true, mixed_load(24, 50_000_000), 9);
+        s.run();
+        (s.now, s.events, format!("{:?}", s.counters))
+    };
+    let mut s = sim("kunpeng920", true, mixed_load(24, 50_000_000), 9);
+    let mut calls: Vec<(u64, u64)> = Vec::new();
+    s.run_with_progress(1000, &mut |now, events| calls.push((now, events)));
+    assert_eq!((s.now, s.events, format!("{:?}", s.counters)), plain);
+    // Every 1024 events (1000 rounded up to a power of two), in time order.
+    assert_eq!(calls.len() as u64, s.events / 1024);
+    assert!(calls.iter().all(|&(_, e)| e % 1024 == 0));
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0));
+}

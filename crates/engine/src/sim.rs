@@ -328,6 +328,30 @@ impl Sim {
     /// Runs until `limit_ns` (or the end of the workload); a later call
     /// continues from there. Returns `TimeLimit` when stopped by `limit_ns`.
     pub fn run_until(&mut self, limit_ns: u64) -> StopReason {
+        // events & u64::MAX is never 0 after the first event: no callback.
+        self.run_loop(limit_ns, u64::MAX, &mut |_, _| {})
+    }
+
+    /// Runs the workload to completion (or its time limit) like [`Sim::run`],
+    /// calling `progress(now_ns, events)` every `every_events` events
+    /// (rounded up to a power of two). The callback only observes: the run
+    /// is the same as without it.
+    pub fn run_with_progress(
+        &mut self,
+        every_events: u64,
+        progress: &mut impl FnMut(u64, u64),
+    ) -> StopReason {
+        let mask = every_events.max(1).next_power_of_two() - 1;
+        self.run_loop(self.spec.max_time_ns, mask, progress)
+    }
+
+    /// The event loop; `progress` is called when `events & progress_mask` is 0.
+    fn run_loop(
+        &mut self,
+        limit_ns: u64,
+        progress_mask: u64,
+        progress: &mut impl FnMut(u64, u64),
+    ) -> StopReason {
         if !self.started {
             self.started = true;
             self.start();
@@ -355,6 +379,9 @@ impl Sim {
             self.dispatch(ev);
             if self.live == 0 {
                 self.stop = Some(StopReason::Finished);
+            }
+            if self.events & progress_mask == 0 {
+                progress(self.now, self.events);
             }
             if self.cfg.checked {
                 if let Err(e) = self.check_invariants() {
