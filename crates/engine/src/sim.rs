@@ -739,16 +739,19 @@ impl Sim {
                     t.stats.nr_switches += 1;
                     self.counters.context_switches += 1;
                 }
+                // Before the task resumes: it may block at once (a nested
+                // schedule()), which must follow this switch in the trace.
+                self.trace_switch(cpu);
                 self.start_running(n);
             }
             None => {
+                self.trace_switch(cpu);
                 self.update_misfit_status(cpu, None);
                 if prev.is_some() {
                     self.idle_enter(cpu);
                 }
             }
         }
-        self.trace_switch(cpu);
     }
 
     // ----- wakeups ----------------------------------------------------------

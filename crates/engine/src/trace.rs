@@ -589,18 +589,46 @@ mod tests {
         ));
         spec.initial.push(k);
         spec.initial.push(k);
+        // A thread that sleeps again as soon as it is switched in (it blocks
+        // inside the switch, a nested schedule()).
+        spec.templates.push(crate::scenarios::thread(
+            "ticker",
+            None,
+            vec![
+                schedlab_workload::Step::Sleep { ns: 150_000 },
+                schedlab_workload::Step::Loop {
+                    start: 0,
+                    count: 10_000,
+                    slot: 0,
+                },
+                schedlab_workload::Step::Exit,
+            ],
+        ));
+        spec.initial.push(k + 1);
         spec
+    }
+
+    /// A task's state as a trace shows it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Seen {
+        Blocked,
+        Runnable,
+        Running,
+        Dead,
     }
 
     /// Replays a trace as a trace viewer would and checks it is consistent:
     /// each switch's prev is what that CPU last switched to, a task runs on
-    /// one CPU at a time, a task migrates only while not running, times
+    /// one CPU at a time, only a runnable task is switched in, only a
+    /// sleeping one is woken, a task migrates only while not running, times
     /// never go back, and the final state matches the simulator's.
     fn assert_consistent(s: &Sim) {
         let tr = s.trace.as_deref().expect("trace on");
         assert_eq!(tr.dropped, 0);
         let mut on_cpu: Vec<Option<TaskId>> = vec![None; s.nr_cpus()];
         let mut running_on: Vec<Option<CpuId>> = vec![None; s.tasks.len()];
+        // Before its first event a task is asleep (kthreads) or unborn.
+        let mut seen = vec![Seen::Blocked; s.tasks.len()];
         let mut last_ts = 0;
         let mut switches = 0;
         let mut migrations = 0;
@@ -609,16 +637,30 @@ mod tests {
             last_ts = r.ts_ns;
             assert_eq!(r.current, on_cpu[r.cpu as usize], "common_pid at {r:?}");
             match r.kind {
-                TraceKind::Switch { prev, next, .. } => {
+                TraceKind::Switch {
+                    prev,
+                    prev_state,
+                    next,
+                } => {
                     switches += 1;
                     assert_eq!(prev, on_cpu[r.cpu as usize], "prev at {r:?}");
                     assert_ne!(prev, next);
                     if let Some(p) = prev {
                         running_on[p as usize] = None;
+                        seen[p as usize] = match prev_state {
+                            PrevState::Preempted => Seen::Runnable,
+                            PrevState::Sleeping => Seen::Blocked,
+                            PrevState::Dead => Seen::Dead,
+                            PrevState::Running => panic!("a task leaves as idle: {r:?}"),
+                        };
+                    } else {
+                        assert_eq!(prev_state, PrevState::Running, "{r:?}");
                     }
                     if let Some(n) = next {
                         assert_eq!(running_on[n as usize], None, "{n} runs twice: {r:?}");
+                        assert_eq!(seen[n as usize], Seen::Runnable, "switch-in: {r:?}");
                         running_on[n as usize] = Some(r.cpu);
+                        seen[n as usize] = Seen::Running;
                     }
                     on_cpu[r.cpu as usize] = next;
                 }
@@ -627,7 +669,16 @@ mod tests {
                     assert_ne!(from, to);
                     assert_eq!(running_on[task as usize], None, "{task} migrates running");
                 }
-                _ => {}
+                TraceKind::Waking { task, .. } => {
+                    assert_eq!(seen[task as usize], Seen::Blocked, "waking: {r:?}");
+                }
+                TraceKind::Wakeup { task, .. } | TraceKind::WakeupNew { task, .. } => {
+                    assert_eq!(seen[task as usize], Seen::Blocked, "wakeup: {r:?}");
+                    seen[task as usize] = Seen::Runnable;
+                }
+                TraceKind::Exit { task } => {
+                    assert_eq!(seen[task as usize], Seen::Running, "exit: {r:?}");
+                }
             }
         }
         let curr: Vec<Option<TaskId>> = s.rqs.iter().map(|rq| rq.curr).collect();
