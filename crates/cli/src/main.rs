@@ -71,6 +71,41 @@ enum Cmd {
         #[arg(long)]
         checked: bool,
     },
+    /// Compare configurations on one machine and workload: an ad hoc
+    /// experiment with repetitions, printed as mmtests-style tables (with
+    /// --out also results.json, tables.txt and plots/).
+    Compare {
+        #[arg(long)]
+        machine: String,
+        /// Built-in workload spec or rt-app JSON file.
+        #[arg(long)]
+        workload: String,
+        /// A configuration, baseline first (repeatable): NAME or
+        /// NAME+FEATURE=on|off[+FEATURE=on|off...].
+        #[arg(long = "config", required = true)]
+        configs: Vec<String>,
+        /// Sweep one workload key, one point per value: KEY=V1,V2,...
+        #[arg(long)]
+        sweep: Option<String>,
+        /// Repetitions per point and configuration (each with its own seed).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Base seed; repetition r of point p gets the same seed under every config.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Restrict the workload to these CPUs (kernel list syntax).
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Put the workload's memory on this NUMA node.
+        #[arg(long)]
+        mem_node: Option<u32>,
+        /// Write results.json, tables.txt and plots/ here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Check scheduler invariants after every event (slow).
+        #[arg(long)]
+        checked: bool,
+    },
     /// Draw SVG plots of a results.json (means per config; our changes
     /// against the published ones).
     Plot {
@@ -205,6 +240,29 @@ fn main() {
         }
         Cmd::Calibrate { machine, json } => calibrate::run(&machine, json),
         Cmd::Plot { results, out } => plot(results, out),
+        Cmd::Compare {
+            machine,
+            workload,
+            configs,
+            sweep,
+            reps,
+            seed,
+            cpus,
+            mem_node,
+            out,
+            checked,
+        } => compare(CompareArgs {
+            machine,
+            workload,
+            configs,
+            sweep,
+            reps,
+            seed,
+            cpus,
+            mem_node,
+            out,
+            checked,
+        }),
         Cmd::Workloads => {
             for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
                 outln!("{name}\n  keys: {keys}\n  models: {what}");
@@ -337,7 +395,7 @@ fn reproduce(
         ));
         text.push_str(&render_experiment(r, &TableOptions::default()));
         text.push('\n');
-        let published = schedlab_exp::published::published_absolute(d.name);
+        let published = schedlab_exp::published::published_absolute(&d.name);
         if !published.is_empty() {
             text.push_str("Published (cover letter), Hmean:\n");
             for (p, m, base, patched) in published {
@@ -575,6 +633,183 @@ impl TraceOut {
     }
 }
 
+/// `--cpus LIST`: the CPUs of `m` in the list (an error if none).
+fn cpu_list(cpus: &Option<String>, m: &schedlab_topo::Machine) -> Result<Option<CpuMask>, Failure> {
+    let Some(list) = cpus else {
+        return Ok(None);
+    };
+    let mask = CpuMask::parse_list(list).ok_or_else(|| {
+        input(format!(
+            "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
+        ))
+    })?;
+    let mask = mask.and(&m.all_cpus());
+    if mask.is_empty() {
+        return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
+    }
+    Ok(Some(mask))
+}
+
+/// `--mem-node N` must name a node of `m`.
+fn check_mem_node(mem_node: Option<u32>, m: &schedlab_topo::Machine) -> Result<(), Failure> {
+    match mem_node {
+        Some(n) if !m.nodes.iter().any(|x| x.id == n) => Err(input(format!(
+            "--mem-node {n}: {} has no such node",
+            m.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Arguments of `schedlab compare`.
+struct CompareArgs {
+    machine: String,
+    workload: String,
+    configs: Vec<String>,
+    sweep: Option<String>,
+    reps: usize,
+    seed: u64,
+    cpus: Option<String>,
+    mem_node: Option<u32>,
+    out: Option<PathBuf>,
+    checked: bool,
+}
+
+/// The points of `compare`: one per `--sweep` value (the key appended to
+/// the built-in spec), or the workload alone.
+fn compare_points(
+    a: &CompareArgs,
+    nr_cpus: usize,
+    affinity: Option<CpuMask>,
+) -> Result<Vec<experiments::Point>, Failure> {
+    let point = |spec: &str, params: schedlab_report::Params| {
+        Builtin::resolve(spec, nr_cpus)
+            .map(|workload| experiments::Point {
+                params,
+                workload,
+                affinity,
+                mem_node: a.mem_node,
+            })
+            .map_err(|e| input(e.to_string()))
+    };
+    let Some(sweep) = &a.sweep else {
+        return Ok(vec![point(&a.workload, schedlab_report::Params::new())?]);
+    };
+    let (key, values) = sweep
+        .split_once('=')
+        .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
+        .ok_or_else(|| input(format!("--sweep '{sweep}': expected KEY=V1,V2,...")))?;
+    let key = key.trim();
+    if a.workload.ends_with(".json") || std::path::Path::new(&a.workload).is_file() {
+        return Err(input(format!(
+            "--sweep {key}: only built-in workloads have keys to sweep ({} is a file)",
+            a.workload
+        )));
+    }
+    let (name, keys) = a.workload.split_once(':').unwrap_or((&a.workload, ""));
+    if keys
+        .split(',')
+        .any(|kv| kv.split('=').next().map(str::trim) == Some(key))
+    {
+        return Err(input(format!(
+            "--sweep {key}: already set in --workload {}",
+            a.workload
+        )));
+    }
+    values
+        .split(',')
+        .map(|v| {
+            let v = v.trim();
+            let spec = if keys.is_empty() {
+                format!("{name}:{key}={v}")
+            } else {
+                format!("{name}:{keys},{key}={v}")
+            };
+            let value = v
+                .parse::<u64>()
+                .map_or_else(|_| serde_json::json!(v), |n| serde_json::json!(n));
+            point(&spec, schedlab_report::params([(key, value)]))
+        })
+        .collect()
+}
+
+/// `schedlab compare`: an ad hoc experiment over the given configurations.
+fn compare(a: CompareArgs) -> Result<(), Failure> {
+    let m = schedlab_topo::resolve_machine(&a.machine).map_err(|e| input(e.to_string()))?;
+    if !(1..=1000).contains(&a.reps) {
+        return Err(input(format!("--reps {}: must be 1 to 1000", a.reps)));
+    }
+    for c in &a.configs {
+        let cfg = configs::resolve(c).map_err(input)?;
+        schedlab_topo::build_domains(&m, &cfg.domains)
+            .map_err(|e| input(format!("--config {c}: {e}")))?;
+    }
+    let affinity = cpu_list(&a.cpus, &m)?;
+    check_mem_node(a.mem_node, &m)?;
+    let points = compare_points(&a, m.nr_cpus(), affinity)?;
+    let setup = format!(
+        "{}{} on {}{}{}",
+        a.workload,
+        a.sweep
+            .as_deref()
+            .map_or(String::new(), |s| format!(", sweeping {s}")),
+        a.machine,
+        a.cpus
+            .as_deref()
+            .map_or(String::new(), |c| format!(", CPUs {c}")),
+        a.mem_node
+            .map_or(String::new(), |n| format!(", memory node {n}")),
+    );
+    let def = experiments::ExperimentDef {
+        name: "compare".into(),
+        machine: a.machine.clone(),
+        workload: points[0].workload.name().into(),
+        configs: a.configs.clone(),
+        // Every metric the workload reports with a known direction.
+        metrics: Vec::new(),
+        points,
+        repetitions: a.reps,
+        setup,
+        wakeup_notes: false,
+    };
+    let total = (def.points.len() * def.configs.len() * def.repetitions) as u64;
+    let pb = progress_bar(total);
+    let opts = experiments::Options {
+        quick: false,
+        seed: a.seed,
+        checked: a.checked || cfg!(debug_assertions),
+    };
+    let results = experiments::run_all(std::slice::from_ref(&def), &opts, &|| pb.inc(1))
+        .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    pb.finish_and_clear();
+    let r = &results[0];
+    let mut text = format!(
+        "== compare: {} ({} repetitions, seed {})\n",
+        def.setup, def.repetitions, a.seed
+    );
+    text.push_str(&render_experiment(r, &TableOptions::default()));
+    text.push('\n');
+    for n in &r.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    emit(&text);
+    if let Some(out) = &a.out {
+        let mut res = Results::new(env!("CARGO_PKG_VERSION"));
+        res.experiments = results;
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        res.write_json(&out.join("results.json"))
+            .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+        std::fs::write(out.join("tables.txt"), &text)
+            .with_context(|| format!("writing {}/tables.txt", out.display()))?;
+        let n = write_plots(&res, &out.join("plots"))?;
+        eprintln!(
+            "(results.json, tables.txt and {n} plots in {})",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run(
     machine: String,
@@ -595,29 +830,8 @@ fn run(
     }
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, m.nr_cpus()).map_err(|e| input(e.to_string()))?;
-    let affinity = match &cpus {
-        Some(list) => {
-            let mask = CpuMask::parse_list(list).ok_or_else(|| {
-                input(format!(
-                    "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
-                ))
-            })?;
-            let mask = mask.and(&m.all_cpus());
-            if mask.is_empty() {
-                return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
-            }
-            Some(mask)
-        }
-        None => None,
-    };
-    if let Some(n) = mem_node {
-        if !m.nodes.iter().any(|x| x.id == n) {
-            return Err(input(format!(
-                "--mem-node {n}: {} has no such node",
-                m.name
-            )));
-        }
-    }
+    let affinity = cpu_list(&cpus, &m)?;
+    check_mem_node(mem_node, &m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
     let spec = w.build(affinity, mem_node);
     let sim_cfg = SimConfig {

@@ -94,14 +94,14 @@ pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     let def = experiments::get("kunpeng920-stream", quick)?;
     for p in &def.points {
-        for &c in def.configs {
+        for c in &def.configs {
             let cfg = crate::configs::resolve(c)?;
             rows.push(time_run(
                 format!(
                     "stream {} {c}",
                     schedlab_report::table::params_text(&p.params)
                 ),
-                def.machine,
+                &def.machine,
                 &cfg.domains,
                 p.workload.build(p.affinity, p.mem_node),
             )?);

@@ -55,8 +55,25 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Resolves a configuration name; the error lists the valid names.
-pub fn resolve(name: &str) -> Result<RunConfig, String> {
+/// Resolves a configuration: a name from [`CONFIGS`], optionally followed by
+/// feature switches, `NAME+FEATURE=on|off[+FEATURE=on|off...]` (e.g.
+/// `cluster+CLUSTER_SCAN=off`: a policy variant of a named kernel). Errors
+/// list the valid names or name the bad switch.
+pub fn resolve(spec: &str) -> Result<RunConfig, String> {
+    let mut parts = spec.split('+');
+    let name = parts.next().unwrap_or_default();
+    let mut cfg = resolve_named(name)?;
+    for switch in parts {
+        cfg.features
+            .apply(switch)
+            .map_err(|e| format!("config '{spec}': {e}"))?;
+    }
+    cfg.name = spec.to_string();
+    Ok(cfg)
+}
+
+/// Resolves a configuration name of [`CONFIGS`].
+fn resolve_named(name: &str) -> Result<RunConfig, String> {
     let domains = DomainConfig::named(name).ok_or_else(|| {
         format!(
             "unknown config '{name}' (valid: {})",
@@ -99,4 +116,37 @@ pub fn resolve(name: &str) -> Result<RunConfig, String> {
         domains,
         features,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_engine::Feat;
+
+    #[test]
+    fn variants_switch_features_on_top_of_a_named_config() {
+        let base = resolve("cluster").expect("cluster");
+        assert!(base.features.enabled(Feat::CLUSTER_SCAN));
+        let v = resolve("cluster+CLUSTER_SCAN=off").expect("variant");
+        assert_eq!(v.name, "cluster+CLUSTER_SCAN=off");
+        assert!(!v.features.enabled(Feat::CLUSTER_SCAN));
+        assert_eq!(v.domains, base.domains);
+        let two = resolve("linaro-mp+HMP_LINARO=off+HMP_HPERF=on").expect("two switches");
+        assert!(two.features.enabled(Feat::HMP_HPERF) && !two.features.enabled(Feat::HMP_LINARO));
+    }
+
+    #[test]
+    fn bad_variants_name_the_problem() {
+        let e = resolve("nope+CLUSTER_SCAN=off").unwrap_err();
+        assert!(e.contains("unknown config 'nope'"), "{e}");
+        let e = resolve("cluster+NO_SUCH_FEATURE=on").unwrap_err();
+        assert!(
+            e.contains("cluster+NO_SUCH_FEATURE=on") && e.contains("NO_SUCH_FEATURE"),
+            "{e}"
+        );
+        let e = resolve("cluster+CLUSTER_SCAN").unwrap_err();
+        assert!(e.contains("NAME=on|off"), "{e}");
+        let e = resolve("cluster+CLUSTER_SCAN=maybe").unwrap_err();
+        assert!(e.contains("maybe"), "{e}");
+    }
 }

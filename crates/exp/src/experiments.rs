@@ -19,16 +19,20 @@ use std::collections::BTreeMap;
 /// One experiment's definition.
 #[derive(Clone, Debug)]
 pub struct ExperimentDef {
-    pub name: &'static str,
-    pub machine: &'static str,
-    pub workload: &'static str,
-    pub configs: &'static [&'static str],
+    pub name: String,
+    /// A preset name, a machine file or a preset with `:online=LIST`.
+    pub machine: String,
+    pub workload: String,
+    /// Configuration names (configs::resolve), baseline first.
+    pub configs: Vec<String>,
+    /// The metrics to tabulate; empty = every metric the runs report that
+    /// has a known direction ([`Builtin::metric_spec`]), in order.
     pub metrics: Vec<MetricSpec>,
     /// Parameter sets, each with the workload to run and where.
     pub points: Vec<Point>,
     pub repetitions: usize,
     /// What the set-up mirrors (printed with the table).
-    pub setup: &'static str,
+    pub setup: String,
     /// Also note the wakeup path's outcomes per point and configuration
     /// (wake_affine, idle search, S2 decisions).
     pub wakeup_notes: bool,
@@ -43,6 +47,11 @@ pub struct Point {
     pub affinity: Option<CpuMask>,
     /// Memory node (`numactl -m`).
     pub mem_node: Option<u32>,
+}
+
+/// Owned configuration names.
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }
 
 /// Names of every experiment, in contract order (`reproduce --list`).
@@ -118,17 +127,18 @@ fn kunpeng920_stream(quick: bool) -> ExperimentDef {
         })
         .collect();
     ExperimentDef {
-        name: "kunpeng920-stream",
-        machine: "kunpeng920",
-        workload: "stream",
-        configs: &["vanilla", "cluster"],
+        name: "kunpeng920-stream".into(),
+        machine: "kunpeng920".into(),
+        workload: "stream".into(),
+        configs: strings(&["vanilla", "cluster"]),
         metrics: ["copy", "scale", "add", "triad"]
             .iter()
             .map(|m| MetricSpec::new(*m, "MB/s", true))
             .collect(),
         points,
         repetitions: if quick { 3 } else { 5 },
-        setup: "STREAM (OpenMP) bound to node 0 (CPUs 0-23, memory node 0), 512 MiB of arrays",
+        setup: "STREAM (OpenMP) bound to node 0 (CPUs 0-23, memory node 0), 512 MiB of arrays"
+            .into(),
         wakeup_notes: false,
     }
 }
@@ -192,10 +202,11 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
             "kunpeng920-pbzip2-node"
         } else {
             "kunpeng920-pbzip2"
-        },
-        machine: "kunpeng920",
-        workload: "pbzip2",
-        configs: &["vanilla", "cluster"],
+        }
+        .into(),
+        machine: "kunpeng920".into(),
+        workload: "pbzip2".into(),
+        configs: strings(&["vanilla", "cluster"]),
         metrics: vec![MetricSpec::new("tput", "MB/s", true)],
         points,
         repetitions: if quick { 3 } else { 5 },
@@ -203,7 +214,8 @@ fn kunpeng920_pbzip2(quick: bool, node: bool) -> Result<ExperimentDef, String> {
             "pbzip2 -pN compressing 256 MiB, bound to node 0 (CPUs 0-23, memory node 0)"
         } else {
             "pbzip2 -pN compressing 256 MiB on the whole machine (96 CPUs)"
-        },
+        }
+        .into(),
         wakeup_notes: false,
     })
 }
@@ -221,10 +233,10 @@ fn kunpeng920_pixz(quick: bool) -> Result<ExperimentDef, String> {
         |t| format!("pixz:threads={t},size_mib={size_mib}"),
     )?;
     Ok(ExperimentDef {
-        name: "kunpeng920-pixz-node",
-        machine: "kunpeng920",
-        workload: "pixz",
-        configs: &["vanilla", "cluster"],
+        name: "kunpeng920-pixz-node".into(),
+        machine: "kunpeng920".into(),
+        workload: "pixz".into(),
+        configs: strings(&["vanilla", "cluster"]),
         metrics: vec![MetricSpec::new("tput", "MB/s", true)],
         points,
         repetitions: if quick { 2 } else { 5 },
@@ -232,7 +244,7 @@ fn kunpeng920_pixz(quick: bool) -> Result<ExperimentDef, String> {
             "pixz -pN (xz -6, 16 MiB blocks) compressing 384 MiB (--quick), bound to node 0 (CPUs 0-23, memory node 0)"
         } else {
             "pixz -pN (xz -6, 16 MiB blocks) compressing 768 MiB, bound to node 0 (CPUs 0-23, memory node 0)"
-        },
+        }.into(),
         wakeup_notes: false,
     })
 }
@@ -243,17 +255,17 @@ fn kunpeng920_kernbench(quick: bool) -> Result<ExperimentDef, String> {
         format!("kernbench:threads={t}")
     })?;
     Ok(ExperimentDef {
-        name: "kunpeng920-kernbench",
-        machine: "kunpeng920",
-        workload: "kernbench",
-        configs: &["vanilla", "cluster"],
+        name: "kunpeng920-kernbench".into(),
+        machine: "kunpeng920".into(),
+        workload: "kernbench".into(),
+        configs: strings(&["vanilla", "cluster"]),
         metrics: ["elsp", "user", "syst"]
             .iter()
             .map(|m| MetricSpec::new(*m, "s", false))
             .collect(),
         points,
         repetitions: if quick { 2 } else { 3 },
-        setup: "kernbench make -jN on the whole machine (96 CPUs)",
+        setup: "kernbench make -jN on the whole machine (96 CPUs)".into(),
         wakeup_notes: false,
     })
 }
@@ -272,10 +284,10 @@ fn power10_pipe(quick: bool) -> Result<ExperimentDef, String> {
         |n| format!("pipe:instances={n},loops={loops}"),
     )?;
     Ok(ExperimentDef {
-        name: "power10-pipe",
-        machine: "power10",
-        workload: "pipe",
-        configs: &["vanilla", "mc-llc", "patchset"],
+        name: "power10-pipe".into(),
+        machine: "power10".into(),
+        workload: "pipe".into(),
+        configs: strings(&["vanilla", "mc-llc", "patchset"]),
         metrics: vec![MetricSpec::new("usec_per_op", "us", false)],
         points,
         repetitions: if quick { 3 } else { 5 },
@@ -283,7 +295,7 @@ fn power10_pipe(quick: bool) -> Result<ExperimentDef, String> {
             "N concurrent perf bench sched pipe instances (5000 loops each, --quick) on 80 CPUs; usecs/op mean over instances"
         } else {
             "N concurrent perf bench sched pipe instances (20000 loops each) on 80 CPUs; usecs/op mean over instances"
-        },
+        }.into(),
         wakeup_notes: true,
     })
 }
@@ -298,10 +310,10 @@ fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
         format!("schbench:legacy=1,message_threads=3,runtime_s={run}")
     })?;
     Ok(ExperimentDef {
-        name: "power10-schbench",
-        machine: "power10",
-        workload: "schbench",
-        configs: &["vanilla", "mc-llc", "patchset"],
+        name: "power10-schbench".into(),
+        machine: "power10".into(),
+        workload: "schbench".into(),
+        configs: strings(&["vanilla", "mc-llc", "patchset"]),
         metrics: ["p50", "p75", "p90", "p95", "p99", "p99_5", "p99_9"]
             .iter()
             .map(|m| MetricSpec::new(*m, "us", false))
@@ -312,7 +324,7 @@ fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
             "schbench -m 3 (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs; --quick runs 2 s / 4 s for runtime 10 / 20"
         } else {
             "schbench -m 3 -r R (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs"
-        },
+        }.into(),
         wakeup_notes: true,
     })
 }
@@ -342,10 +354,10 @@ fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
         }
     }
     Ok(ExperimentDef {
-        name: "power10-daytrader",
-        machine: POWER10_64_ONLINE,
-        workload: "daytrader",
-        configs: &["vanilla", "mc-llc", "patchset"],
+        name: "power10-daytrader".into(),
+        machine: POWER10_64_ONLINE.into(),
+        workload: "daytrader".into(),
+        configs: strings(&["vanilla", "mc-llc", "patchset"]),
         metrics: vec![MetricSpec::new("tput", "req/s", true)],
         points,
         repetitions: if quick { 2 } else { 3 },
@@ -353,7 +365,7 @@ fn power10_daytrader(quick: bool) -> Result<ExperimentDef, String> {
             "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.1 s warm-up + 0.3 s measured (--quick)"
         } else {
             "DayTrader on J JVMs, U JMeter users in total (no think time), 3 JDBC calls per request to DB2 agents, 64 GC helpers per JVM; 64 CPUs online (CPUs 64-79 offline); 0.5 s warm-up + 2 s measured"
-        },
+        }.into(),
         wakeup_notes: true,
     })
 }
@@ -366,10 +378,10 @@ fn power10_ycsb(quick: bool) -> Result<ExperimentDef, String> {
         format!("ycsb:clients={n},operations={operations},read_pct=50")
     })?;
     Ok(ExperimentDef {
-        name: "power10-ycsb",
-        machine: "power10",
-        workload: "ycsb",
-        configs: &["vanilla", "mc-llc", "patchset"],
+        name: "power10-ycsb".into(),
+        machine: "power10".into(),
+        workload: "ycsb".into(),
+        configs: strings(&["vanilla", "mc-llc", "patchset"]),
         metrics: vec![
             MetricSpec::new("ops", "ops/s", true),
             MetricSpec::new("read_lat", "us", false),
@@ -382,7 +394,7 @@ fn power10_ycsb(quick: bool) -> Result<ExperimentDef, String> {
             "YCSB workload A (50/50 read/update) with N client threads against a thread-per-connection key-value server on 80 CPUs; 50000 operations (--quick)"
         } else {
             "YCSB workload A (50/50 read/update) with N client threads against a thread-per-connection key-value server on 80 CPUs; 200000 operations"
-        },
+        }.into(),
         wakeup_notes: true,
     })
 }
@@ -413,14 +425,14 @@ fn exynos5422_parsec(quick: bool) -> Result<ExperimentDef, String> {
         }
     }
     Ok(ExperimentDef {
-        name: "exynos5422-parsec",
-        machine: "exynos5422",
-        workload: "parsec",
-        configs: &["linaro-mp", "hperf-hmp"],
+        name: "exynos5422-parsec".into(),
+        machine: "exynos5422".into(),
+        workload: "parsec".into(),
+        configs: strings(&["linaro-mp", "hperf-hmp"]),
         metrics: vec![MetricSpec::new("time", "s", false)],
         points,
         repetitions: if quick { 2 } else { 3 },
-        setup: "PARSEC 3.0 pthreads (simlarge) streamcluster, bodytrack, blackscholes, 1-32 threads on 4x A7 + 4x A15",
+        setup: "PARSEC 3.0 pthreads (simlarge) streamcluster, bodytrack, blackscholes, 1-32 threads on 4x A7 + 4x A15".into(),
         wakeup_notes: false,
     })
 }
@@ -434,14 +446,14 @@ fn exynos5433_mixed(quick: bool) -> Result<ExperimentDef, String> {
         metrics.push(MetricSpec::new(format!("score_{t}"), "points", true));
     }
     Ok(ExperimentDef {
-        name: "exynos5433-mixed",
-        machine: "exynos5433",
-        workload: "mobile",
-        configs: &["linaro-mp", "hperf-hmp"],
+        name: "exynos5433-mixed".into(),
+        machine: "exynos5433".into(),
+        workload: "mobile".into(),
+        configs: strings(&["linaro-mp", "hperf-hmp"]),
         metrics,
         points: vec![point(Params::new(), "mobile:cpus=8,scale=1", None, None)?],
         repetitions: if quick { 3 } else { 10 },
-        setup: "mixed mobile benchmark (AnTuTu-5-like CPU, runtime, multitask, RAM and I/O sub-tests in sequence, no GPU tests) with periodic system services, on 4x A53 + 4x A57",
+        setup: "mixed mobile benchmark (AnTuTu-5-like CPU, runtime, multitask, RAM and I/O sub-tests in sequence, no GPU tests) with periodic system services, on 4x A53 + 4x A57".into(),
         wakeup_notes: false,
     })
 }
@@ -474,14 +486,14 @@ fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
         )?);
     }
     Ok(ExperimentDef {
-        name: "alderlake-single",
-        machine: "alderlake",
-        workload: "phoronix",
-        configs: S3_SINGLE_CONFIGS,
+        name: "alderlake-single".into(),
+        machine: "alderlake".into(),
+        workload: "phoronix".into(),
+        configs: strings(S3_SINGLE_CONFIGS),
         metrics: vec![MetricSpec::new("runtime", "s", false)],
         points,
         repetitions: if quick { 3 } else { 10 },
-        setup: "Phoronix-style single-threaded tjbench, phpbench, flac, pybench: a harness shell forks each run, a monitor process wakes every 100 ms; 6 P-cores (SMT2) + 2 E-clusters of 4",
+        setup: "Phoronix-style single-threaded tjbench, phpbench, flac, pybench: a harness shell forks each run, a monitor process wakes every 100 ms; 6 P-cores (SMT2) + 2 E-clusters of 4".into(),
         wakeup_notes: false,
     })
 }
@@ -516,14 +528,14 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
         }
     }
     Ok(ExperimentDef {
-        name: "alderlake-multi",
-        machine: "alderlake",
-        workload: "phoronix",
-        configs: S3_CONFIGS,
+        name: "alderlake-multi".into(),
+        machine: "alderlake".into(),
+        workload: "phoronix".into(),
+        configs: strings(S3_CONFIGS),
         metrics: vec![MetricSpec::new("runtime", "s", false)],
         points,
         repetitions: if quick { 2 } else { 5 },
-        setup: "kbuild (make -jN model, scaled-down tree) and TensorFlow Lite inference (N threads, per-layer barrier) at 8, 10, 12 threads on 6 P-cores (SMT2) + 2 E-clusters of 4",
+        setup: "kbuild (make -jN model, scaled-down tree) and TensorFlow Lite inference (N threads, per-layer barrier) at 8, 10, 12 threads on 6 P-cores (SMT2) + 2 E-clusters of 4".into(),
         wakeup_notes: false,
     })
 }
@@ -567,10 +579,10 @@ fn s4_hackbench(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
             "genoa-hackbench"
         } else {
             "spr-hackbench"
-        },
-        machine: if genoa { "genoa" } else { "sapphirerapids" },
-        workload: "hackbench",
-        configs: &["vanilla", "cache-aware"],
+        }.into(),
+        machine: if genoa { "genoa" } else { "sapphirerapids" }.into(),
+        workload: "hackbench".into(),
+        configs: strings(&["vanilla", "cache-aware"]),
         metrics: vec![MetricSpec::new("time", "s", false)],
         points,
         repetitions: if quick { 2 } else { 3 },
@@ -578,7 +590,7 @@ fn s4_hackbench(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
             "hackbench --threads --pipe -g G -f F, 100-byte messages, loops = 60000/F (quick 40000/F), whole machine (4 nodes x 2 CCXs of 16 CPUs)"
         } else {
             "hackbench --threads --pipe -g G -f F, 100-byte messages, loops = 60000/F (quick 40000/F), whole machine (1 node, 2 LLCs of 60 CPUs)"
-        },
+        }.into(),
         wakeup_notes: false,
     })
 }
@@ -592,14 +604,14 @@ fn spr_schbench(quick: bool) -> Result<ExperimentDef, String> {
         format!("schbench:message_threads=1,workers={t},runtime_s={runtime}")
     })?;
     Ok(ExperimentDef {
-        name: "spr-schbench",
-        machine: "sapphirerapids",
-        workload: "schbench",
-        configs: &["vanilla", "cache-aware"],
+        name: "spr-schbench".into(),
+        machine: "sapphirerapids".into(),
+        workload: "schbench".into(),
+        configs: strings(&["vanilla", "cache-aware"]),
         metrics: vec![MetricSpec::new("p99", "us", false)],
         points,
         repetitions: if quick { 2 } else { 3 },
-        setup: "schbench -m 1 -t T (runtime 10 s, quick 3 s) on the whole machine; p99 = 99th percentile wakeup latency",
+        setup: "schbench -m 1 -t T (runtime 10 s, quick 3 s) on the whole machine; p99 = 99th percentile wakeup latency".into(),
         wakeup_notes: false,
     })
 }
@@ -628,10 +640,10 @@ fn s4_chacha20(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
             "genoa-chacha20"
         } else {
             "spr-chacha20"
-        },
-        machine: if genoa { "genoa" } else { "sapphirerapids" },
-        workload: "chacha20",
-        configs: &["vanilla", "cache-aware"],
+        }.into(),
+        machine: if genoa { "genoa" } else { "sapphirerapids" }.into(),
+        workload: "chacha20".into(),
+        configs: strings(&["vanilla", "cache-aware"]),
         metrics: vec![MetricSpec::new("host_time", "ms", false)],
         points,
         repetitions: if quick { 3 } else { 8 },
@@ -639,7 +651,7 @@ fn s4_chacha20(quick: bool, genoa: bool) -> Result<ExperimentDef, String> {
             "xs-emu (8 Verilator threads) running chacha20_baremetal-256 (make run: 171,945 guest cycles; quick 60,000), whole machine (4 nodes x 2 CCXs of 16 CPUs); Host time spent (ms)"
         } else {
             "xs-emu (8 Verilator threads) running chacha20_baremetal-256 (make run: 171,945 guest cycles; quick 60,000), whole machine (1 node, 2 LLCs of 60 CPUs); Host time spent (ms)"
-        },
+        }.into(),
         wakeup_notes: false,
     })
 }
@@ -830,16 +842,16 @@ pub fn run_all(
     opts: &Options,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<ExperimentResult>, String> {
-    struct Job {
+    struct Job<'a> {
         exp: usize,
         point: usize,
-        config: &'static str,
+        config: &'a str,
         rep: usize,
     }
     let mut jobs = Vec::new();
     for (ei, d) in defs.iter().enumerate() {
         for pi in 0..d.points.len() {
-            for &config in d.configs {
+            for config in &d.configs {
                 for rep in 0..d.repetitions {
                     jobs.push(Job {
                         exp: ei,
@@ -855,8 +867,8 @@ pub fn run_all(
         .par_iter()
         .map(|j| {
             let d = &defs[j.exp];
-            let seed = seed_for(opts.seed, d.name, j.point, j.rep);
-            let r = run_point(d.machine, &d.points[j.point], j.config, seed, opts.checked);
+            let seed = seed_for(opts.seed, &d.name, j.point, j.rep);
+            let r = run_point(&d.machine, &d.points[j.point], j.config, seed, opts.checked);
             progress();
             r.map_err(|e| format!("{} {} rep {}: {e}", d.name, j.config, j.rep))
         })
@@ -889,16 +901,27 @@ pub fn run_all(
                 .or_default()
                 .push(o.placement.clone());
         }
+        let metrics = if d.metrics.is_empty() {
+            discovered_metrics(
+                jobs.iter()
+                    .zip(&outcomes)
+                    .filter(|(j, _)| j.exp == ei)
+                    .filter_map(|(j, o)| Some((&d.points[j.point].workload, o.as_ref().ok()?))),
+            )
+        } else {
+            d.metrics.clone()
+        };
         let rows = d
             .points
             .iter()
             .enumerate()
             .flat_map(|(pi, p)| {
                 let samples = &samples;
-                d.configs.iter().flat_map(move |&c| {
-                    d.metrics.iter().map(move |m| {
+                let metrics = &metrics;
+                d.configs.iter().flat_map(move |c| {
+                    metrics.iter().map(move |m| {
                         let v = samples
-                            .get(&(pi, c, m.name.clone()))
+                            .get(&(pi, c.as_str(), m.name.clone()))
                             .cloned()
                             .unwrap_or_default();
                         (p.params.clone(), c.to_string(), m.name.clone(), v)
@@ -907,24 +930,30 @@ pub fn run_all(
             })
             .collect();
         let mut r = ExperimentResult::from_samples(
-            d.name,
-            d.machine,
-            d.workload,
-            d.configs[0],
-            d.configs.iter().map(|c| c.to_string()).collect(),
-            d.metrics.clone(),
+            d.name.clone(),
+            d.machine.clone(),
+            d.workload.clone(),
+            d.configs[0].clone(),
+            d.configs.clone(),
+            metrics,
             rows,
         );
+        // The LLC side of placement wherever some config runs SCHED_CACHE.
+        let llc_notes = d.configs.iter().any(|c| {
+            configs::resolve(c)
+                .is_ok_and(|rc| rc.features.enabled(schedlab_engine::Feat::SCHED_CACHE))
+        });
         for (pi, p) in d.points.iter().enumerate() {
-            for &c in d.configs {
-                if let Some(pub_pct) = published::published_changes(d.name, &p.params, c) {
+            for c in &d.configs {
+                let c = c.as_str();
+                if let Some(pub_pct) = published::published_changes(&d.name, &p.params, c) {
                     for (metric, pct) in pub_pct {
                         r.set_published(&p.params, c, metric, pct);
                     }
                 }
                 if let Some(ps) = placement.get(&(pi, c)) {
                     let mut note = placement_note(&p.params, c, ps);
-                    if d.configs.contains(&"cache-aware") {
+                    if llc_notes {
                         note.push_str(&llc_placement_note(ps));
                     }
                     r.notes.push(note);
@@ -938,6 +967,25 @@ pub fn run_all(
         results.push(r);
     }
     Ok(results)
+}
+
+/// The metrics runs reported, in order of first appearance, that have a
+/// known direction (informational counts such as hackbench's `messages` are
+/// left out).
+fn discovered_metrics<'a>(
+    outcomes: impl Iterator<Item = (&'a Builtin, &'a RunOutcome)>,
+) -> Vec<MetricSpec> {
+    let mut out: Vec<MetricSpec> = Vec::new();
+    for (w, o) in outcomes {
+        for (name, _) in &o.metrics {
+            if !out.iter().any(|m| m.name == *name) {
+                if let Some(spec) = w.metric_spec(name) {
+                    out.push(spec);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The LLC side of placement (S4 experiments): co-runners and migrations across LLCs.

@@ -3,6 +3,7 @@
 //! files come in through [`Builtin::from_rtapp`].
 
 use schedlab_engine::Sim;
+use schedlab_report::MetricSpec;
 use schedlab_topo::CpuMask;
 use schedlab_workload::chacha20::{self, Chacha20Params};
 use schedlab_workload::daytrader::{self, DaytraderParams};
@@ -419,6 +420,44 @@ impl Builtin {
                 }
                 out
             }
+        }
+    }
+
+    /// The unit and direction of one of this workload's metrics, for tables
+    /// built from whatever a run reports (`schedlab compare`); `None` for
+    /// informational counts (hackbench's `messages`, rt-app's `threads`, ...)
+    /// and names the workload does not report.
+    pub fn metric_spec(&self, name: &str) -> Option<MetricSpec> {
+        let spec = |unit: &str, higher: bool| Some(MetricSpec::new(name, unit, higher));
+        let latency_us = name.starts_with("wakeup_latency_")
+            || name.starts_with("request_latency_")
+            || name.starts_with("wu_lat_")
+            || (name.starts_with('p') && name[1..].starts_with(|c: char| c.is_ascii_digit()));
+        match (self, name) {
+            (Builtin::Stream(_), "copy" | "scale" | "add" | "triad") => spec("MB/s", true),
+            (Builtin::Hackbench(_), "time") => spec("s", false),
+            (Builtin::Pipe(_), "usec_per_op") => spec("us", false),
+            (Builtin::Pipe(_), "ops_per_sec") => spec("ops/s", true),
+            (Builtin::Pipe(_), "total_time") => spec("s", false),
+            (Builtin::Schbench(_), _) if latency_us => spec("us", false),
+            (Builtin::Schbench(_), n) if n.starts_with("rps_") || n == "average_rps" => {
+                spec("req/s", true)
+            }
+            (Builtin::Parsec(_), "time" | "roi_time") => spec("s", false),
+            (Builtin::Pbzip2(_) | Builtin::Pixz(_), "tput") => spec("MB/s", true),
+            (Builtin::Pbzip2(_) | Builtin::Pixz(_), "time") => spec("s", false),
+            (Builtin::Mobile(_), n) if n.starts_with("score") => spec("points", true),
+            (Builtin::Kernbench(_), "elsp" | "user" | "syst" | "runtime") => spec("s", false),
+            (Builtin::Chacha20(_), "host_time") => spec("ms", false),
+            (Builtin::Daytrader(_), "tput") => spec("req/s", true),
+            (Builtin::Daytrader(_), "avg_ms" | "min_ms" | "max_ms") => spec("ms", false),
+            (Builtin::Ycsb(_), "ops") => spec("ops/s", true),
+            (Builtin::Ycsb(_), "read_lat" | "clean_lat" | "update_lat") => spec("us", false),
+            (Builtin::Ycsb(_), "runtime_ms") => spec("ms", false),
+            (Builtin::Phoronix(_), "runtime") => spec("s", false),
+            (Builtin::RtApp(_), "runqueue_wait_s") => spec("s", false),
+            (Builtin::RtApp(_), _) if latency_us => spec("us", false),
+            _ => None,
         }
     }
 

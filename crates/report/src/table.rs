@@ -313,12 +313,16 @@ pub fn render_experiment(exp: &ExperimentResult, opts: &TableOptions) -> String 
         cells.push(per_op);
     }
 
+    // Wide enough for every value, and for every config name in the header
+    // (a column is the field, the bracketed change and 4 separators).
+    let name_len = cols.iter().map(|c| c.len() + 1).max().unwrap_or(0);
     let field_len = cells
         .iter()
         .flatten()
         .flatten()
         .map(|(v, _, _)| fixed(*v, prec).len() + 1)
-        .fold(FIELD_LEN, usize::max);
+        .fold(FIELD_LEN, usize::max)
+        .max(name_len.saturating_sub(COMPARE_LEN + 4));
     let stat_len = ops
         .iter()
         .flat_map(|op| {

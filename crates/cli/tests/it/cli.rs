@@ -255,6 +255,95 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
 }
 
 #[test]
+fn compare_runs_an_ad_hoc_experiment_with_config_variants() {
+    let dir = tempdir("compare");
+    let args = [
+        "compare",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "blackscholes:input=simsmall",
+        "--sweep",
+        "threads=2,6",
+        "--config",
+        "linaro-mp",
+        "--config",
+        "hperf-hmp",
+        "--config",
+        "hperf-hmp+HMP_HPERF=off",
+        "--reps",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("hperf-hmp+HMP_HPERF=off"), "{out}");
+    assert!(out.contains("Amean     time-6"), "{out}");
+    assert!(
+        out.contains("note: placement threads=6 hperf-hmp:"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let e = &v["experiments"][0];
+    assert_eq!(e["name"], "compare");
+    assert_eq!(e["baseline"], "linaro-mp");
+    assert_eq!(e["configs"].as_array().unwrap().len(), 3);
+    // time and roi_time, 2 points, 3 configs.
+    let rows = e["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 3 * 2);
+    assert!(rows
+        .iter()
+        .all(|r| r["samples"].as_array().unwrap().len() == 2));
+    assert!(rows.iter().any(|r| r["params"]["threads"] == 6));
+    assert!(rows.iter().all(|r| r.get("published_change_pct").is_none()));
+    assert!(dir.join("plots/compare-time.svg").exists());
+    // The same command gives the same results.
+    let first = std::fs::read(dir.join("results.json")).unwrap();
+    assert!(schedlab(&args).status.success());
+    assert_eq!(first, std::fs::read(dir.join("results.json")).unwrap());
+}
+
+#[test]
+fn compare_rejects_bad_input_with_one_line() {
+    let base = [
+        "compare",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "blackscholes:input=simsmall",
+    ];
+    for (extra, field) in [
+        (&["--config", "nope"][..], "unknown config 'nope'"),
+        (&["--config", "cluster+NO_SUCH=on"][..], "NO_SUCH"),
+        (
+            &["--config", "vanilla", "--sweep", "threads"][..],
+            "--sweep 'threads'",
+        ),
+        (
+            &["--config", "vanilla", "--sweep", "input=simsmall,native"][..],
+            "already set",
+        ),
+        (
+            &["--config", "vanilla", "--sweep", "bogus=1,2"][..],
+            "bogus",
+        ),
+        (&["--config", "vanilla", "--reps", "0"][..], "--reps 0"),
+        (&["--config", "vanilla", "--cpus", "99"][..], "--cpus '99'"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(field), "{extra:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{extra:?}: {e}");
+    }
+}
+
+#[test]
 fn calibrate_kunpeng_matches_the_published_bandwidths() {
     let o = schedlab(&["calibrate", "kunpeng920", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
