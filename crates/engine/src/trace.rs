@@ -706,6 +706,26 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        /// Any seed, machine and big.LITTLE scheme: the trace replays.
+        #[test]
+        fn traces_replay_consistently_for_any_seed(
+            seed in 0u64..1_000_000,
+            machine in proptest::sample::select(vec!["exynos5422", "alderlake", "kunpeng920"]),
+            feature in proptest::sample::select(vec![None, Some("HMP_HPERF"), Some("HMP_LINARO")]),
+        ) {
+            let feature = if machine == "exynos5422" { feature } else { None };
+            let n = preset(machine).expect("preset").nr_cpus();
+            let mut spec = workload(n);
+            spec.max_time_ns = 20_000_000;
+            let mut s = sim(machine, feature, spec, seed);
+            s.enable_trace(usize::MAX);
+            s.run();
+            assert_consistent(&s);
+        }
+    }
+
     #[test]
     fn tracing_does_not_change_the_simulation() {
         let run = |trace: bool| {
