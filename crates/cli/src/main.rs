@@ -74,38 +74,7 @@ enum Cmd {
     /// Compare configurations on one machine and workload: an ad hoc
     /// experiment with repetitions, printed as mmtests-style tables (with
     /// --out also results.json, tables.txt and plots/).
-    Compare {
-        #[arg(long)]
-        machine: String,
-        /// Built-in workload spec or rt-app JSON file.
-        #[arg(long)]
-        workload: String,
-        /// A configuration, baseline first (repeatable): NAME or
-        /// NAME+FEATURE=on|off[+FEATURE=on|off...].
-        #[arg(long = "config", required = true)]
-        configs: Vec<String>,
-        /// Sweep one workload key, one point per value: KEY=V1,V2,...
-        #[arg(long)]
-        sweep: Option<String>,
-        /// Repetitions per point and configuration (each with its own seed).
-        #[arg(long, default_value_t = 3)]
-        reps: usize,
-        /// Base seed; repetition r of point p gets the same seed under every config.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Restrict the workload to these CPUs (kernel list syntax).
-        #[arg(long)]
-        cpus: Option<String>,
-        /// Put the workload's memory on this NUMA node.
-        #[arg(long)]
-        mem_node: Option<u32>,
-        /// Write results.json, tables.txt and plots/ here.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Check scheduler invariants after every event (slow).
-        #[arg(long)]
-        checked: bool,
-    },
+    Compare(CompareArgs),
     /// Draw SVG plots of a results.json (means per config; our changes
     /// against the published ones).
     Plot {
@@ -161,12 +130,8 @@ enum Cmd {
         features: Vec<String>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Restrict the workload to these CPUs (kernel list syntax, like numactl -C).
-        #[arg(long)]
-        cpus: Option<String>,
-        /// Put the workload's memory on this NUMA node (numactl -m).
-        #[arg(long)]
-        mem_node: Option<u32>,
+        #[command(flatten)]
+        place: Placement,
         /// Write the run's JSON report here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -240,29 +205,7 @@ fn main() {
         }
         Cmd::Calibrate { machine, json } => calibrate::run(&machine, json),
         Cmd::Plot { results, out } => plot(results, out),
-        Cmd::Compare {
-            machine,
-            workload,
-            configs,
-            sweep,
-            reps,
-            seed,
-            cpus,
-            mem_node,
-            out,
-            checked,
-        } => compare(CompareArgs {
-            machine,
-            workload,
-            configs,
-            sweep,
-            reps,
-            seed,
-            cpus,
-            mem_node,
-            out,
-            checked,
-        }),
+        Cmd::Compare(args) => compare(args),
         Cmd::Workloads => {
             for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
                 outln!("{name}\n  keys: {keys}\n  models: {what}");
@@ -286,8 +229,7 @@ fn main() {
             config,
             features,
             seed,
-            cpus,
-            mem_node,
+            place,
             json,
             checked,
             trace,
@@ -295,7 +237,7 @@ fn main() {
             trace_limit,
         } => TraceOut::new(trace, trace_format, trace_limit).and_then(|trace| {
             run(
-                machine, workload, config, features, seed, cpus, mem_node, json, checked, trace,
+                machine, workload, config, features, seed, place, json, checked, trace,
             )
         }),
         Cmd::Bench { quick } => bench(quick),
@@ -633,45 +575,74 @@ impl TraceOut {
     }
 }
 
-/// `--cpus LIST`: the CPUs of `m` in the list (an error if none).
-fn cpu_list(cpus: &Option<String>, m: &schedlab_topo::Machine) -> Result<Option<CpuMask>, Failure> {
-    let Some(list) = cpus else {
-        return Ok(None);
-    };
-    let mask = CpuMask::parse_list(list).ok_or_else(|| {
-        input(format!(
-            "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
-        ))
-    })?;
-    let mask = mask.and(&m.all_cpus());
-    if mask.is_empty() {
-        return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
-    }
-    Ok(Some(mask))
+/// Where a workload may run, like numactl's options.
+#[derive(clap::Args, Clone, Debug)]
+struct Placement {
+    /// Restrict the workload to these CPUs (kernel list syntax, like numactl -C).
+    #[arg(long)]
+    cpus: Option<String>,
+    /// Put the workload's memory on this NUMA node (numactl -m).
+    #[arg(long)]
+    mem_node: Option<u32>,
 }
 
-/// `--mem-node N` must name a node of `m`.
-fn check_mem_node(mem_node: Option<u32>, m: &schedlab_topo::Machine) -> Result<(), Failure> {
-    match mem_node {
-        Some(n) if !m.nodes.iter().any(|x| x.id == n) => Err(input(format!(
-            "--mem-node {n}: {} has no such node",
-            m.name
-        ))),
-        _ => Ok(()),
+impl Placement {
+    /// Checks both options against `m`; returns the CPUs of `m` in the list
+    /// (`None` = all).
+    fn affinity(&self, m: &schedlab_topo::Machine) -> Result<Option<CpuMask>, Failure> {
+        if let Some(n) = self.mem_node {
+            if !m.nodes.iter().any(|x| x.id == n) {
+                return Err(input(format!(
+                    "--mem-node {n}: {} has no such node",
+                    m.name
+                )));
+            }
+        }
+        let Some(list) = &self.cpus else {
+            return Ok(None);
+        };
+        let mask = CpuMask::parse_list(list).ok_or_else(|| {
+            input(format!(
+                "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
+            ))
+        })?;
+        let mask = mask.and(&m.all_cpus());
+        if mask.is_empty() {
+            return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
+        }
+        Ok(Some(mask))
     }
 }
 
 /// Arguments of `schedlab compare`.
+#[derive(clap::Args)]
 struct CompareArgs {
+    /// A preset name, a machine file, or --host.
+    #[arg(long)]
     machine: String,
+    /// Built-in workload spec or rt-app JSON file.
+    #[arg(long)]
     workload: String,
+    /// A configuration, baseline first (repeatable): NAME or
+    /// NAME+FEATURE=on|off[+FEATURE=on|off...].
+    #[arg(long = "config", required = true)]
     configs: Vec<String>,
+    /// Sweep one workload key, one point per value: KEY=V1,V2,...
+    #[arg(long)]
     sweep: Option<String>,
+    /// Repetitions per point and configuration (each with its own seed).
+    #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// Base seed; repetition r of point p gets the same seed under every config.
+    #[arg(long, default_value_t = 1)]
     seed: u64,
-    cpus: Option<String>,
-    mem_node: Option<u32>,
+    #[command(flatten)]
+    place: Placement,
+    /// Write results.json, tables.txt and plots/ here.
+    #[arg(long)]
     out: Option<PathBuf>,
+    /// Check scheduler invariants after every event (slow).
+    #[arg(long)]
     checked: bool,
 }
 
@@ -688,7 +659,7 @@ fn compare_points(
                 params,
                 workload,
                 affinity,
-                mem_node: a.mem_node,
+                mem_node: a.place.mem_node,
             })
             .map_err(|e| input(e.to_string()))
     };
@@ -744,8 +715,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         schedlab_topo::build_domains(&m, &cfg.domains)
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
-    let affinity = cpu_list(&a.cpus, &m)?;
-    check_mem_node(a.mem_node, &m)?;
+    let affinity = a.place.affinity(&m)?;
     let points = compare_points(&a, m.nr_cpus(), affinity)?;
     let setup = format!(
         "{}{} on {}{}{}",
@@ -754,10 +724,12 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
             .as_deref()
             .map_or(String::new(), |s| format!(", sweeping {s}")),
         a.machine,
-        a.cpus
+        a.place
+            .cpus
             .as_deref()
             .map_or(String::new(), |c| format!(", CPUs {c}")),
-        a.mem_node
+        a.place
+            .mem_node
             .map_or(String::new(), |n| format!(", memory node {n}")),
     );
     let def = experiments::ExperimentDef {
@@ -817,8 +789,7 @@ fn run(
     config: String,
     features: Vec<String>,
     seed: u64,
-    cpus: Option<String>,
-    mem_node: Option<u32>,
+    place: Placement,
     json: Option<PathBuf>,
     checked: bool,
     trace: Option<TraceOut>,
@@ -830,10 +801,9 @@ fn run(
     }
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, m.nr_cpus()).map_err(|e| input(e.to_string()))?;
-    let affinity = cpu_list(&cpus, &m)?;
-    check_mem_node(mem_node, &m)?;
+    let affinity = place.affinity(&m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
-    let spec = w.build(affinity, mem_node);
+    let spec = w.build(affinity, place.mem_node);
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),

@@ -16,6 +16,33 @@ pub(crate) fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) ->
     }
 }
 
+/// A checked simulator on a preset with the default topology and the named
+/// features switched on.
+pub(crate) fn sim_with_features(
+    machine: &str,
+    features: &[&str],
+    spec: WorkloadSpec,
+    seed: u64,
+) -> Sim {
+    let m = preset(machine).expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let mut f = crate::features::Features::default();
+    for name in features {
+        f.set(name, true).expect("feature");
+    }
+    Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed,
+            features: f,
+            checked: true,
+            ..SimConfig::default()
+        },
+    )
+}
+
 fn sim(machine: &str, cluster: bool, spec: WorkloadSpec, seed: u64) -> Sim {
     let m = preset(machine).expect("preset");
     let cfg = DomainConfig {

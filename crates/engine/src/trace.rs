@@ -549,29 +549,20 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::features::Features;
-    use crate::sim::SimConfig;
-    use schedlab_topo::{build_domains, preset, DomainConfig};
+    use schedlab_topo::preset;
     use schedlab_workload::WorkloadSpec;
 
     fn sim(machine: &str, feature: Option<&str>, spec: WorkloadSpec, seed: u64) -> Sim {
-        let m = preset(machine).expect("preset");
-        let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-        let mut features = Features::default();
-        if let Some(f) = feature {
-            features.set(f, true).expect("feature");
-        }
-        Sim::new(
-            m,
-            d,
-            spec,
-            SimConfig {
-                seed,
-                features,
-                checked: true,
-                ..SimConfig::default()
-            },
-        )
+        let features: Vec<&str> = feature.into_iter().collect();
+        crate::scenarios::sim_with_features(machine, &features, spec, seed)
+    }
+
+    /// A traced run of [`workload`] on exynos5422 with the default features.
+    fn traced_exynos(seed: u64) -> Sim {
+        let mut s = sim("exynos5422", None, workload(8), seed);
+        s.enable_trace(usize::MAX);
+        s.run();
+        s
     }
 
     /// Mixed sleepers and hogs, some of which exit: wakeups, migrations by
@@ -796,9 +787,7 @@ mod tests {
 
     #[test]
     fn the_perfetto_trace_nests_packets_bundles_and_sched_events() {
-        let mut s = sim("exynos5422", None, workload(8), 2);
-        s.enable_trace(usize::MAX);
-        s.run();
+        let s = traced_exynos(2);
         let mut buf = Vec::new();
         write_perfetto(&s, &mut buf).expect("write");
         let packets = fields(&buf);
@@ -843,9 +832,7 @@ mod tests {
 
     #[test]
     fn the_text_trace_has_one_tracefs_line_per_event() {
-        let mut s = sim("exynos5422", None, workload(8), 2);
-        s.enable_trace(usize::MAX);
-        s.run();
+        let s = traced_exynos(2);
         let mut buf = Vec::new();
         write_ftrace_text(&s, &mut buf).expect("write");
         let text = String::from_utf8(buf).expect("utf8");

@@ -9,6 +9,7 @@
 //! results.json rows only, so `schedlab plot` can redraw any results file.
 
 use crate::results::{ExperimentResult, Row};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -245,30 +246,18 @@ fn draw(e: &ExperimentResult, g: &Group, title: &str, y_desc: &str) -> Result<St
     Ok(svg)
 }
 
-fn x_formatter(labels: &[String]) -> impl Fn(&f64) -> String + '_ {
-    move |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() > 1e-6 || i < 0.0 {
-            return String::new();
-        }
-        labels.get(i as usize).cloned().unwrap_or_default()
-    }
-}
+/// A chart of one panel: points along x (categorical), values along y.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-fn means_panel(
-    e: &ExperimentResult,
-    g: &Group,
-    area: &DrawingArea<SVGBackend, Shift>,
+/// Builds a panel's axes: the points' labels along x, `y_range` along y.
+fn panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    points: &[String],
     y_desc: &str,
-) -> Result<(), String> {
-    let (x_desc, labels) = short_labels(&g.points);
-    let n = g.points.len();
-    let (lo, hi) = range(
-        g.rows
-            .iter()
-            .flat_map(|(_, r)| [r.mean - r.stddev, r.mean + r.stddev]),
-        false,
-    );
+    (lo, hi): (f64, f64),
+) -> Result<Chart<'a, 'b>, String> {
+    let (x_desc, labels) = short_labels(points);
+    let n = points.len();
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(40)
@@ -286,6 +275,43 @@ fn means_panel(
         .light_line_style(TRANSPARENT)
         .draw()
         .map_err(|x| x.to_string())?;
+    Ok(chart)
+}
+
+/// Draws the legend of the series drawn so far.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|x| x.to_string())
+}
+
+fn x_formatter(labels: &[String]) -> impl Fn(&f64) -> String + '_ {
+    move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        labels.get(i as usize).cloned().unwrap_or_default()
+    }
+}
+
+fn means_panel(
+    e: &ExperimentResult,
+    g: &Group,
+    area: &DrawingArea<SVGBackend, Shift>,
+    y_desc: &str,
+) -> Result<(), String> {
+    let y_range = range(
+        g.rows
+            .iter()
+            .flat_map(|(_, r)| [r.mean - r.stddev, r.mean + r.stddev]),
+        false,
+    );
+    let mut chart = panel(area, &g.points, y_desc, y_range)?;
     for (ci, config) in e.configs.iter().enumerate() {
         let c = colour(ci);
         let mut pts: Vec<(usize, &Row)> = g
@@ -320,14 +346,7 @@ fn means_panel(
             }))
             .map_err(|x| x.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|x| x.to_string())?;
-    Ok(())
+    legend(&mut chart)
 }
 
 fn change_panel(
@@ -335,7 +354,6 @@ fn change_panel(
     g: &Group,
     area: &DrawingArea<SVGBackend, Shift>,
 ) -> Result<(), String> {
-    let (x_desc, labels) = short_labels(&g.points);
     let n = g.points.len();
     let compared: Vec<(usize, &Row)> = g
         .rows
@@ -343,30 +361,15 @@ fn change_panel(
         .filter(|(_, r)| r.config != e.baseline)
         .map(|(x, r)| (*x, *r))
         .collect();
-    let (lo, hi) = range(
+    let y_range = range(
         compared
             .iter()
             .flat_map(|(_, r)| [Some(r.change_pct), r.published_change_pct])
             .flatten(),
         true,
     );
-    let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), lo..hi)
-        .map_err(|x| x.to_string())?;
-    let fmt = x_formatter(&labels);
-    chart
-        .configure_mesh()
-        .x_labels(n.min(40))
-        .x_label_formatter(&fmt)
-        .x_desc(x_desc)
-        .y_desc(format!("change vs {} (%, + = better)", e.baseline))
-        .disable_x_mesh()
-        .light_line_style(TRANSPARENT)
-        .draw()
-        .map_err(|x| x.to_string())?;
+    let y_desc = format!("change vs {} (%, + = better)", e.baseline);
+    let mut chart = panel(area, &g.points, &y_desc, y_range)?;
     chart
         .draw_series(LineSeries::new(
             [(-0.5, 0.0), (n as f64 - 0.5, 0.0)],
@@ -425,14 +428,7 @@ fn change_panel(
             )
             .map_err(|x| x.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|x| x.to_string())?;
-    Ok(())
+    legend(&mut chart)
 }
 
 #[cfg(test)]
