@@ -150,6 +150,10 @@ enum Cmd {
         /// Keep at most this many trace events (later ones are counted, not kept).
         #[arg(long, default_value_t = 5_000_000)]
         trace_limit: usize,
+        /// Record only this stretch of simulated time: FROM_MS..TO_MS (either
+        /// side may be left out).
+        #[arg(long)]
+        trace_window: Option<String>,
     },
     /// Measure the engine: simulated events per second and simulated/wall time.
     Bench {
@@ -235,7 +239,8 @@ fn main() {
             trace,
             trace_format,
             trace_limit,
-        } => TraceOut::new(trace, trace_format, trace_limit).and_then(|trace| {
+            trace_window,
+        } => TraceOut::new(trace, trace_format, trace_limit, trace_window).and_then(|trace| {
             run(
                 machine, workload, config, features, seed, place, json, checked, trace,
             )
@@ -492,11 +497,30 @@ fn topo(
     Ok(())
 }
 
+/// `FROM_MS..TO_MS` (milliseconds, fractions allowed, either side optional)
+/// as nanoseconds.
+fn parse_window_ms(w: &str) -> Option<(u64, u64)> {
+    let (a, b) = w.split_once("..")?;
+    let ms = |x: &str, default: u64| -> Option<u64> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Some(default);
+        }
+        let v: f64 = x.parse().ok()?;
+        (0.0..1.8e13).contains(&v).then(|| (v * 1e6).round() as u64)
+    };
+    let (from, to) = (ms(a, 0)?, ms(b, u64::MAX)?);
+    (from <= to).then_some((from, to))
+}
+
 /// Where and how `run --trace` writes its trace.
 struct TraceOut {
     path: PathBuf,
     format: TraceFormat,
     limit: usize,
+    /// Simulated time to record, ns.
+    from_ns: u64,
+    to_ns: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -510,12 +534,24 @@ impl TraceOut {
         path: Option<PathBuf>,
         format: Option<String>,
         limit: usize,
+        window: Option<String>,
     ) -> Result<Option<TraceOut>, Failure> {
         let Some(path) = path else {
             if let Some(f) = format {
                 return Err(input(format!("--trace-format {f}: no --trace FILE given")));
             }
+            if let Some(w) = window {
+                return Err(input(format!("--trace-window {w}: no --trace FILE given")));
+            }
             return Ok(None);
+        };
+        let (from_ns, to_ns) = match &window {
+            Some(w) => parse_window_ms(w).ok_or_else(|| {
+                input(format!(
+                    "--trace-window {w}: expected FROM_MS..TO_MS with FROM <= TO, e.g. 500..750"
+                ))
+            })?,
+            None => (0, u64::MAX),
         };
         let format = match format.as_deref() {
             Some("perfetto") => TraceFormat::Perfetto,
@@ -535,6 +571,8 @@ impl TraceOut {
             path,
             format,
             limit,
+            from_ns,
+            to_ns,
         }))
     }
 
@@ -812,7 +850,7 @@ fn run(
     };
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     if let Some(t) = &trace {
-        sim.enable_trace(t.limit);
+        sim.enable_trace_window(t.limit, t.from_ns, t.to_ns);
     }
     let spinner = run_spinner();
     // About 30 ms of wall time between updates at the engine's usual speed.

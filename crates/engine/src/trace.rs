@@ -104,7 +104,11 @@ pub struct Trace {
     /// At most this many records are kept; later ones are counted in `dropped`.
     pub limit: usize,
     pub dropped: u64,
-    /// Per CPU, the task the trace last showed running.
+    /// Only events at `from_ns..=to_ns` are kept.
+    pub from_ns: u64,
+    pub to_ns: u64,
+    /// Per CPU, the task the trace last showed running (kept up to date
+    /// outside the window too, so the first switch in it names the right prev).
     shown: Vec<Option<TaskId>>,
 }
 
@@ -114,11 +118,16 @@ impl Trace {
             records: Vec::new(),
             limit,
             dropped: 0,
+            from_ns: 0,
+            to_ns: u64::MAX,
             shown: vec![None; nr_cpus],
         }
     }
 
     fn push(&mut self, r: TraceRecord) {
+        if r.ts_ns < self.from_ns || r.ts_ns > self.to_ns {
+            return;
+        }
         if self.records.len() < self.limit {
             self.records.push(r);
         } else {
@@ -143,7 +152,15 @@ fn prev_state_of(state: TaskState) -> PrevState {
 impl Sim {
     /// Starts recording scheduler tracepoints, keeping at most `limit` records.
     pub fn enable_trace(&mut self, limit: usize) {
+        self.enable_trace_window(limit, 0, u64::MAX);
+    }
+
+    /// Starts recording scheduler tracepoints fired at `from_ns..=to_ns`,
+    /// keeping at most `limit` records.
+    pub fn enable_trace_window(&mut self, limit: usize, from_ns: u64, to_ns: u64) {
         let mut tr = Trace::new(self.nr_cpus(), limit);
+        tr.from_ns = from_ns;
+        tr.to_ns = to_ns;
         tr.shown
             .clone_from_slice(&self.rqs.iter().map(|rq| rq.curr).collect::<Vec<_>>());
         self.trace = Some(Box::new(tr));
@@ -728,6 +745,25 @@ mod tests {
             (s.now, s.events, format!("{:?}", s.counters))
         };
         assert_eq!(run(false), run(true));
+    }
+
+    #[test]
+    fn a_window_keeps_its_events_and_its_first_switches_name_the_right_prev() {
+        let full = traced_exynos(4);
+        let mut s = sim("exynos5422", None, workload(8), 4);
+        s.enable_trace_window(usize::MAX, 20_000_000, 30_000_000);
+        s.run();
+        let tr = s.trace.as_deref().expect("trace");
+        let want: Vec<&TraceRecord> = full
+            .trace
+            .as_deref()
+            .expect("trace")
+            .records
+            .iter()
+            .filter(|r| (20_000_000..=30_000_000).contains(&r.ts_ns))
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(tr.records.iter().collect::<Vec<_>>(), want);
     }
 
     #[test]

@@ -238,9 +238,42 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
     assert!(schedlab(&args).status.success());
     assert_eq!(bytes, std::fs::read(&again).unwrap());
     // Bad options: one line, exit 2, no file.
+    // A window of simulated time: only its events, all inside it.
+    let win = dir.join("window.txt");
+    let mut args = base.to_vec();
+    args.extend([
+        "--trace",
+        win.to_str().unwrap(),
+        "--trace-window",
+        "1.3..4.69",
+    ]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = std::fs::read_to_string(&win)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    assert!(!lines.is_empty() && lines.len() < switches);
+    for l in &lines {
+        let ts: f64 = l
+            .split("] d..2")
+            .nth(1)
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!((0.0013..=0.00469).contains(&ts), "{l}");
+    }
     for (extra, field) in [
         (&["--trace-format", "json"][..], "--trace-format json"),
         (&["--trace-limit", "0"][..], "--trace-limit 0"),
+        (&["--trace-window", "5..2"][..], "--trace-window 5..2"),
+        (&["--trace-window", "soon"][..], "--trace-window soon"),
     ] {
         let bad = dir.join("bad.pftrace");
         let mut args = base.to_vec();
