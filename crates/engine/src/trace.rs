@@ -430,6 +430,14 @@ const TRACE_PACKET: u32 = 1;
 const PACKET_FTRACE_EVENTS: u32 = 1;
 const PACKET_PROCESS_TREE: u32 = 2;
 const PACKET_TIMESTAMP: u32 = 8;
+const PACKET_SYSTEM_INFO: u32 = 45;
+const INFO_UTSNAME: u32 = 1;
+const INFO_HZ: u32 = 3;
+const INFO_NUM_CPUS: u32 = 8;
+const INFO_MACHINE_NAME: u32 = 17;
+const UTS_SYSNAME: u32 = 1;
+const UTS_VERSION: u32 = 2;
+const UTS_RELEASE: u32 = 3;
 const BUNDLE_CPU: u32 = 1;
 const BUNDLE_EVENT: u32 = 2;
 const EVENT_TIMESTAMP: u32 = 1;
@@ -446,13 +454,31 @@ const TREE_THREADS: u32 = 2;
 /// Events per ftrace bundle (one bundle holds one CPU's events in time order).
 const BUNDLE_EVENTS: usize = 1024;
 
-/// Writes the recorded events as a Perfetto protobuf trace: one process-tree
-/// packet naming every process and thread, then the events as per-CPU
-/// ftrace bundles in time order.
+/// Writes the recorded events as a Perfetto protobuf trace: a system-info
+/// packet (kernel release, CPUs, HZ, machine), a process-tree packet naming
+/// every process and thread, then the events as per-CPU ftrace bundles in
+/// time order.
 pub fn write_perfetto(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
     let Some(tr) = sim.trace.as_deref() else {
         return Ok(());
     };
+    // What the trace was taken on: the kernel release decides how Perfetto
+    // decodes prev_state (7.3's TASK_REPORT bits).
+    let mut uts = Pb::default();
+    uts.bytes(UTS_SYSNAME, b"Linux");
+    uts.bytes(UTS_VERSION, b"schedlab simulation");
+    uts.bytes(UTS_RELEASE, b"7.3.0-schedlab");
+    let mut info = Pb::default();
+    info.msg(INFO_UTSNAME, &uts);
+    info.uint(INFO_HZ, u64::from(sim.cfg.hz));
+    info.uint(INFO_NUM_CPUS, sim.nr_cpus() as u64);
+    info.bytes(INFO_MACHINE_NAME, sim.machine.name.as_bytes());
+    let mut packet = Pb::default();
+    packet.msg(PACKET_SYSTEM_INFO, &info);
+    let mut file = Pb::default();
+    file.msg(TRACE_PACKET, &packet);
+    out.write_all(&file.buf)?;
+
     // The process tree.
     let tgids = trace_tgids(sim);
     let mut tree = Pb::default();
@@ -828,7 +854,17 @@ mod tests {
         write_perfetto(&s, &mut buf).expect("write");
         let packets = fields(&buf);
         assert!(packets.iter().all(|p| p.0 == TRACE_PACKET && p.1 == 2));
-        // First packet: the process tree, one thread per task.
+        // First packet: the system, with the number of CPUs.
+        let info = fields(&packets[0].3);
+        assert_eq!(info[0].0, PACKET_SYSTEM_INFO);
+        let info = fields(&info[0].3);
+        let cpus = info
+            .iter()
+            .find(|f| f.0 == INFO_NUM_CPUS)
+            .expect("num_cpus");
+        assert_eq!(cpus.2, 8);
+        let packets = &packets[1..];
+        // Second: the process tree, one thread per task.
         let first = fields(&packets[0].3);
         let tree = &first
             .iter()
