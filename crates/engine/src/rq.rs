@@ -75,6 +75,12 @@ pub struct Rq {
     /// Load of a running task that does not fit this CPU (`rq->misfit_task_load`),
     /// set only when capacities are asymmetric.
     pub misfit_task_load: u64,
+    /// Linaro MP: when an HMP migration last targeted this CPU moving up
+    /// (resp. down) a task, ns; setting one clears the other
+    /// (`rq->avg.hmp_last_up_migration` / `hmp_last_down_migration`, where
+    /// 0 means never).
+    pub hmp_last_up_ns: Option<u64>,
+    pub hmp_last_down_ns: Option<u64>,
     /// Counters.
     pub busy_ns: u64,
     pub idle_ns: u64,

@@ -658,11 +658,11 @@ impl Sim {
             self.task_tick_cache(cpu, t);
         }
         if self.now >= self.rqs[cpu as usize].next_balance {
+            // The balancing softirq (run_rebalance_domains()).
+            self.linaro_force_migration();
             self.sched_balance_domains(cpu, false);
         }
-        if self.hmp_active() {
-            self.hmp_tick(cpu);
-        }
+        self.hmp_tick();
         if self.feat(Feat::NOHZ_BALANCE) {
             self.nohz_balancer_kick(cpu);
         }

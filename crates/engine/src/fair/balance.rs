@@ -721,6 +721,8 @@ impl Sim {
     /// The kicked CPU balances every idle CPU whose balance is due, itself
     /// last (mirrors _nohz_idle_balance()).
     pub(crate) fn nohz_idle_balance(&mut self, ilb: CpuId) {
+        // The kicked CPU's balancing softirq starts like any other.
+        self.linaro_force_migration();
         let mut next = u64::MAX;
         let idle = self.nohz_idle;
         for c in idle

@@ -5,22 +5,40 @@
 //! keep the stock MC balancing inside each cluster.
 //!
 //! The "big" CPUs are those with the highest kernel capacity; the others
-//! are "little". Neither scheme exists in mainline; the functions below are
-//! written from the mechanisms' descriptions (patch-sets.md S5,
-//! kernel-mechanics.md section 6), and each names the piece it mirrors.
+//! are "little". Neither scheme exists in mainline. HPERF_HMP is written
+//! from its cover letter (patch-sets.md S5, kernel-mechanics.md section 6).
+//! Linaro MP is written from the big.LITTLE MP code as shipped for this SoC:
+//! kernel/sched/fair.c of Samsung's Exynos 5422 Linux 3.10.9 tree (GitHub
+//! kumajaya/android_kernel_samsung_universal5422, defconfig
+//! exynos5422-k3g_00: CONFIG_SCHED_HMP, HZ=200, fast CPUs 4-7), plus the
+//! later LSK rule for new tasks (commit "HMP: Force new non-kernel tasks
+//! onto big CPUs until load stabilises"; ARM's Cortex-A programmer's guide
+//! DEN0024A 16.3.1, "fork migration"), which that tree predates. Each
+//! function names the piece it mirrors:
+//! - wakeup: the stock path, kept inside the cluster (the cluster-spanning
+//!   level does not balance), then hmp_up_migration() to an idle big CPU
+//!   or hmp_down_migration() of a light task, else the stock choice if it
+//!   stays in the previous CPU's cluster, else the previous CPU;
+//! - hmp_domain_min_load(): any runnable load makes a CPU full, ties go to
+//!   the CPU an HMP migration targeted longest ago;
+//! - hmp_force_up_migration() from the balancing softirq, for every CPU:
+//!   the heaviest of the running and first five queued tasks moves up, or
+//!   the lightest queued one is offloaded down (hmp_offload_down());
+//! - hmp_idle_pull() at the end of idle_balance().
 //!
-//! Constants chosen here (the cover letters leave them open):
-//! - Linaro MP up/down thresholds 700/1024 and 256/1024: the published
-//!   defaults of the Linaro/ARM big.LITTLE MP patches (`hmp_up_threshold`,
+//! Constants (from that code; the cover letter leaves them open):
+//! - Linaro MP up/down thresholds 700/1024 and 256/1024 (`hmp_up_threshold`,
 //!   `hmp_down_threshold`). The load they compare is Linaro's
 //!   `load_avg_ratio`, the task's runnable fraction (not capacity-invariant,
-//!   waiting time counts), i.e. the task entity's PELT `runnable_avg`.
-//! - Linaro MP's offload (`hmp_offload_down()`), its settle delays
-//!   (`hmp_next_up/down_threshold`, 4096 × 1024 ns) and the 3.10
-//!   idle_balance() gate before its idle pull (average idle period at least
-//!   `sysctl_sched_migration_cost`, 500 µs) follow the LSK 3.10 code the S5
-//!   baseline ran. HPERF_HMP's idle pull is not gated: the cover letter says
-//!   idle big CPUs always pull from little ones.
+//!   waiting time counts) with the 32 ms half-life (the tree's
+//!   `load_avg_period_ms` default; its frequency scaling is a no-op at the
+//!   top frequency the S5 runs use).
+//! - settle delays `hmp_next_up/down_threshold`, 4096 × 1024 ns; offload
+//!   starvation limit 768/1024; five queued tasks looked at
+//!   (`hmp_max_tasks`); the 3.10 idle_balance() gate before the idle pull
+//!   (average idle period at least `sysctl_sched_migration_cost`, 500 µs).
+//!   HPERF_HMP's idle pull is not gated: the cover letter says idle big
+//!   CPUs always pull from little ones.
 //! - HPERF balance interval: the top (cross-cluster) domain's minimum
 //!   balance interval, one ms per CPU of its span (sd_init's
 //!   `min_interval = sd_weight`), as the cover letter runs it from the
@@ -38,7 +56,7 @@ use crate::fair::pelt::{SchedAvg, LOAD_AVG_MAX};
 use crate::features::Feat;
 use crate::sim::Sim;
 use crate::task::TaskState;
-use schedlab_topo::CpuId;
+use schedlab_topo::{CpuId, CpuMask};
 
 /// Linaro MP `hmp_up_threshold` (of 1024).
 pub const HMP_UP_THRESHOLD: u64 = 700;
@@ -51,6 +69,9 @@ pub const HMP_NEXT_MIGRATION_DELAY_NS: u64 = 4096 << 10;
 /// Linaro MP's offload rule: a task running less than 768/1024 of its
 /// runnable time is starving (`hmp_task_starvation() > 768` aborts).
 pub const HMP_STARVATION_LIMIT: u64 = 768;
+/// Linaro MP looks at the running task and at most this many queued tasks
+/// of a runqueue when it picks the heaviest or lightest one (`hmp_max_tasks`).
+pub const HMP_MAX_TASKS: usize = 5;
 /// `sysctl_sched_migration_cost` (500 µs): 3.10's idle_balance() returns
 /// early, before Linaro's idle pull, when the CPU's average idle period is
 /// shorter.
@@ -174,9 +195,9 @@ impl Sim {
             .collect()
     }
 
-    /// The allowed CPU of the given type with the fewest runnable tasks
-    /// (idle first), ties to the lowest number (Linaro's
-    /// `hmp_domain_min_load()` on a task count).
+    /// HPERF_HMP's target in a cluster: the allowed CPU of the given type
+    /// with the fewest runnable tasks (idle first), ties to the lowest
+    /// number.
     fn hmp_least_loaded(&self, t: TaskId, big: bool, exclude: Option<CpuId>) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
         (0..self.nr_cpus() as CpuId)
@@ -191,8 +212,10 @@ impl Sim {
             })
     }
 
-    /// Wakeup/fork placement hook of select_task_rq_fair(); `None` when no
-    /// HMP scheme is on.
+    /// Wakeup/fork placement hook of select_task_rq_fair(): `Some` when an
+    /// HMP scheme decides the CPU. HPERF_HMP always decides; Linaro MP only
+    /// for forks and up/down migrations, and otherwise lets the stock path
+    /// choose inside the task's cluster (see `linaro_keep_cluster`).
     pub(crate) fn hmp_select_task_rq(
         &mut self,
         t: TaskId,
@@ -203,46 +226,160 @@ impl Sim {
             return Some(self.hperf_select_cpu(t, prev));
         }
         if self.feat(Feat::HMP_LINARO) {
-            return Some(self.linaro_select_cpu(t, prev, fork));
+            return self.linaro_select_cpu(t, prev, fork);
         }
         None
     }
 
-    /// Linaro MP's hmp_select_task_rq_fair(): new tasks start on the big
-    /// cluster (their load is assumed full); a woken task on a little CPU
-    /// whose load ratio exceeds the up threshold goes to a big CPU when one
-    /// is not fully loaded; a task on a big CPU below the down threshold goes
-    /// little; otherwise it stays in its cluster, on its previous CPU if idle,
-    /// else the cluster's least loaded CPU.
-    fn linaro_select_cpu(&mut self, t: TaskId, prev: CpuId, fork: bool) -> CpuId {
-        let ratio = self.hmp_load_ratio(t);
-        let prev_big = self.hmp_is_big(prev);
-        let mut want_big = prev_big;
+    /// Linaro MP's part of select_task_rq_fair(). A new task goes to the big
+    /// domain's least loaded CPU (`hmp_select_faster_cpu()`) with a
+    /// full-load history; a woken task moves up when hmp_up_migration()
+    /// finds an idle big CPU, down to the little domain's least loaded CPU
+    /// when hmp_down_migration() says it is light; `None` otherwise.
+    fn linaro_select_cpu(&mut self, t: TaskId, prev: CpuId, fork: bool) -> Option<CpuId> {
+        let aff = self.tasks[t as usize].affinity;
         if fork {
             self.hmp_track_fork(t);
-            want_big = true;
-        } else if !prev_big && ratio > HMP_UP_THRESHOLD && self.hmp_settled(t, true) {
-            if let Some(c) = self.hmp_least_loaded(t, true, None) {
-                if self.is_idle_cpu(c) {
-                    want_big = true;
-                }
+            let (_, cpu) = self.hmp_domain_min_load(true, aff);
+            let cpu = cpu?;
+            self.linaro_delay(t, cpu, true);
+            return Some(cpu);
+        }
+        if let Some(cpu) = self.hmp_up_migration(prev, t) {
+            self.counters.hmp_up += 1;
+            self.linaro_delay(t, cpu, true);
+            return Some(cpu);
+        }
+        if self.hmp_down_migration(prev, t) {
+            if let (_, Some(cpu)) = self.hmp_domain_min_load(false, aff) {
+                self.counters.hmp_down += 1;
+                self.linaro_delay(t, cpu, false);
+                return Some(cpu);
             }
-        } else if prev_big && ratio < HMP_DOWN_THRESHOLD && self.hmp_settled(t, false) {
-            want_big = false;
+        }
+        None
+    }
+
+    /// Linaro MP's last rule of select_task_rq_fair(): the stock path's
+    /// choice stands only inside the HMP domain (cluster type) of the task's
+    /// previous CPU; otherwise the task stays on its previous CPU.
+    pub(crate) fn linaro_keep_cluster(&self, prev: CpuId, cpu: CpuId) -> CpuId {
+        if self.feat(Feat::HMP_LINARO) && self.hmp_is_big(cpu) != self.hmp_is_big(prev) {
+            prev
+        } else {
+            cpu
+        }
+    }
+
+    /// mirrors Linaro MP's hmp_domain_min_load() over the big (`big`) or
+    /// little CPUs allowed by `aff`: the load is 0 when one of them has no
+    /// runnable fair task and 1023 otherwise (any load counts as full), and
+    /// the CPU is the first such idle one or, among equals, the one an HMP
+    /// migration targeted longest ago (`hmp_last_up/down_migration` of the
+    /// runqueue). `None` when no CPU of the domain is allowed.
+    pub(crate) fn hmp_domain_min_load(&self, big: bool, aff: CpuMask) -> (u64, Option<CpuId>) {
+        let mut best: Option<(u64, u64, CpuId)> = None;
+        for c in 0..self.nr_cpus() as CpuId {
+            if self.hmp_is_big(c) != big || !aff.test(c) {
+                continue;
+            }
+            let rq = &self.rqs[c as usize];
+            let load = if rq.cfs.nr_runnable() > 0 { 1023 } else { 0 };
+            // Never targeted sorts before any time (the kernel's 0).
+            let last = rq
+                .hmp_last_up_ns
+                .or(rq.hmp_last_down_ns)
+                .map_or(0, |ns| ns + 1);
+            if best.is_none_or(|(bl, bt, _)| (load, last) < (bl, bt)) {
+                best = Some((load, last, c));
+            }
+        }
+        match best {
+            Some((load, _, c)) => (load, Some(c)),
+            None => (1023, None),
+        }
+    }
+
+    /// mirrors Linaro MP's hmp_up_migration(): a task on a little CPU whose
+    /// load ratio reached the up threshold, settled since its last up move,
+    /// goes to an idle allowed big CPU (the big domain's minimum load must
+    /// be 0).
+    fn hmp_up_migration(&self, cpu: CpuId, t: TaskId) -> Option<CpuId> {
+        if self.hmp_is_big(cpu)
+            || self.hmp_load_ratio(t) < HMP_UP_THRESHOLD
+            || !self.hmp_settled(t, true)
+        {
+            return None;
+        }
+        match self.hmp_domain_min_load(true, self.tasks[t as usize].affinity) {
+            (0, cpu) => cpu,
+            _ => None,
+        }
+    }
+
+    /// mirrors Linaro MP's hmp_down_migration(): a task on a big CPU, settled
+    /// since its last down move, allowed on a little CPU, whose load ratio is
+    /// below the down threshold.
+    fn hmp_down_migration(&self, cpu: CpuId, t: TaskId) -> bool {
+        if !self.hmp_is_big(cpu) || !self.hmp_settled(t, false) {
+            return false;
         }
         let aff = self.tasks[t as usize].affinity;
-        if want_big == prev_big && aff.test(prev) && self.is_idle_cpu(prev) {
-            return prev;
+        let little_ok = (0..self.nr_cpus() as CpuId).any(|c| !self.hmp_is_big(c) && aff.test(c));
+        little_ok && self.hmp_load_ratio(t) < HMP_DOWN_THRESHOLD
+    }
+
+    /// mirrors Linaro MP's hmp_next_up_delay() / hmp_next_down_delay(): note
+    /// the move on the task (for its settle time) and on the target runqueue
+    /// (for hmp_domain_min_load()'s choice among equals); the timestamp of
+    /// the other direction is cleared on both.
+    fn linaro_delay(&mut self, t: TaskId, cpu: CpuId, up: bool) {
+        let now = self.now;
+        let h = &mut self.tasks[t as usize].hmp;
+        let rq = &mut self.rqs[cpu as usize];
+        if up {
+            (h.last_up_ns, h.last_down_ns) = (Some(now), None);
+            (rq.hmp_last_up_ns, rq.hmp_last_down_ns) = (Some(now), None);
+        } else {
+            (h.last_up_ns, h.last_down_ns) = (None, Some(now));
+            (rq.hmp_last_up_ns, rq.hmp_last_down_ns) = (None, Some(now));
         }
-        let cpu = self
-            .hmp_least_loaded(t, want_big, None)
-            .or_else(|| self.hmp_least_loaded(t, !want_big, None))
-            .unwrap_or(prev);
-        // Count only real moves between clusters (not a fork's first placement).
-        if !fork && self.hmp_is_big(cpu) != prev_big {
-            self.hmp_note_move(t, !prev_big);
+    }
+
+    /// Linaro MP's candidates on `cpu` (hmp_get_heaviest_task() /
+    /// hmp_get_lightest_task()): the running fair task and the first
+    /// `HMP_MAX_TASKS` queued ones in timeline order. The heaviest starts
+    /// from the running task and takes a queued task with a higher ratio
+    /// that may run in the other domain; the lightest is the queued such
+    /// task with the lowest ratio, or the running task if none is queued.
+    fn linaro_pick(&self, cpu: CpuId, heaviest: bool) -> Option<TaskId> {
+        let curr = self.rqs[cpu as usize].cfs.curr?;
+        let big = self.hmp_is_big(cpu);
+        // Nothing to move up from the big domain or down from the little one.
+        if heaviest == big {
+            return Some(curr);
         }
-        cpu
+        let n = self.nr_cpus() as CpuId;
+        let mut best: Option<(u64, TaskId)> = heaviest.then(|| (self.hmp_load_ratio(curr), curr));
+        let queued = self.queued_entities(cpu);
+        for &t in queued.iter().take(HMP_MAX_TASKS) {
+            let tk = &self.tasks[t as usize];
+            if tk.se.sched_delayed
+                || !(0..n).any(|c| self.hmp_is_big(c) != big && tk.affinity.test(c))
+            {
+                continue;
+            }
+            let r = self.hmp_load_ratio(t);
+            let better = match best {
+                None => true,
+                Some((br, _)) if heaviest => r > br,
+                Some((br, _)) => r < br,
+            };
+            if better {
+                best = Some((r, t));
+            }
+        }
+        Some(best.map_or(curr, |(_, t)| t))
     }
 
     /// HPERF_HMP wakeup: the least loaded allowed CPU, where load is the
@@ -300,57 +437,60 @@ impl Sim {
         }
     }
 
-    /// Tick hook: Linaro's forced up/down migration of the running task, and
-    /// HPERF's balancing step when due.
-    pub(crate) fn hmp_tick(&mut self, cpu: CpuId) {
-        if self.feat(Feat::HMP_HPERF) {
-            if self.now >= self.hmp_next_balance {
-                self.hmp_next_balance = self.now + self.hperf_interval_ns();
-                self.hperf_balance();
-            }
-            return;
-        }
-        if !self.feat(Feat::HMP_LINARO) {
-            return;
-        }
-        let Some(t) = self.rqs[cpu as usize].curr else {
-            return;
-        };
-        if self.tasks[t as usize].kthread {
-            return;
-        }
-        let ratio = self.hmp_load_ratio(t);
-        if !self.hmp_is_big(cpu) && ratio > HMP_UP_THRESHOLD {
-            // hmp_force_up_migration() with hmp_up_migration(): only to an
-            // idle big CPU, and not again before the load has settled.
-            if !self.hmp_settled(t, true) {
-                return;
-            }
-            if let Some(c) = self.hmp_least_loaded(t, true, None) {
-                if self.is_idle_cpu(c) {
-                    self.hmp_note_move(t, true);
-                    self.hmp_migrate(t, c, true);
-                }
-            }
-        } else if self.hmp_is_big(cpu) && ratio < HMP_DOWN_THRESHOLD {
-            // Down-migration of a light task (hmp_down_migration()).
-            if !self.hmp_settled(t, false) {
-                return;
-            }
-            if let Some(c) = self.hmp_least_loaded(t, false, None) {
-                self.hmp_note_move(t, false);
-                self.hmp_migrate(t, c, true);
-            }
-        } else if let Some(c) = self.linaro_offload_target(cpu, t) {
-            self.hmp_note_move(t, false);
-            self.counters.hmp_offloads += 1;
-            self.hmp_migrate(t, c, true);
+    /// Tick hook: HPERF's balancing step when due. (Linaro MP's forced
+    /// migrations run from the balancing softirq: `linaro_force_migration`.)
+    pub(crate) fn hmp_tick(&mut self) {
+        if self.feat(Feat::HMP_HPERF) && self.now >= self.hmp_next_balance {
+            self.hmp_next_balance = self.now + self.hperf_interval_ns();
+            self.hperf_balance();
         }
     }
 
-    /// Counts a move between the clusters (up = little to big) and notes
-    /// when it happened (Linaro's `hmp_last_up/down_migration`, read by
-    /// `hmp_settled`; HPERF_HMP never reads them).
+    /// mirrors Linaro MP's hmp_force_up_migration(), run at the start of the
+    /// balancing softirq (run_rebalance_domains()) on whichever CPU runs it:
+    /// for every CPU with a running fair task, the heaviest of its candidates
+    /// moves up if hmp_up_migration() allows; otherwise the lightest may be
+    /// offloaded down (hmp_offload_down()).
+    pub(crate) fn linaro_force_migration(&mut self) {
+        if !self.feat(Feat::HMP_LINARO) || self.hmp_in_balance {
+            return;
+        }
+        self.hmp_in_balance = true;
+        for cpu in 0..self.nr_cpus() as CpuId {
+            let Some(t) = self.linaro_pick(cpu, true) else {
+                continue;
+            };
+            if let Some(dst) = self.hmp_up_migration(cpu, t) {
+                self.counters.hmp_up += 1;
+                self.linaro_delay(t, dst, true);
+                self.hmp_migrate(t, dst, true);
+                continue;
+            }
+            let Some(t) = self.linaro_pick(cpu, false) else {
+                continue;
+            };
+            if let Some(dst) = self.linaro_offload_target(cpu, t) {
+                self.counters.hmp_down += 1;
+                self.counters.hmp_offloads += 1;
+                self.linaro_delay(t, dst, false);
+                self.hmp_migrate(t, dst, true);
+            }
+        }
+        self.hmp_in_balance = false;
+    }
+
+    /// Linaro MP raises the balancing softirq on the next tick when a task
+    /// on a little CPU has crossed the up threshold (the hook in its
+    /// __update_task_entity_contrib()), so hmp_force_up_migration() runs.
+    pub(crate) fn linaro_kick_up(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.hmp_is_big(cpu) && self.hmp_load_ratio(t) > HMP_UP_THRESHOLD {
+            let rq = &mut self.rqs[cpu as usize];
+            rq.next_balance = rq.next_balance.min(self.now);
+        }
+    }
+
+    /// Counts an HPERF_HMP move between the clusters (up = little to big)
+    /// and notes when it happened (HPERF_HMP itself never reads the time).
     fn hmp_note_move(&mut self, t: TaskId, up: bool) {
         let h = &mut self.tasks[t as usize].hmp;
         if up {
@@ -370,17 +510,23 @@ impl Sim {
         last.is_none_or(|l| self.now.saturating_sub(l) >= HMP_NEXT_MIGRATION_DELAY_NS)
     }
 
-    /// mirrors Linaro MP's hmp_offload_down(): the running task of a big
-    /// CPU goes to an idle little CPU when no big CPU is idle, its CPU runs
-    /// more than one task, and it is starving (it ran at most 768/1024 of
-    /// the time it was runnable: running average over runnable average).
+    /// mirrors Linaro MP's hmp_offload_down() for candidate `t` of big CPU
+    /// `cpu`: no big CPU is idle, `cpu` runs more than one fair task, `t` is
+    /// starving (it ran at most 768/1024 of the time it was runnable:
+    /// running average over runnable average), and a little CPU it may run
+    /// on is idle; that CPU is the target.
     fn linaro_offload_target(&self, cpu: CpuId, t: TaskId) -> Option<CpuId> {
-        if !self.hmp_is_big(cpu) || self.rqs[cpu as usize].nr_running() < 2 {
+        if !self.hmp_is_big(cpu) {
             return None;
         }
-        let big_idle =
-            (0..self.nr_cpus() as CpuId).any(|c| self.hmp_is_big(c) && self.is_idle_cpu(c));
-        if big_idle {
+        if self
+            .hmp_domain_min_load(true, CpuMask::first_n(self.nr_cpus()))
+            .0
+            == 0
+        {
+            return None;
+        }
+        if self.rqs[cpu as usize].cfs.nr_runnable() < 2 {
             return None;
         }
         let avg = &self.tasks[t as usize].hmp.ratio_avg;
@@ -388,8 +534,10 @@ impl Sim {
         if starvation > HMP_STARVATION_LIMIT {
             return None;
         }
-        let c = self.hmp_least_loaded(t, false, None)?;
-        self.is_idle_cpu(c).then_some(c)
+        match self.hmp_domain_min_load(false, self.tasks[t as usize].affinity) {
+            (0, c) => c,
+            _ => None,
+        }
     }
 
     /// Idle hook before newidle balancing: a big CPU about to idle pulls
@@ -406,6 +554,29 @@ impl Sim {
         if !hperf && self.rqs[cpu as usize].avg_idle < SCHED_MIGRATION_COST_NS {
             return false;
         }
+        let picked = if hperf {
+            self.hperf_idle_pick(cpu)
+        } else {
+            self.linaro_idle_pick(cpu)
+        };
+        let Some(t) = picked else {
+            return false;
+        };
+        self.hmp_in_balance = true;
+        if hperf {
+            self.hmp_note_move(t, true);
+        } else {
+            self.counters.hmp_up += 1;
+            self.linaro_delay(t, cpu, true);
+        }
+        self.hmp_migrate(t, cpu, false);
+        self.hmp_in_balance = false;
+        true
+    }
+
+    /// HPERF_HMP's idle pull takes the little task with the lowest druntime
+    /// that may run on `cpu`.
+    fn hperf_idle_pick(&self, cpu: CpuId) -> Option<TaskId> {
         let mut best: Option<(i64, TaskId)> = None;
         for c in 0..self.nr_cpus() as CpuId {
             if self.hmp_is_big(c) {
@@ -415,28 +586,38 @@ impl Sim {
                 if !self.tasks[t as usize].affinity.test(cpu) {
                     continue;
                 }
-                let key = if hperf {
-                    self.tasks[t as usize].hmp.druntime
-                } else {
-                    let r = self.hmp_load_ratio(t);
-                    if r <= HMP_UP_THRESHOLD {
-                        continue;
-                    }
-                    -(r as i64)
-                };
+                let key = self.tasks[t as usize].hmp.druntime;
                 if best.is_none_or(|(k, bt)| (key, t) < (k, bt)) {
                     best = Some((key, t));
                 }
             }
         }
-        let Some((_, t)) = best else {
-            return false;
-        };
-        self.hmp_in_balance = true;
-        self.hmp_note_move(t, true);
-        self.hmp_migrate(t, cpu, false);
-        self.hmp_in_balance = false;
-        true
+        best.map(|(_, t)| t)
+    }
+
+    /// mirrors the choice in Linaro MP's hmp_idle_pull(): over the little
+    /// CPUs in order, each one's heaviest candidate (`linaro_pick`) whose
+    /// load ratio is above the up threshold; the highest ratio wins (the
+    /// first CPU among equals). No settle time is checked.
+    fn linaro_idle_pick(&self, cpu: CpuId) -> Option<TaskId> {
+        let mut best: Option<(u64, TaskId)> = None;
+        for c in 0..self.nr_cpus() as CpuId {
+            if self.hmp_is_big(c) {
+                continue;
+            }
+            let Some(t) = self.linaro_pick(c, true) else {
+                continue;
+            };
+            let tk = &self.tasks[t as usize];
+            if tk.kthread || !tk.affinity.test(cpu) {
+                continue;
+            }
+            let r = self.hmp_load_ratio(t);
+            if r > HMP_UP_THRESHOLD && best.is_none_or(|(br, _)| r > br) {
+                best = Some((r, t));
+            }
+        }
+        best.map(|(_, t)| t)
     }
 
     /// HPERF balance interval (see the module doc).

@@ -4,6 +4,7 @@
 
 use crate::features::Features;
 use crate::sim::{Sim, SimConfig};
+use crate::task::TaskState;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 
@@ -16,11 +17,26 @@ fn sim(feature: &str, templates: Vec<Vec<Step>>, seed: u64) -> Sim {
 }
 
 fn sim_pinned(feature: &str, templates: Vec<(Vec<Step>, Option<CpuMask>)>, seed: u64) -> Sim {
+    let initial = (0..templates.len() as u32).collect();
+    sim_spec(feature, templates, initial, seed)
+}
+
+/// Unpinned templates of which only `initial` start.
+fn sim_initial(feature: &str, templates: Vec<Vec<Step>>, initial: Vec<u32>, seed: u64) -> Sim {
+    let templates = templates.into_iter().map(|s| (s, None)).collect();
+    sim_spec(feature, templates, initial, seed)
+}
+
+fn sim_spec(
+    feature: &str,
+    templates: Vec<(Vec<Step>, Option<CpuMask>)>,
+    initial: Vec<u32>,
+    seed: u64,
+) -> Sim {
     let m = preset("exynos5422").expect("preset");
     let d = build_domains(&m, &DomainConfig::default()).expect("domains");
     let mut features = Features::default();
     features.set(feature, true).expect("feature");
-    let n = templates.len() as u32;
     let spec = WorkloadSpec {
         name: "hmp".into(),
         templates: templates
@@ -34,7 +50,7 @@ fn sim_pinned(feature: &str, templates: Vec<(Vec<Step>, Option<CpuMask>)>, seed:
                 steps,
             })
             .collect(),
-        initial: (0..n).collect(),
+        initial,
         sync: vec![],
         mem_node: None,
         max_time_ns: u64::MAX,
@@ -247,4 +263,60 @@ fn linaro_load_ratio_is_the_wall_clock_runnable_fraction() {
         invariant + 150 < ratio,
         "7.3 runnable_avg {invariant} vs {ratio}"
     );
+}
+
+#[test]
+fn linaro_min_load_takes_an_idle_cpu_then_the_least_recently_disturbed() {
+    // hmp_domain_min_load(): any runnable load makes a CPU "full" (1023), so
+    // among busy big CPUs the queue length does not count; the CPU an HMP
+    // migration targeted longest ago wins. Among idle CPUs likewise, the
+    // first one in order when none was ever targeted.
+    let pin = |c: u16| Some(CpuMask::from_cpus([c]));
+    let mut tasks = vec![(hog(1_000_000_000), pin(4))];
+    tasks.extend((0..3).map(|_| (hog(1_000_000_000), pin(5))));
+    tasks.push((hog(1_000_000_000), pin(6)));
+    tasks.push((hog(1_000_000_000), pin(7)));
+    let mut s = sim_pinned("HMP_LINARO", tasks, 1);
+    s.run_until(2_000_000);
+    for (c, last_ns) in [(4, 40), (5, 10), (6, 30), (7, 20)] {
+        s.rqs[c].hmp_last_up_ns = Some(last_ns);
+    }
+    let all = CpuMask::first_n(8);
+    assert_eq!(s.hmp_domain_min_load(true, all), (1023, Some(5)));
+    // A down-move timestamp counts when no up-move is noted.
+    s.rqs[7].hmp_last_up_ns = None;
+    s.rqs[7].hmp_last_down_ns = Some(5);
+    assert_eq!(s.hmp_domain_min_load(true, all), (1023, Some(7)));
+    // Affinity restricts the choice.
+    let no7 = CpuMask::from_cpus([4, 5, 6]);
+    assert_eq!(s.hmp_domain_min_load(true, no7), (1023, Some(5)));
+    // The little CPUs are idle: load 0, first CPU, then the undisturbed one.
+    assert_eq!(s.hmp_domain_min_load(false, all), (0, Some(0)));
+    s.rqs[0].hmp_last_down_ns = Some(0);
+    assert_eq!(s.hmp_domain_min_load(false, all), (0, Some(1)));
+    // No allowed CPU in the domain.
+    let bigs = CpuMask::from_cpus([4, 5, 6, 7]);
+    assert_eq!(s.hmp_domain_min_load(false, bigs), (1023, None));
+}
+
+#[test]
+fn linaro_forks_spread_over_busy_big_cpus_by_disturbance_time() {
+    // A parent forks eight hogs one after another (each clone() costs it a
+    // little time): the first children take the idle big CPUs; once the big
+    // domain is full, each further fork goes to the big CPU a fork
+    // (hmp_next_up_delay()) targeted longest ago, so every A15 ends with two
+    // tasks once the parent has exited.
+    let mut steps: Vec<Step> = (1..=8).map(|template| Step::Spawn { template }).collect();
+    steps.push(Step::Exit);
+    let mut templates = vec![steps];
+    templates.extend((0..8).map(|_| hog(1_000_000_000)));
+    let mut s = sim_initial("HMP_LINARO", templates, vec![0], 4);
+    s.run_until(1_000_000);
+    let mut per_cpu = [0u32; 8];
+    for t in workload(&s) {
+        if s.tasks[t].state != TaskState::Dead {
+            per_cpu[s.tasks[t].cpu as usize] += 1;
+        }
+    }
+    assert_eq!(per_cpu, [0, 0, 0, 0, 2, 2, 2, 2]);
 }

@@ -685,6 +685,7 @@ impl Sim {
             let se = &self.tasks[t as usize].se;
             let runnable = se.on_rq && !se.sched_delayed;
             self.hmp_track(t, runnable, is_curr);
+            self.linaro_kick_up(cpu, t);
         }
         let tk = &mut self.tasks[t as usize];
         if tk.cpu == cpu {

@@ -41,6 +41,11 @@ impl Sim {
         let mut slow_sd: Option<usize> = None;
         let n_dom = self.domains.cpus[this_cpu as usize].domains.len();
         for i in 0..n_dom {
+            // Under an HMP scheme the cluster-spanning levels do not balance
+            // (3.10 skips domains without SD_LOAD_BALANCE here).
+            if self.hmp_skip_level(this_cpu, i) {
+                continue;
+            }
             let d = &self.domains.cpus[this_cpu as usize].domains[i];
             if want_affine && d.flags.contains(SdFlags::WAKE_AFFINE) && d.span.test(prev) {
                 if this_cpu != prev {
@@ -74,6 +79,7 @@ impl Sim {
         } else {
             new_cpu
         };
+        let cpu = self.linaro_keep_cluster(prev, cpu);
         if affinity.test(cpu) {
             cpu
         } else {
