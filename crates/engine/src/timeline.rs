@@ -185,10 +185,16 @@ impl Timeline {
     /// The entities in (deadline, id) order. Allocates; for the cold paths
     /// (checks, reports, HMP's per-tick scans).
     pub fn to_vec<N: RunNodes + ?Sized>(&self, nodes: &N) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.len as usize);
+        self.first_n(nodes, self.len as usize)
+    }
+
+    /// The first `limit` entities in (deadline, id) order: an in-order walk
+    /// that stops early, O(depth + limit).
+    pub fn first_n<N: RunNodes + ?Sized>(&self, nodes: &N, limit: usize) -> Vec<u32> {
+        let mut out = Vec::with_capacity(limit.min(self.len as usize));
         let mut stack = Vec::new();
         let mut n = self.root;
-        while n != NIL || !stack.is_empty() {
+        while out.len() < limit && (n != NIL || !stack.is_empty()) {
             while n != NIL {
                 stack.push(n);
                 n = nodes.run_node(n).left;
@@ -597,6 +603,9 @@ mod tests {
                 }
                 prop_assert_eq!(tl.walk_checked(nodes.as_slice(), |_| ()), Ok(()));
                 prop_assert_eq!(tl.to_vec(nodes.as_slice()), model.sorted());
+                let sorted = model.sorted();
+                let k = id as usize % 7;
+                prop_assert_eq!(tl.first_n(nodes.as_slice(), k), &sorted[..k.min(sorted.len())]);
                 prop_assert_eq!(tl.first(), model.sorted().first().copied());
                 prop_assert_eq!(tl.len() as usize, model.0.len());
                 prop_assert_eq!(tl.min_slice(nodes.as_slice()), model.0.iter().map(|e| e.3).min());

@@ -324,9 +324,13 @@ impl Sim {
         if !self.hmp_is_big(cpu) || !self.hmp_settled(t, false) {
             return false;
         }
-        let aff = self.tasks[t as usize].affinity;
-        let little_ok = (0..self.nr_cpus() as CpuId).any(|c| !self.hmp_is_big(c) && aff.test(c));
-        little_ok && self.hmp_load_ratio(t) < HMP_DOWN_THRESHOLD
+        self.hmp_domain_allowed(self.tasks[t as usize].affinity, false)
+            && self.hmp_load_ratio(t) < HMP_DOWN_THRESHOLD
+    }
+
+    /// Does `aff` allow some CPU of the big (`big`) or little domain?
+    fn hmp_domain_allowed(&self, aff: CpuMask, big: bool) -> bool {
+        (0..self.nr_cpus() as CpuId).any(|c| self.hmp_is_big(c) == big && aff.test(c))
     }
 
     /// mirrors Linaro MP's hmp_next_up_delay() / hmp_next_down_delay(): note
@@ -359,14 +363,10 @@ impl Sim {
         if heaviest == big {
             return Some(curr);
         }
-        let n = self.nr_cpus() as CpuId;
         let mut best: Option<(u64, TaskId)> = heaviest.then(|| (self.hmp_load_ratio(curr), curr));
-        let queued = self.queued_entities(cpu);
-        for &t in queued.iter().take(HMP_MAX_TASKS) {
+        for t in self.queued_first(cpu, HMP_MAX_TASKS) {
             let tk = &self.tasks[t as usize];
-            if tk.se.sched_delayed
-                || !(0..n).any(|c| self.hmp_is_big(c) != big && tk.affinity.test(c))
-            {
+            if tk.se.sched_delayed || !self.hmp_domain_allowed(tk.affinity, !big) {
                 continue;
             }
             let r = self.hmp_load_ratio(t);

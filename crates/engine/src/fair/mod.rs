@@ -133,6 +133,14 @@ impl Sim {
             .to_vec(self.run_nodes.as_slice())
     }
 
+    /// The first `limit` queued entities in timeline order (a bounded walk).
+    pub(crate) fn queued_first(&self, cpu: CpuId, limit: usize) -> Vec<TaskId> {
+        self.rqs[cpu as usize]
+            .cfs
+            .timeline
+            .first_n(self.run_nodes.as_slice(), limit)
+    }
+
     /// Sizes the node arrays to the task array (tasks appear at fork, and
     /// tests add them directly).
     fn grow_run_nodes(&mut self) {
