@@ -210,7 +210,11 @@ impl Sim {
             if !tk.se.custom_slice {
                 tk.se.slice = slice;
             }
-            tk.se.deadline = tk.se.vruntime + calc_delta_fair(tk.se.slice, tk.se.weight);
+            // vruntime is modular (placement with lag may put it below zero).
+            tk.se.deadline = tk
+                .se
+                .vruntime
+                .wrapping_add(calc_delta_fair(tk.se.slice, tk.se.weight));
             resched = true;
         }
         let protected = (tk.se.vruntime.wrapping_sub(tk.se.vprot) as i64) < 0;
