@@ -845,6 +845,7 @@ fn run(
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),
+        hz: cfg.hz,
         checked: checked || cfg!(debug_assertions),
         ..SimConfig::default()
     };
@@ -943,7 +944,7 @@ fn run(
             "schema": "schedlab.run/1",
             "machine": sim.machine.name, "workload": workload, "config": config, "seed": seed,
             "sim_time_ns": sim.now, "stop": format!("{stop:?}"), "metrics": metrics,
-            "tasks": tasks, "cpus": cpus, "counters": c,
+            "tasks": tasks, "cpus": cpus, "counters": c, "hz": cfg.hz,
             "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
         });
         let text = serde_json::to_string_pretty(&v).context("serialising")?;

@@ -1,7 +1,8 @@
 //! Named configurations (shared/contract.md): what kernel a run simulates.
 //!
 //! A configuration is the topology a kernel build/boot would give (a
-//! [`DomainConfig`]) plus scheduler feature switches. Names are stable.
+//! [`DomainConfig`]), scheduler feature switches and the build's CONFIG_HZ.
+//! Names are stable.
 
 use schedlab_engine::Features;
 use schedlab_topo::DomainConfig;
@@ -12,7 +13,20 @@ pub struct RunConfig {
     pub name: String,
     pub domains: DomainConfig,
     pub features: Features,
+    /// CONFIG_HZ of the simulated kernel build.
+    pub hz: u32,
 }
+
+/// CONFIG_HZ when nothing is known about the build: Kconfig.hz's default
+/// (HZ_250) on x86 and arm64.
+pub const DEFAULT_HZ: u32 = 250;
+
+/// CONFIG_HZ of the S5 kernels: the Exynos 5422 vendor 3.10 tree whose
+/// big.LITTLE MP code the Linaro model follows (defconfig
+/// exynos5422-k3g_00: CONFIG_HZ=200); HPERF_HMP was compared with it on the
+/// same board, so both S5 configurations run at this rate. (The Exynos 5433
+/// runs use it too; that SoC's vendor tree was not checked.)
+pub const S5_HZ: u32 = 200;
 
 /// Every configuration name, with a one-line meaning.
 pub const CONFIGS: &[(&str, &str)] = &[
@@ -95,8 +109,10 @@ fn resolve_named(name: &str) -> Result<RunConfig, String> {
         "hperf-hmp" => Some("HMP_HPERF"),
         _ => None,
     };
+    let mut hz = DEFAULT_HZ;
     if let Some(f) = feature {
         features.set(f, true)?;
+        hz = S5_HZ;
     }
     if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology
@@ -115,6 +131,7 @@ fn resolve_named(name: &str) -> Result<RunConfig, String> {
         name: name.to_string(),
         domains,
         features,
+        hz,
     })
 }
 
@@ -133,6 +150,16 @@ mod tests {
         assert_eq!(v.domains, base.domains);
         let two = resolve("linaro-mp+HMP_LINARO=off+HMP_HPERF=on").expect("two switches");
         assert!(two.features.enabled(Feat::HMP_HPERF) && !two.features.enabled(Feat::HMP_LINARO));
+    }
+
+    #[test]
+    fn the_s5_configs_simulate_the_vendor_kernels_hz() {
+        for c in ["linaro-mp", "hperf-hmp", "hperf-hmp+HMP_HPERF=off"] {
+            assert_eq!(resolve(c).unwrap().hz, 200, "{c}");
+        }
+        for c in ["vanilla", "cluster", "cache-aware", "patchset"] {
+            assert_eq!(resolve(c).unwrap().hz, 250, "{c}");
+        }
     }
 
     #[test]

@@ -782,6 +782,7 @@ pub fn run_point(
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),
+        hz: cfg.hz,
         checked,
         ..SimConfig::default()
     };
