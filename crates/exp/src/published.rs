@@ -381,10 +381,12 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
         }],
         "exynos5422-parsec" => vec![
             ShapeClaim {
-                description: "equal up to 4 threads: |change| < 5% at 1-4 threads (streamcluster, blackscholes)",
+                // The published single-thread blackscholes row (-7.1%, HPERF_HMP
+                // slower with one thread on one big core) is outside the claim.
+                description: "equal up to 4 threads: |change| < 5% at 1-4 threads (streamcluster; blackscholes 2-4)",
                 check: |r| {
                     let mut v = s5_changes(r, "streamcluster", 1, 4)?;
-                    v.extend(s5_changes(r, "blackscholes", 1, 4)?);
+                    v.extend(s5_changes(r, "blackscholes", 2, 4)?);
                     Some(v.iter().all(|g| g.abs() < 5.0))
                 },
             },
@@ -393,8 +395,10 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 check: |r| Some(s5_changes(r, "streamcluster", 5, 8)?.iter().all(|&g| g > 30.0)),
             },
             ShapeClaim {
-                description: "streamcluster gap from 17 threads: hperf-hmp > 50% faster (2x) at every count 17-32 (published 47-62%)",
-                check: |r| Some(s5_changes(r, "streamcluster", 17, 32)?.iter().all(|&g| g > 50.0)),
+                // "2-2.6x" with the tolerance of the 5-8 claim: the published
+                // 17-thread row itself is 1.87x (+46.6%).
+                description: "streamcluster gap from 17 threads: hperf-hmp > 40% faster (1.67x) at every count 17-32 (published 47-62%, 1.87-2.63x)",
+                check: |r| Some(s5_changes(r, "streamcluster", 17, 32)?.iter().all(|&g| g > 40.0)),
             },
             ShapeClaim {
                 description: "small steady gap for bodytrack and blackscholes: hperf-hmp 0-35% faster at every count 8-32",
@@ -446,4 +450,48 @@ fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<f64> {
         .filter(|row| row.config == config && row.metric == "runtime")
         .map(|row| row.change_pct)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_report::{params, ExperimentResult, MetricSpec, SampleRow};
+
+    /// The S5 tables as an experiment result: one sample per row, the
+    /// published seconds.
+    fn published_s5() -> ExperimentResult {
+        let mut rows: Vec<SampleRow> = Vec::new();
+        for bench in ["streamcluster", "bodytrack", "blackscholes"] {
+            for threads in 1..=32u64 {
+                let (hperf, linaro) = s5_published_time(bench, threads).unwrap();
+                let p = params([
+                    ("bench", serde_json::json!(bench)),
+                    ("threads", threads.into()),
+                ]);
+                rows.push((p.clone(), "linaro-mp".into(), "time".into(), vec![linaro]));
+                rows.push((p, "hperf-hmp".into(), "time".into(), vec![hperf]));
+            }
+        }
+        ExperimentResult::from_samples(
+            "exynos5422-parsec",
+            "exynos5422",
+            "parsec",
+            "linaro-mp",
+            vec!["linaro-mp".into(), "hperf-hmp".into()],
+            vec![MetricSpec::new("time", "s", false)],
+            rows,
+        )
+    }
+
+    /// A shape claim is a reading of the published table, so the published
+    /// figures themselves must satisfy it.
+    #[test]
+    fn the_published_s5_tables_satisfy_their_own_shape_claims() {
+        let r = published_s5();
+        let claims = shape_claims("exynos5422-parsec");
+        assert_eq!(claims.len(), 4);
+        for c in &claims {
+            assert_eq!((c.check)(&r), Some(true), "{}", c.description);
+        }
+    }
 }
