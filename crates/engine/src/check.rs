@@ -3,8 +3,8 @@
 //! Every task is on exactly one runqueue or blocked; runqueue counts and
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
-//! hold exactly the queued tasks; the current task of a CPU is running there;
-//! CPU time is conserved.
+//! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
+//! the current task of a CPU is running there; CPU time is conserved.
 
 use crate::sim::Sim;
 use crate::task::TaskState;
@@ -123,6 +123,19 @@ impl Sim {
                     t.id, seen[t.id as usize]
                 ));
             }
+        }
+        // HPERF_HMP's druntime index holds exactly the queued tasks, with the
+        // druntime they have now, on the side of the CPU that queues them.
+        let mut hperf: [std::collections::BTreeSet<(i64, u32)>; 2] = Default::default();
+        if self.feat(crate::features::Feat::HMP_HPERF) {
+            for t in &self.tasks {
+                if in_tree[t.id as usize] == Some(t.cpu) {
+                    hperf[usize::from(self.hmp_is_big(t.cpu))].insert((t.hmp.druntime, t.id));
+                }
+            }
+        }
+        if hperf != self.hperf_queued {
+            return Err("HPERF_HMP's druntime index differs from the queued tasks".to_string());
         }
         // The placement statistics' running sums equal a full recount.
         let sq = |v: &[u32]| v.iter().map(|&b| (b as u64) * (b as u64)).sum::<u64>();

@@ -157,6 +157,8 @@ pub struct Sim {
     /// from `schedlab_topo::kernel_capacities`): scheduling decisions use
     /// these, the hardware model uses `CpuInfo.capacity`.
     pub(crate) kcap: Vec<u64>,
+    /// The highest of them (the big CPUs' capacity under HMP).
+    pub(crate) kcap_max: u64,
     /// `sched_smt_active()`: some core has more than one hardware thread.
     pub(crate) smt_active: bool,
     /// SMT siblings of each CPU, including itself (precomputed `cpu_smt_mask()`).
@@ -175,6 +177,11 @@ pub struct Sim {
     pub(crate) custom_slices: bool,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
+    /// HPERF_HMP: the queued (not running) fair tasks of the little [0] and
+    /// big [1] CPUs by (druntime, id). A queued task's druntime does not
+    /// change (only the running task accrues it), so HPERF's picks find the
+    /// lowest/highest druntime in O(log n) instead of walking every queue.
+    pub(crate) hperf_queued: [std::collections::BTreeSet<(i64, TaskId)>; 2],
     /// SCHED_CACHE state (fair/cache_aware.rs).
     pub cache: crate::fair::cache_aware::CacheState,
     /// Recorded tracepoints, when tracing is on (trace.rs).
@@ -276,6 +283,8 @@ impl Sim {
             hmp_next_balance: 0,
             custom_slices: false,
             hmp_in_balance: false,
+            hperf_queued: Default::default(),
+            kcap_max: kcap.iter().copied().max().unwrap_or(1024),
             kcap,
             smt_active,
             rng_noise: rng::stream(cfg.seed, "noise"),

@@ -2,9 +2,10 @@
 //!
 //! Wall-clock time is measured here, around the engine, never inside it.
 
+use crate::configs::{self, RunConfig};
 use crate::experiments;
 use schedlab_engine::{Sim, SimConfig};
-use schedlab_topo::{build_domains, resolve_machine, DomainConfig};
+use schedlab_topo::{build_domains, resolve_machine};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 use std::time::Instant;
 
@@ -32,18 +33,20 @@ impl BenchRow {
 fn time_run(
     name: String,
     machine: &str,
-    cfg: &DomainConfig,
+    cfg: &RunConfig,
     spec: WorkloadSpec,
 ) -> Result<BenchRow, String> {
     let t0 = Instant::now();
     let m = resolve_machine(machine).map_err(|e| e.to_string())?;
-    let d = build_domains(&m, cfg).map_err(|e| e.to_string())?;
+    let d = build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     let mut sim = Sim::new(
         m,
         d,
         spec,
         SimConfig {
             seed: 1,
+            features: cfg.features.clone(),
+            hz: cfg.hz,
             checked: false,
             ..SimConfig::default()
         },
@@ -88,37 +91,46 @@ fn hogs(n: usize, sim_s: u64) -> WorkloadSpec {
 }
 
 /// Runs the benchmark set: the kunpeng920-stream points, CPU hogs at 2× the
-/// CPUs of kunpeng920 and genoa, and on exynos5422 at 2 and at 256 hogs per
-/// CPU: per-event cost must not grow with the runqueue length beyond O(log n).
+/// CPUs of kunpeng920 and genoa, and on exynos5422 at 2, 256 and 2048 hogs
+/// per CPU, under vanilla and under HPERF_HMP (whose balancing picks tasks by
+/// druntime across a whole cluster): per-event cost must not grow with the
+/// runqueue length beyond O(log n).
 pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     let def = experiments::get("kunpeng920-stream", quick)?;
     for p in &def.points {
         for c in &def.configs {
-            let cfg = crate::configs::resolve(c)?;
+            let cfg = configs::resolve(c)?;
             rows.push(time_run(
                 format!(
                     "stream {} {c}",
                     schedlab_report::table::params_text(&p.params)
                 ),
                 &def.machine,
-                &cfg.domains,
+                &cfg,
                 p.workload.build(p.affinity, p.mem_node),
             )?);
         }
     }
     let secs = if quick { 1 } else { 5 };
-    for (machine, n) in [
-        ("kunpeng920", 192),
-        ("genoa", 256),
-        ("exynos5422", 16),
-        ("exynos5422", 2048),
-        ("exynos5422", 16384),
+    for (machine, n, config) in [
+        ("kunpeng920", 192, "vanilla"),
+        ("genoa", 256, "vanilla"),
+        ("exynos5422", 16, "vanilla"),
+        ("exynos5422", 2048, "vanilla"),
+        ("exynos5422", 16384, "vanilla"),
+        ("exynos5422", 16, "hperf-hmp"),
+        ("exynos5422", 2048, "hperf-hmp"),
+        ("exynos5422", 16384, "hperf-hmp"),
     ] {
+        let name = match config {
+            "vanilla" => format!("hogs {n} on {machine}"),
+            c => format!("hogs {n} on {machine} {c}"),
+        };
         rows.push(time_run(
-            format!("hogs {n} on {machine}"),
+            name,
             machine,
-            &DomainConfig::default(),
+            &configs::resolve(config)?,
             hogs(n, secs),
         )?);
     }

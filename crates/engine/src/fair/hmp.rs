@@ -104,7 +104,7 @@ impl Sim {
 
     /// The highest kernel capacity (the big CPUs').
     fn hmp_max_cap(&self) -> u64 {
-        self.kcap.iter().copied().max().unwrap_or(1024)
+        self.kcap_max
     }
 
     /// Is `cpu` in the fast (big) domain (Linaro's `hmp_cpu_is_fastest()`)?
@@ -181,27 +181,13 @@ impl Sim {
         (a.runnable_sum / (a.load_sum + 1)).min(1024)
     }
 
-    /// Fair tasks of `cpu` that may be moved by HMP (not delayed, not a
-    /// kthread, allowed on some CPU of the other type is checked later).
-    fn hmp_movable(&self, cpu: CpuId) -> Vec<TaskId> {
-        let cfs = &self.rqs[cpu as usize].cfs;
-        self.queued_entities(cpu)
-            .into_iter()
-            .chain(cfs.curr)
-            .filter(|&t| {
-                let tk = &self.tasks[t as usize];
-                !tk.se.sched_delayed && !tk.kthread && tk.state != TaskState::Blocked
-            })
-            .collect()
-    }
-
     /// HPERF_HMP's target in a cluster: the allowed CPU of the given type
     /// with the fewest runnable tasks (idle first), ties to the lowest
     /// number.
-    fn hmp_least_loaded(&self, t: TaskId, big: bool, exclude: Option<CpuId>) -> Option<CpuId> {
+    fn hmp_least_loaded(&self, t: TaskId, big: bool) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
         (0..self.nr_cpus() as CpuId)
-            .filter(|&c| self.hmp_is_big(c) == big && aff.test(c) && Some(c) != exclude)
+            .filter(|&c| self.hmp_is_big(c) == big && aff.test(c))
             .min_by_key(|&c| {
                 (
                     !self.is_idle_cpu(c),
@@ -577,18 +563,51 @@ impl Sim {
     /// HPERF_HMP's idle pull takes the little task with the lowest druntime
     /// that may run on `cpu`.
     fn hperf_idle_pick(&self, cpu: CpuId) -> Option<TaskId> {
-        let mut best: Option<(i64, TaskId)> = None;
+        self.hperf_extreme(false, false, |t| self.tasks[t as usize].affinity.test(cpu))
+    }
+
+    /// HPERF_HMP's task choice on one side: among the movable tasks (running
+    /// or queued, not delayed, not kernel threads) of the big (`big`) or
+    /// little CPUs that pass `ok`, the one with the lowest druntime, or the
+    /// highest when `highest`; ties go to the lowest task id. Queued tasks
+    /// come from `hperf_queued` in druntime order (usually the first entry
+    /// passes), running ones are looked at per CPU.
+    fn hperf_extreme(
+        &self,
+        big: bool,
+        highest: bool,
+        ok: impl Fn(TaskId) -> bool,
+    ) -> Option<TaskId> {
+        let movable = |t: TaskId| {
+            let tk = &self.tasks[t as usize];
+            !tk.se.sched_delayed && !tk.kthread && tk.state != TaskState::Blocked && ok(t)
+        };
+        let better = |a: (i64, TaskId), b: (i64, TaskId)| {
+            if highest {
+                a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
+            } else {
+                a < b
+            }
+        };
+        let set = &self.hperf_queued[usize::from(big)];
+        let mut best = if highest {
+            // The highest druntime that passes, then its lowest id.
+            set.iter()
+                .rev()
+                .find(|&&(_, t)| movable(t))
+                .and_then(|&(d, t)| set.range((d, 0)..=(d, t)).find(|&&(_, u)| movable(u)))
+                .copied()
+        } else {
+            set.iter().find(|&&(_, t)| movable(t)).copied()
+        };
         for c in 0..self.nr_cpus() as CpuId {
-            if self.hmp_is_big(c) {
+            if self.hmp_is_big(c) != big {
                 continue;
             }
-            for t in self.hmp_movable(c) {
-                if !self.tasks[t as usize].affinity.test(cpu) {
-                    continue;
-                }
-                let key = self.tasks[t as usize].hmp.druntime;
-                if best.is_none_or(|(k, bt)| (key, t) < (k, bt)) {
-                    best = Some((key, t));
+            if let Some(t) = self.rqs[c as usize].cfs.curr.filter(|&t| movable(t)) {
+                let cand = (self.tasks[t as usize].hmp.druntime, t);
+                if best.is_none_or(|b| better(cand, b)) {
+                    best = Some(cand);
                 }
             }
         }
@@ -679,7 +698,7 @@ impl Sim {
         let even_down = nb > cb && nl >= cl && lb(nb - 1).max(ll(nl + 1)) < before;
         if big_over || even_down {
             if let Some(t) = self.hperf_pick(true, CpuId::MAX, true) {
-                if let Some(dst) = self.hmp_least_loaded(t, false, None) {
+                if let Some(dst) = self.hmp_least_loaded(t, false) {
                     self.hmp_note_move(t, false);
                     self.hmp_migrate(t, dst, true);
                     self.hmp_in_balance = false;
@@ -691,7 +710,7 @@ impl Sim {
         // loads even out (an idle big CPU was handled by step 1).
         if nl > cl && nb >= cb && lb(nb + 1).max(ll(nl - 1)) < before {
             if let Some(t) = self.hperf_pick(false, CpuId::MAX, false) {
-                if let Some(dst) = self.hmp_least_loaded(t, true, None) {
+                if let Some(dst) = self.hmp_least_loaded(t, true) {
                     self.hmp_note_move(t, true);
                     self.hmp_migrate(t, dst, true);
                     self.hmp_in_balance = false;
@@ -725,30 +744,11 @@ impl Sim {
     /// little cluster the lowest; `allowed_on` filters by affinity (when a
     /// CPU), `shared_only` keeps tasks of big CPUs running more than one.
     fn hperf_pick(&self, from_big: bool, allowed_on: CpuId, shared_only: bool) -> Option<TaskId> {
-        let mut best: Option<(i64, TaskId)> = None;
-        for c in 0..self.nr_cpus() as CpuId {
-            if self.hmp_is_big(c) != from_big {
-                continue;
-            }
-            if shared_only && self.rqs[c as usize].nr_running() < 2 {
-                continue;
-            }
-            for t in self.hmp_movable(c) {
-                let tk = &self.tasks[t as usize];
-                if allowed_on != CpuId::MAX && !tk.affinity.test(allowed_on) {
-                    continue;
-                }
-                // Highest druntime from big, lowest from little.
-                let key = if from_big {
-                    tk.hmp.druntime.saturating_neg()
-                } else {
-                    tk.hmp.druntime
-                };
-                if best.is_none_or(|(k, bt)| (key, t) < (k, bt)) {
-                    best = Some((key, t));
-                }
-            }
-        }
-        best.map(|(_, t)| t)
+        // Highest druntime from big, lowest from little.
+        self.hperf_extreme(from_big, from_big, |t| {
+            let tk = &self.tasks[t as usize];
+            (!shared_only || self.rqs[tk.cpu as usize].nr_running() >= 2)
+                && (allowed_on == CpuId::MAX || tk.affinity.test(allowed_on))
+        })
     }
 }

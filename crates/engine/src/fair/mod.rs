@@ -125,7 +125,8 @@ impl Sim {
     }
 
     /// The queued entities other than curr in timeline order. Allocates;
-    /// for cold paths.
+    /// for tests.
+    #[cfg(test)]
     pub(crate) fn queued_entities(&self, cpu: CpuId) -> Vec<TaskId> {
         self.rqs[cpu as usize]
             .cfs
@@ -165,6 +166,11 @@ impl Sim {
         let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
         cfs.sum_w_key += k * se.weight as i128;
         cfs.sum_weight += se.weight as i128;
+        if self.feat(Feat::HMP_HPERF) {
+            let key = (self.tasks[t as usize].hmp.druntime, t);
+            let big = usize::from(self.hmp_is_big(cpu));
+            self.hperf_queued[big].insert(key);
+        }
     }
 
     /// Takes `t` out of the timeline; it must be there.
@@ -175,6 +181,11 @@ impl Sim {
         let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
         cfs.sum_w_key -= k * se.weight as i128;
         cfs.sum_weight -= se.weight as i128;
+        if self.feat(Feat::HMP_HPERF) {
+            let key = (self.tasks[t as usize].hmp.druntime, t);
+            let big = usize::from(self.hmp_is_big(cpu));
+            self.hperf_queued[big].remove(&key);
+        }
     }
 
     /// Charges the running task for the time since it last was (mirrors
