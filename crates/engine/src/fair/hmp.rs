@@ -572,7 +572,7 @@ impl Sim {
     /// highest when `highest`; ties go to the lowest task id. Queued tasks
     /// come from `hperf_queued` in druntime order (usually the first entry
     /// passes), running ones are looked at per CPU.
-    fn hperf_extreme(
+    pub(crate) fn hperf_extreme(
         &self,
         big: bool,
         highest: bool,

@@ -320,3 +320,54 @@ fn linaro_forks_spread_over_busy_big_cpus_by_disturbance_time() {
     }
     assert_eq!(per_cpu, [0, 0, 0, 0, 2, 2, 2, 2]);
 }
+
+/// HPERF_HMP's indexed druntime pick equals a scan over every running and
+/// queued task of the side: lowest druntime, or highest, ties to the lowest
+/// id, with and without a filter. Hogs that sleep now and then make queues
+/// change all the time (the index is also checked after every event).
+#[test]
+fn hperf_indexed_pick_equals_a_scan_of_every_queue() {
+    let mut steps = Vec::new();
+    for i in 0..40u64 {
+        steps.push(Step::Compute {
+            work_ns: 300_000 + 10_000 * i,
+        });
+        steps.push(Step::Sleep { ns: 200_000 });
+    }
+    steps.push(Step::Exit);
+    let mut s = sim("HMP_HPERF", vec![steps; 20], 3);
+    let mut checked = 0;
+    for k in 1..=60u64 {
+        s.run_until(k * 500_000);
+        for big in [false, true] {
+            for highest in [false, true] {
+                for odd_only in [false, true] {
+                    let ok = |t: u32| !odd_only || t % 2 == 1;
+                    let scan = (0..s.tasks.len() as u32)
+                        .filter(|&t| {
+                            let tk = &s.tasks[t as usize];
+                            matches!(tk.state, TaskState::Running | TaskState::Runnable)
+                                && !tk.kthread
+                                && !tk.se.sched_delayed
+                                && s.hmp_is_big(tk.cpu) == big
+                                && ok(t)
+                        })
+                        .min_by_key(|&t| {
+                            let d = s.tasks[t as usize].hmp.druntime;
+                            (if highest { d.saturating_neg() } else { d }, t)
+                        });
+                    assert_eq!(s.hperf_extreme(big, highest, ok), scan, "at {k}");
+                    checked += usize::from(scan.is_some());
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked}");
+    let mut d: Vec<i64> = workload(&s)
+        .iter()
+        .map(|&t| s.tasks[t].hmp.druntime)
+        .collect();
+    d.sort_unstable();
+    d.dedup();
+    assert!(d.len() > 10, "druntimes {d:?}");
+}
