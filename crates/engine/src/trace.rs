@@ -717,8 +717,11 @@ mod tests {
         }
         let curr: Vec<Option<TaskId>> = s.rqs.iter().map(|rq| rq.curr).collect();
         assert_eq!(on_cpu, curr, "the trace ends where the simulation does");
+        // A non-trivial trace: 20 ms of this workload make 58 or more switches
+        // for every seed of 3000 on each machine (2.6% of runs make 100 or
+        // fewer, which made this bound flaky under random seeds).
         assert!(
-            switches > 100 && migrations > 0,
+            switches > 40 && migrations > 0,
             "{switches} switches, {migrations} migrations"
         );
         assert_eq!(migrations, s.counters.migrations);
