@@ -125,8 +125,11 @@ pub const SC_COORD_BYTES: u64 = 4;
 /// arguments (its runconf: kmin 10, kmax 20, dim, points, chunk, 1000 centers;
 /// points from `srand48(1)`/`lrand48()`, the same stream on any libc) with a
 /// counter in pgain(). Each pFL() pass makes (long)(ITER·kmax·ln kmax) = 179
-/// calls; pkmedian() ran 7, 8 and 10 passes on simsmall, simmedium and
-/// simlarge (1253, 1432, 1790 calls; the same with 1 and 4 threads). Native's
+/// calls; pkmedian()'s pFL() calls made 7, 8 and 10 passes in all on
+/// simsmall, simmedium and simlarge (1253, 1432, 1790 calls; the same with 1
+/// and 4 threads). The passes end on floating-point tests, so a build that
+/// rounds differently (an ARM compiler fusing multiply-adds) may make a
+/// pass more or fewer; the count is the program's, not the board's. Native's
 /// five chunks needed 1611, 1253, 1611, 1790 and 1611; the model gives every
 /// chunk their mean. (Native's final search over its 66 centres, 895 calls on
 /// 66 points, is left out; the other inputs end with fewer centres than kmax,
