@@ -130,7 +130,8 @@ impl Sim {
         if self.feat(crate::features::Feat::HMP_HPERF) {
             for t in &self.tasks {
                 if in_tree[t.id as usize] == Some(t.cpu) {
-                    hperf[usize::from(self.hmp_is_big(t.cpu))].insert((t.hmp.druntime, t.id));
+                    let (side, key) = self.hperf_slot(t.cpu, t.id);
+                    hperf[side].insert(key);
                 }
             }
         }

@@ -560,6 +560,27 @@ impl Sim {
         true
     }
 
+    /// Where `t`, queued on `cpu`, belongs in HPERF_HMP's druntime index
+    /// (`Sim::hperf_queued`): the CPU type's side and the (druntime, id) key.
+    pub(crate) fn hperf_slot(&self, cpu: CpuId, t: TaskId) -> (usize, (i64, TaskId)) {
+        let side = usize::from(self.hmp_is_big(cpu));
+        (side, (self.tasks[t as usize].hmp.druntime, t))
+    }
+
+    /// Keeps HPERF_HMP's druntime index in step with the timelines: called
+    /// when `t` enters (`queued`) or leaves `cpu`'s timeline.
+    pub(crate) fn hperf_track(&mut self, cpu: CpuId, t: TaskId, queued: bool) {
+        if !self.feat(Feat::HMP_HPERF) {
+            return;
+        }
+        let (side, key) = self.hperf_slot(cpu, t);
+        if queued {
+            self.hperf_queued[side].insert(key);
+        } else {
+            self.hperf_queued[side].remove(&key);
+        }
+    }
+
     /// HPERF_HMP's idle pull takes the little task with the lowest druntime
     /// that may run on `cpu`.
     fn hperf_idle_pick(&self, cpu: CpuId) -> Option<TaskId> {

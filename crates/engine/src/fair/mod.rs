@@ -166,11 +166,7 @@ impl Sim {
         let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
         cfs.sum_w_key += k * se.weight as i128;
         cfs.sum_weight += se.weight as i128;
-        if self.feat(Feat::HMP_HPERF) {
-            let key = (self.tasks[t as usize].hmp.druntime, t);
-            let big = usize::from(self.hmp_is_big(cpu));
-            self.hperf_queued[big].insert(key);
-        }
+        self.hperf_track(cpu, t, true);
     }
 
     /// Takes `t` out of the timeline; it must be there.
@@ -181,11 +177,7 @@ impl Sim {
         let k = se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64 as i128;
         cfs.sum_w_key -= k * se.weight as i128;
         cfs.sum_weight -= se.weight as i128;
-        if self.feat(Feat::HMP_HPERF) {
-            let key = (self.tasks[t as usize].hmp.druntime, t);
-            let big = usize::from(self.hmp_is_big(cpu));
-            self.hperf_queued[big].remove(&key);
-        }
+        self.hperf_track(cpu, t, false);
     }
 
     /// Charges the running task for the time since it last was (mirrors
