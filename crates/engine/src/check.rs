@@ -176,6 +176,16 @@ impl Sim {
                 return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
             }
         }
+        // Each task's count of owned mutexes (lock-holder preemptions) is true.
+        let owned = self.ipc.owned_mutexes(self.tasks.len());
+        for (t, task) in self.tasks.iter().enumerate() {
+            if task.locks_held != owned[t] {
+                return Err(format!(
+                    "task {t}: locks_held {} but owns {} mutexes",
+                    task.locks_held, owned[t]
+                ));
+            }
+        }
         // nr_busy_cpus counts the LLC's CPUs running a task (updated on every
         // idle entry/exit); an LLC's remembered idle core (S2) runs nothing.
         let mut busy = vec![0u32; self.llc.len()];

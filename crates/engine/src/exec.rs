@@ -101,6 +101,19 @@ impl Ipc {
         }
     }
 
+    /// Mutexes each task owns, indexed by task id (`n` tasks).
+    pub fn owned_mutexes(&self, n: usize) -> Vec<u32> {
+        let mut owned = vec![0u32; n];
+        for o in &self.objs {
+            if let Obj::Mutex { owner: Some(t), .. } = o {
+                if let Some(c) = owned.get_mut(*t as usize) {
+                    *c += 1;
+                }
+            }
+        }
+        owned
+    }
+
     /// Tasks queued, spinning or polling on any object (for tests).
     #[cfg(test)]
     pub fn nr_waiters(&self) -> usize {
@@ -199,8 +212,12 @@ impl Sim {
                         return;
                     }
                 }
-                Step::Signal { cond } => self.cond_wake(t, cond, false),
-                Step::Broadcast { cond } => self.cond_wake(t, cond, true),
+                Step::Signal { cond } => {
+                    self.cond_wake(t, cond, false);
+                }
+                Step::Broadcast { cond } => {
+                    self.cond_wake(t, cond, true);
+                }
                 Step::SemPost { sem } => self.sem_post(t, sem),
                 Step::SemWait { sem } => {
                     if let Flow::Stop = self.sem_wait(t, sem) {
@@ -269,8 +286,15 @@ impl Sim {
                         return;
                     }
                 }
-                Step::BroadcastRequeue { cond, mutex } => {
-                    self.cond_broadcast_requeue(t, cond, mutex)
+                Step::BroadcastRequeue {
+                    cond,
+                    mutex,
+                    syscall_ns,
+                } => {
+                    if self.cond_broadcast_requeue(t, cond, mutex) && syscall_ns > 0 {
+                        self.start_activity(t, Activity::Compute, syscall_ns as f64);
+                        return;
+                    }
                 }
                 Step::NewProcess => {
                     // Thread-group ids: 1 for the workload's first process, then
@@ -656,6 +680,7 @@ impl Sim {
         match *owner {
             None => {
                 *owner = Some(t);
+                self.tasks[t as usize].locks_held += 1;
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -688,11 +713,19 @@ impl Sim {
         else {
             return;
         };
+        let released = owner.take() == Some(t);
         *owner = taker;
         if let Some(s) = taker {
             spinners.retain(|&x| x != s);
         }
         let woken = waiters.pop_front();
+        if released {
+            let held = &mut self.tasks[t as usize].locks_held;
+            *held = held.saturating_sub(1);
+        }
+        if let Some(s) = taker {
+            self.tasks[s as usize].locks_held += 1;
+        }
         if let Some(s) = taker {
             self.release_spinner(s, from);
         }
@@ -715,6 +748,7 @@ impl Sim {
         match *owner {
             None => {
                 *owner = Some(t);
+                self.tasks[t as usize].locks_held += 1;
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -746,6 +780,7 @@ impl Sim {
         *owner = Some(t);
         spinners.retain(|&x| x != t);
         self.tasks[t as usize].spin_wait = None;
+        self.tasks[t as usize].locks_held += 1;
         let tk = &mut self.tasks[t as usize];
         tk.activity = Activity::Compute;
         tk.remaining = 1.0;
@@ -802,26 +837,27 @@ impl Sim {
     /// wake the first waiter and move the others onto the mutex's wait
     /// queue, so that each unlock wakes one of them. With the mutex not held
     /// (the requeue would strand them) every waiter is woken.
-    fn cond_broadcast_requeue(&mut self, t: TaskId, cond: u32, m: u32) {
+    fn cond_broadcast_requeue(&mut self, t: TaskId, cond: u32, m: u32) -> bool {
         let held = matches!(
             self.ipc.objs.get(m as usize),
             Some(Obj::Mutex { owner: Some(_), .. })
         );
         if !held {
-            self.cond_wake(t, cond, true);
-            return;
+            return self.cond_wake(t, cond, true);
         }
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
-            return;
+            return false;
         };
         let first = waiters.pop_front();
         let rest: Vec<TaskId> = waiters.drain(..).collect();
         if let Some(Obj::Mutex { waiters, .. }) = self.obj(m) {
             waiters.extend(rest);
         }
-        if let Some(w) = first {
-            self.wake_waiter(w, t, 0);
-        }
+        let Some(w) = first else {
+            return false;
+        };
+        self.wake_waiter(w, t, 0);
+        true
     }
 
     /// pthread_cond_wait(): release the mutex and sleep on the condition
@@ -849,19 +885,22 @@ impl Sim {
         self.sleep_on_step(t)
     }
 
-    /// pthread_cond_signal() / pthread_cond_broadcast().
-    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool) {
+    /// pthread_cond_signal() / pthread_cond_broadcast(). Returns whether it
+    /// woke anyone.
+    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool) -> bool {
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
-            return;
+            return false;
         };
         let woken: Vec<TaskId> = if all {
             waiters.drain(..).collect()
         } else {
             waiters.pop_front().into_iter().collect()
         };
+        let any = !woken.is_empty();
         for w in woken {
             self.wake_waiter(w, t, 0);
         }
+        any
     }
 
     /// sem_post().
@@ -1582,7 +1621,11 @@ mod tests {
             let mut b: Vec<Step> = (0..n).map(|_| Step::SemWait { sem: 2 }).collect();
             b.push(Step::Lock { mutex: 0 });
             b.push(if requeue {
-                Step::BroadcastRequeue { cond: 1, mutex: 0 }
+                Step::BroadcastRequeue {
+                    cond: 1,
+                    mutex: 0,
+                    syscall_ns: 0,
+                }
             } else {
                 Step::Broadcast { cond: 1 }
             });
@@ -1606,6 +1649,107 @@ mod tests {
         let requeued = wakeups(true);
         let plain = wakeups(false);
         assert!(requeued < plain, "requeue {requeued}, plain {plain}");
+    }
+
+    /// A requeueing broadcast that has a waiter enters the kernel: the caller
+    /// spends `syscall_ns` of CPU work on it before its next step, still
+    /// holding the mutex, so the waiter gets the mutex only after that. With
+    /// nobody waiting the call is free.
+    #[test]
+    fn a_requeue_broadcast_with_waiters_costs_its_futex_call_inside_the_lock() {
+        let syscall_ns = 10_000;
+        let mut waiter = tpl(
+            "w",
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::SemPost { sem: 2 },
+                Step::Wait {
+                    cond: 1,
+                    mutex: Some(0),
+                },
+                Step::Mark { tag: 9 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        waiter.affinity = Some(CpuMask::from_cpus([5]));
+        let broadcast = Step::BroadcastRequeue {
+            cond: 1,
+            mutex: 0,
+            syscall_ns,
+        };
+        let mut b = tpl(
+            "b",
+            vec![
+                Step::SemWait { sem: 2 },
+                Step::Lock { mutex: 0 },
+                Step::Mark { tag: 0 },
+                broadcast.clone(),
+                Step::Mark { tag: 1 },
+                Step::Unlock { mutex: 0 },
+                // Nobody waits any more: no system call.
+                Step::Lock { mutex: 0 },
+                Step::Mark { tag: 2 },
+                broadcast,
+                Step::Mark { tag: 3 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        // An A15 (capacity 1024): work-ns are ns.
+        b.affinity = Some(CpuMask::from_cpus([4]));
+        let sync = vec![
+            SyncObject::Mutex,
+            SyncObject::Cond,
+            SyncObject::Semaphore { initial: 0 },
+        ];
+        let sim = run("exynos5422", spec(vec![waiter, b], sync), 2);
+        let at = |tag: u32| sim.marks.iter().find(|m| m.1 == tag).unwrap().2;
+        assert_eq!(at(1) - at(0), syscall_ns);
+        assert_eq!(at(3), at(2));
+        assert!(at(9) >= at(1), "the waiter took the mutex inside the call");
+    }
+
+    /// A task preempted while it owns a mutex is counted: here the tick
+    /// preempts a lock holder that shares its CPU with a CPU hog.
+    #[test]
+    fn preempted_lock_holders_are_counted() {
+        let cpu0 = Some(CpuMask::from_cpus([0]));
+        let mut holder = tpl(
+            "holder",
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute {
+                    work_ns: 50_000_000,
+                },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        holder.affinity = cpu0;
+        let mut hog = tpl(
+            "hog",
+            vec![Step::Compute {
+                work_ns: 50_000_000,
+            }],
+        );
+        hog.affinity = cpu0;
+        let sim = run(
+            "exynos5422",
+            spec(vec![holder, hog], vec![SyncObject::Mutex]),
+            2,
+        );
+        assert!(sim.counters.lock_holder_preemptions > 0);
+        assert!(sim.tasks.iter().all(|t| t.locks_held == 0));
+        // Without the lock, the same run counts none.
+        let mut free = tpl(
+            "free",
+            vec![Step::Compute {
+                work_ns: 50_000_000,
+            }],
+        );
+        free.affinity = cpu0;
+        let mut hog2 = free.clone();
+        hog2.name = "hog".into();
+        let sim = run("exynos5422", spec(vec![free, hog2], vec![]), 2);
+        assert_eq!(sim.counters.lock_holder_preemptions, 0);
     }
 
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level

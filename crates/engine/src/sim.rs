@@ -709,6 +709,9 @@ impl Sim {
             self.update_curr(cpu);
             if self.tasks[p as usize].state == TaskState::Running {
                 // Preempted: back into the queue.
+                if self.tasks[p as usize].locks_held > 0 {
+                    self.counters.lock_holder_preemptions += 1;
+                }
                 self.stop_running(p);
                 self.put_prev_entity(cpu, p);
                 let t = &mut self.tasks[p as usize];

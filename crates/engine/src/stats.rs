@@ -58,6 +58,9 @@ pub struct Counters {
     pub hmp_little_ns: u64,
     pub barrier_releases: u64,
     pub spin_timeouts: u64,
+    /// A task was preempted while it owned a mutex (lock-holder preemption:
+    /// threads that need the lock wait, or spin, until it runs again).
+    pub lock_holder_preemptions: u64,
     pub mem_reshares: u64,
     /// ∫ Σ_cluster busy² dt: with `busy_cpu_ns` gives the mean number of busy
     /// CPUs in a busy CPU's cluster.

@@ -151,6 +151,9 @@ pub struct Task {
     pub woken_at_ns: u64,
     /// The per-CPU mutex held since the last `LockPerCpu`.
     pub percpu_lock: Option<u32>,
+    /// Mutexes the task owns right now (a preempted owner is counted in
+    /// `Counters::lock_holder_preemptions`).
+    pub locks_held: u32,
     /// Hardware-cost state (hwcost.rs): memory-flow slot, working set, pending transfers.
     pub hw: crate::hwcost::TaskHw,
     /// big.LITTLE (S5) druntime and time per CPU type (fair/hmp.rs).
@@ -228,6 +231,7 @@ impl Task {
             woken_at_ns: 0,
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
+            locks_held: 0,
             hmp: crate::fair::hmp::HmpTask::default(),
         }
     }

@@ -716,6 +716,8 @@ pub struct Placement {
     pub hmp_up: u64,
     pub hmp_down: u64,
     pub hmp_swaps: u64,
+    /// Tasks preempted while they owned a mutex.
+    pub lock_holder_preemptions: u64,
     /// Mean number of busy CPUs in a busy CPU's LLC.
     pub llc_corunners: f64,
     /// Task migrations between LLCs.
@@ -813,6 +815,7 @@ pub fn run_point(
         hmp_up: c.hmp_up,
         hmp_down: c.hmp_down,
         hmp_swaps: c.hmp_swaps,
+        lock_holder_preemptions: c.lock_holder_preemptions,
         llc_corunners: c.mean_llc_corunners(),
         llc_migrations: sim.cache.llc_migrations,
         share_stall_ns: sim.hw.stats.share_ns,
@@ -1012,13 +1015,20 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
     let n = ps.len().max(1) as f64;
     let avg = |f: &dyn Fn(&Placement) -> f64| ps.iter().map(f).sum::<f64>() / n;
     let hmp = if ps.iter().any(|p| p.big_share > 0.0) {
-        format!(
+        let mut s = format!(
             ", CPU time on big cores {:.1}%, HMP up {:.1} down {:.1} swaps {:.1}",
             100.0 * avg(&|p| p.big_share),
             avg(&|p| p.hmp_up as f64),
             avg(&|p| p.hmp_down as f64),
             avg(&|p| p.hmp_swaps as f64),
-        )
+        );
+        if ps.iter().any(|p| p.lock_holder_preemptions > 0) {
+            s.push_str(&format!(
+                ", lock-holder preemptions {:.1}",
+                avg(&|p| p.lock_holder_preemptions as f64)
+            ));
+        }
+        s
     } else {
         String::new()
     };

@@ -153,6 +153,15 @@ pub const SC_GEN_NS: u64 = 2;
 /// (bodytrack uses the libc pthread_barrier, which blocks at once.)
 pub const SC_BARRIER_SPIN_NS: u64 = 100_000;
 
+/// CPU cost of the FUTEX_CMP_REQUEUE system call that glibc's
+/// pthread_cond_broadcast() makes when the condition has waiters, ns on a
+/// capacity-1024 CPU (ESTIMATE: the per-call cost the other workloads give a
+/// pipe write that wakes its reader, `hackbench::SYSCALL_PIPE_NS`; the call
+/// takes a futex hash-bucket lock, wakes one waiter and moves the others to
+/// the mutex's futex). parsec_barrier_wait() broadcasts while it holds the
+/// barrier's mutex, so this is time inside its critical section.
+pub const FUTEX_REQUEUE_NS: u64 = crate::hackbench::SYSCALL_PIPE_NS;
+
 /// Sync objects of one PARSEC spin barrier (`parsec_barrier_t`).
 #[derive(Clone, Copy, Debug)]
 pub struct ParsecBarrier {
@@ -205,7 +214,10 @@ impl ParsecBarrier {
     ///    phase and broadcasts; unlock.
     ///
     /// The broadcasts are glibc's of the time (requeue onto the mutex), so
-    /// sleepers leave one at a time, each woken by the previous unlock.
+    /// sleepers leave one at a time, each woken by the previous unlock. A
+    /// broadcast with sleepers costs the broadcaster a futex call
+    /// ([`FUTEX_REQUEUE_NS`]) before its unlock, so the mutex is held through
+    /// a preemption point.
     pub fn wait(&self, s: &mut Vec<Step>, spin_ns: u64) {
         let at = |s: &Vec<Step>| s.len() as u32;
         let (m, c, n, f) = (self.mutex, self.cond, self.count, self.departing);
@@ -273,7 +285,11 @@ impl ParsecBarrier {
             counter: f,
             value: 1,
         });
-        s.push(Step::BroadcastRequeue { cond: c, mutex: m });
+        s.push(Step::BroadcastRequeue {
+            cond: c,
+            mutex: m,
+            syscall_ns: FUTEX_REQUEUE_NS,
+        });
         debug_assert_eq!(at(s), depart);
         // 19-21: leave.
         s.push(Step::Count {
@@ -290,7 +306,11 @@ impl ParsecBarrier {
             counter: f,
             value: 0,
         });
-        s.push(Step::BroadcastRequeue { cond: c, mutex: m });
+        s.push(Step::BroadcastRequeue {
+            cond: c,
+            mutex: m,
+            syscall_ns: FUTEX_REQUEUE_NS,
+        });
         s.push(Step::Unlock { mutex: m });
         debug_assert_eq!(at(s), end);
     }

@@ -130,7 +130,16 @@ pub enum Step {
     /// pthread_cond_broadcast() as glibc before 2.25 did it for a waiter
     /// whose mutex the caller holds: wake one waiter and requeue the others
     /// onto `mutex` (FUTEX_CMP_REQUEUE), where each unlock wakes the next.
-    BroadcastRequeue { cond: SyncId, mutex: SyncId },
+    /// When there are waiters the call enters the kernel: `syscall_ns` of
+    /// CPU work (on a capacity-1024 CPU, like `Compute`) that the caller does
+    /// before its next step, still holding the mutex, so it can be preempted
+    /// inside its critical section (at the syscall's return in Linux, e.g. by
+    /// the waiter it just woke). Without waiters the call is free.
+    BroadcastRequeue {
+        cond: SyncId,
+        mutex: SyncId,
+        syscall_ns: u64,
+    },
     /// Periodic timer (rt-app `timer`): sleep until the next expiry, anchored
     /// to the previous expiry (the first is one period after the thread
     /// started). `id` names the timer (per thread). When the expiry has
