@@ -713,14 +713,16 @@ impl Sim {
         else {
             return;
         };
-        let released = owner.take() == Some(t);
+        // The owner loses the lock (an unlock by another thread, which a
+        // program may do, releases it all the same).
+        let released = owner.take();
         *owner = taker;
         if let Some(s) = taker {
             spinners.retain(|&x| x != s);
         }
         let woken = waiters.pop_front();
-        if released {
-            let held = &mut self.tasks[t as usize].locks_held;
+        if let Some(o) = released {
+            let held = &mut self.tasks[o as usize].locks_held;
             *held = held.saturating_sub(1);
         }
         if let Some(s) = taker {
@@ -1750,6 +1752,36 @@ mod tests {
         hog2.name = "hog".into();
         let sim = run("exynos5422", spec(vec![free, hog2], vec![]), 2);
         assert_eq!(sim.counters.lock_holder_preemptions, 0);
+    }
+
+    /// An unlock by a thread that does not own the mutex releases it (glibc's
+    /// default mutex does not check the owner); the owner's count of held
+    /// locks follows (checked mode compares it with the owners after every
+    /// event).
+    #[test]
+    fn an_unlock_by_another_thread_releases_the_owners_count() {
+        let mut owner = tpl(
+            "owner",
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute { work_ns: 2_000_000 },
+            ],
+        );
+        owner.affinity = Some(CpuMask::from_cpus([4]));
+        let mut other = tpl(
+            "other",
+            vec![
+                Step::Compute { work_ns: 1_000_000 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        other.affinity = Some(CpuMask::from_cpus([5]));
+        let sim = run(
+            "exynos5422",
+            spec(vec![owner, other], vec![SyncObject::Mutex]),
+            2,
+        );
+        assert!(sim.tasks.iter().all(|t| t.locks_held == 0));
     }
 
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level
