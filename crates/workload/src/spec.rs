@@ -22,6 +22,8 @@ pub enum SpecError {
     },
     #[error("workload spec '{0}': expected NAME or NAME:key=value,...")]
     Syntax(String),
+    #[error("workload spec '{spec}': key '{key}' given twice")]
+    DuplicateKey { spec: String, key: String },
 }
 
 /// A parsed `NAME:key=value,...` spec.
@@ -54,7 +56,12 @@ pub fn parse_spec(s: &str) -> Result<BuiltinSpec, SpecError> {
         if k.is_empty() || v.is_empty() {
             return Err(SpecError::Syntax(s.to_string()));
         }
-        params.insert(k.to_string(), v.to_string());
+        if params.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(SpecError::DuplicateKey {
+                spec: s.to_string(),
+                key: k.to_string(),
+            });
+        }
     }
     Ok(BuiltinSpec {
         name: name.to_string(),
@@ -112,5 +119,9 @@ mod tests {
         assert!(parse_spec("stream:threads").is_err());
         assert!(parse_spec(":x=1").is_err());
         assert!(parse_spec("stream").unwrap().params.is_empty());
+        assert!(matches!(
+            parse_spec("stream:threads=4,threads=5"),
+            Err(SpecError::DuplicateKey { .. })
+        ));
     }
 }
