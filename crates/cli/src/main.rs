@@ -886,6 +886,12 @@ fn run(
         c.context_switches,
         c.mean_cluster_corunners()
     );
+    if c.lock_holder_preemptions > 0 {
+        outln!(
+            "  lock-holder preemptions {} (a task preempted while it owned a mutex)",
+            c.lock_holder_preemptions
+        );
+    }
     if sim.cache.enabled {
         let (scans, switches) = sim
             .cache
