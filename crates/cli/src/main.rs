@@ -886,10 +886,11 @@ fn run(
         c.context_switches,
         c.mean_cluster_corunners()
     );
-    if c.lock_holder_preemptions > 0 {
+    if c.lock_holder_preemptions > 0 || c.lock_steals > 0 {
         outln!(
-            "  lock-holder preemptions {} (a task preempted while it owned a mutex)",
-            c.lock_holder_preemptions
+            "  lock-holder preemptions {} (a task preempted while it owned a mutex), lock steals {} (a spinner took a released mutex from the waiter it woke)",
+            c.lock_holder_preemptions,
+            c.lock_steals
         );
     }
     if sim.cache.enabled {

@@ -721,6 +721,9 @@ impl Sim {
             spinners.retain(|&x| x != s);
         }
         let woken = waiters.pop_front();
+        if taker.is_some() && woken.is_some() {
+            self.counters.lock_steals += 1;
+        }
         if let Some(o) = released {
             let held = &mut self.tasks[o as usize].locks_held;
             *held = held.saturating_sub(1);
@@ -1782,6 +1785,57 @@ mod tests {
             2,
         );
         assert!(sim.tasks.iter().all(|t| t.locks_held == 0));
+    }
+
+    /// A spinner on a CPU takes a released mutex ahead of the sleeping waiter
+    /// the unlock wakes (which then finds it taken and sleeps again): one
+    /// lock steal.
+    #[test]
+    fn a_running_spinner_steals_the_lock_from_the_woken_sleeper() {
+        let on = |cpu: CpuId, mut t: ThreadTemplate| {
+            t.affinity = Some(CpuMask::from_cpus([cpu]));
+            t
+        };
+        let holder = on(
+            4,
+            tpl(
+                "holder",
+                vec![
+                    Step::Lock { mutex: 0 },
+                    Step::SemPost { sem: 1 },
+                    Step::SemPost { sem: 1 },
+                    Step::Compute { work_ns: 1_000_000 },
+                    Step::Unlock { mutex: 0 },
+                ],
+            ),
+        );
+        let sleeper = on(
+            5,
+            tpl(
+                "sleeper",
+                vec![
+                    Step::SemWait { sem: 1 },
+                    Step::Lock { mutex: 0 },
+                    Step::Unlock { mutex: 0 },
+                ],
+            ),
+        );
+        let spinner = on(
+            6,
+            tpl(
+                "spinner",
+                vec![
+                    Step::SemWait { sem: 1 },
+                    Step::Compute { work_ns: 500_000 },
+                    Step::SpinLock { mutex: 0 },
+                    Step::Compute { work_ns: 100_000 },
+                    Step::Unlock { mutex: 0 },
+                ],
+            ),
+        );
+        let sync = vec![SyncObject::Mutex, SyncObject::Semaphore { initial: 0 }];
+        let sim = run("exynos5422", spec(vec![holder, sleeper, spinner], sync), 2);
+        assert_eq!(sim.counters.lock_steals, 1);
     }
 
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level

@@ -61,6 +61,9 @@ pub struct Counters {
     /// A task was preempted while it owned a mutex (lock-holder preemption:
     /// threads that need the lock wait, or spin, until it runs again).
     pub lock_holder_preemptions: u64,
+    /// An unlock handed the mutex to a thread spinning on it (trylock) and
+    /// woke a sleeping waiter that will find it taken and sleep again.
+    pub lock_steals: u64,
     pub mem_reshares: u64,
     /// ∫ Σ_cluster busy² dt: with `busy_cpu_ns` gives the mean number of busy
     /// CPUs in a busy CPU's cluster.

@@ -718,6 +718,8 @@ pub struct Placement {
     pub hmp_swaps: u64,
     /// Tasks preempted while they owned a mutex.
     pub lock_holder_preemptions: u64,
+    /// Released mutexes taken by a spinner ahead of the woken sleeper.
+    pub lock_steals: u64,
     /// Mean number of busy CPUs in a busy CPU's LLC.
     pub llc_corunners: f64,
     /// Task migrations between LLCs.
@@ -816,6 +818,7 @@ pub fn run_point(
         hmp_down: c.hmp_down,
         hmp_swaps: c.hmp_swaps,
         lock_holder_preemptions: c.lock_holder_preemptions,
+        lock_steals: c.lock_steals,
         llc_corunners: c.mean_llc_corunners(),
         llc_migrations: sim.cache.llc_migrations,
         share_stall_ns: sim.hw.stats.share_ns,
@@ -1022,10 +1025,14 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
             avg(&|p| p.hmp_down as f64),
             avg(&|p| p.hmp_swaps as f64),
         );
-        if ps.iter().any(|p| p.lock_holder_preemptions > 0) {
+        if ps
+            .iter()
+            .any(|p| p.lock_holder_preemptions > 0 || p.lock_steals > 0)
+        {
             s.push_str(&format!(
-                ", lock-holder preemptions {:.1}",
-                avg(&|p| p.lock_holder_preemptions as f64)
+                ", lock-holder preemptions {:.1}, lock steals {:.1}",
+                avg(&|p| p.lock_holder_preemptions as f64),
+                avg(&|p| p.lock_steals as f64)
             ));
         }
         s
