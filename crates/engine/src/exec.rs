@@ -1912,4 +1912,47 @@ mod tests {
             assert_eq!(sim.ipc.counter(bar.departing), Some(0), "seed {seed}");
         }
     }
+
+    /// parsec_barrier_wait() with more threads than CPUs: while the last
+    /// arrival makes the broadcast's futex call under the mutex, threads the
+    /// flag released find the mutex held and trylock-spin, and a spinner
+    /// takes it from the sleeper the unlock wakes. With the call free (no
+    /// time inside any critical section) no spinner ever finds it held.
+    #[test]
+    fn the_futex_call_inside_the_barrier_lock_lets_spinners_steal_it() {
+        use schedlab_workload::parsec::ParsecBarrier;
+        let n = 6u32;
+        let rounds = 40u32;
+        let steals = |syscall_ns: u64| -> Vec<u64> {
+            SEEDS
+                .iter()
+                .map(|&seed| {
+                    let mut r = rng::stream(seed, "test-parsec-steal");
+                    let bar = ParsecBarrier::at(0, n).with_syscall_ns(syscall_ns);
+                    let ts = (0..n)
+                        .map(|_| {
+                            let mut s = Vec::new();
+                            for _ in 0..rounds {
+                                s.push(work(&mut r, 150));
+                                bar.wait(&mut s, 20_000);
+                            }
+                            let mut t = tpl("p", s);
+                            // Six threads on two A7s.
+                            t.affinity = Some(CpuMask::first_n(2));
+                            t
+                        })
+                        .collect();
+                    let sim = run(
+                        "exynos5422",
+                        spec(ts, ParsecBarrier::objects().to_vec()),
+                        2 * seed,
+                    );
+                    sim.counters.lock_steals
+                })
+                .collect()
+        };
+        assert!(steals(0).iter().all(|&s| s == 0), "{:?}", steals(0));
+        let with_call = steals(1_000);
+        assert!(with_call.iter().all(|&s| s > 0), "{with_call:?}");
+    }
 }

@@ -176,6 +176,8 @@ pub struct ParsecBarrier {
     pub departing: SyncId,
     /// Threads that meet at it (`max`).
     pub parties: u32,
+    /// CPU work of the broadcast's futex call (`FUTEX_REQUEUE_NS`).
+    pub syscall_ns: u64,
 }
 
 impl ParsecBarrier {
@@ -197,7 +199,13 @@ impl ParsecBarrier {
             count: first + 2,
             departing: first + 3,
             parties,
+            syscall_ns: FUTEX_REQUEUE_NS,
         }
+    }
+
+    /// The same barrier with another cost for the broadcast's futex call.
+    pub fn with_syscall_ns(self, syscall_ns: u64) -> ParsecBarrier {
+        ParsecBarrier { syscall_ns, ..self }
     }
 
     /// Appends parsec_barrier_wait() with ENABLE_SPIN_BARRIER (PARSEC 3.0
@@ -288,7 +296,7 @@ impl ParsecBarrier {
         s.push(Step::BroadcastRequeue {
             cond: c,
             mutex: m,
-            syscall_ns: FUTEX_REQUEUE_NS,
+            syscall_ns: self.syscall_ns,
         });
         debug_assert_eq!(at(s), depart);
         // 19-21: leave.
@@ -309,7 +317,7 @@ impl ParsecBarrier {
         s.push(Step::BroadcastRequeue {
             cond: c,
             mutex: m,
-            syscall_ns: FUTEX_REQUEUE_NS,
+            syscall_ns: self.syscall_ns,
         });
         s.push(Step::Unlock { mutex: m });
         debug_assert_eq!(at(s), end);
