@@ -34,6 +34,8 @@ enum Obj {
         waiters: VecDeque<TaskId>,
         /// Tasks busy-waiting in a trylock loop (`Step::SpinLock`).
         spinners: Vec<TaskId>,
+        /// The CPU that released it last: its cache line is there.
+        last_cpu: Option<schedlab_topo::CpuId>,
     },
     Cond {
         waiters: VecDeque<TaskId>,
@@ -68,6 +70,7 @@ impl Ipc {
                     owner: None,
                     waiters: VecDeque::new(),
                     spinners: Vec::new(),
+                    last_cpu: None,
                 },
                 SyncObject::Cond => Obj::Cond {
                     waiters: VecDeque::new(),
@@ -393,6 +396,13 @@ impl Sim {
                     return;
                 }
             }
+            // A lock just taken whose line is on another CPU: the transfer is
+            // time the new owner spends holding it.
+            let xfer = std::mem::take(&mut self.tasks[t as usize].lock_xfer_ns);
+            if xfer > 0 {
+                self.start_activity(t, Activity::Compute, xfer as f64);
+                return;
+            }
         }
         self.exit_task(t);
     }
@@ -674,13 +684,20 @@ impl Sim {
 
     /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
     fn mutex_lock(&mut self, t: TaskId, m: u32) -> Flow {
-        let Some(Obj::Mutex { owner, waiters, .. }) = self.obj(m) else {
+        let Some(Obj::Mutex {
+            owner,
+            waiters,
+            last_cpu,
+            ..
+        }) = self.obj(m)
+        else {
             return Flow::Next;
         };
         match *owner {
             None => {
                 *owner = Some(t);
-                self.tasks[t as usize].locks_held += 1;
+                let from = *last_cpu;
+                self.take_lock_line(t, from);
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -709,10 +726,12 @@ impl Sim {
             owner,
             waiters,
             spinners,
+            last_cpu,
         }) = self.obj(m)
         else {
             return;
         };
+        *last_cpu = Some(from);
         // The owner loses the lock (an unlock by another thread, which a
         // program may do, releases it all the same).
         let released = owner.take();
@@ -745,7 +764,10 @@ impl Sim {
     /// free ([`Sim::lock_spinner_resumes`]).
     fn spin_lock(&mut self, t: TaskId, m: u32) -> Flow {
         let Some(Obj::Mutex {
-            owner, spinners, ..
+            owner,
+            spinners,
+            last_cpu,
+            ..
         }) = self.obj(m)
         else {
             return Flow::Next;
@@ -753,7 +775,8 @@ impl Sim {
         match *owner {
             None => {
                 *owner = Some(t);
-                self.tasks[t as usize].locks_held += 1;
+                let from = *last_cpu;
+                self.take_lock_line(t, from);
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -774,7 +797,10 @@ impl Sim {
             return false;
         };
         let Some(Obj::Mutex {
-            owner, spinners, ..
+            owner,
+            spinners,
+            last_cpu,
+            ..
         }) = self.obj(m)
         else {
             return false;
@@ -784,12 +810,26 @@ impl Sim {
         }
         *owner = Some(t);
         spinners.retain(|&x| x != t);
+        let from = *last_cpu;
         self.tasks[t as usize].spin_wait = None;
-        self.tasks[t as usize].locks_held += 1;
+        self.take_lock_line(t, from);
+        let xfer = std::mem::take(&mut self.tasks[t as usize].lock_xfer_ns);
         let tk = &mut self.tasks[t as usize];
         tk.activity = Activity::Compute;
-        tk.remaining = 1.0;
+        tk.remaining = (xfer as f64).max(1.0);
         true
+    }
+
+    /// `t` just took a free mutex that `from` released last: it owns one
+    /// more lock, and if the lock's cache line is on another CPU, the
+    /// transfer (core-to-core latency, as a lock handed to a spinner pays in
+    /// release_spinner()) is time it spends holding the lock.
+    fn take_lock_line(&mut self, t: TaskId, from: Option<schedlab_topo::CpuId>) {
+        let cpu = self.tasks[t as usize].cpu;
+        self.tasks[t as usize].locks_held += 1;
+        if let Some(f) = from.filter(|&f| f != cpu) {
+            self.tasks[t as usize].lock_xfer_ns = u64::from(self.machine.c2c_ns(f, cpu));
+        }
     }
 
     /// `Step::Poll`: spin while the flag equals `value`, at most `spin_ns`.
@@ -1838,6 +1878,48 @@ mod tests {
         assert_eq!(sim.counters.lock_steals, 1);
     }
 
+    /// Taking a free mutex that another CPU released last pulls its cache
+    /// line from there: the core-to-core latency, spent holding the lock (as a
+    /// spinner handed the lock pays it). Taking it again on the same CPU is
+    /// free.
+    #[test]
+    fn taking_a_lock_released_on_another_cpu_costs_the_line_transfer() {
+        let mut first = tpl(
+            "first",
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute { work_ns: 10_000 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        first.affinity = Some(CpuMask::from_cpus([4]));
+        let mut second = tpl(
+            "second",
+            vec![
+                Step::Compute { work_ns: 1_000_000 },
+                Step::Mark { tag: 0 },
+                Step::Lock { mutex: 0 },
+                Step::Mark { tag: 1 },
+                Step::Unlock { mutex: 0 },
+                Step::Mark { tag: 2 },
+                Step::Lock { mutex: 0 },
+                Step::Mark { tag: 3 },
+                Step::Unlock { mutex: 0 },
+            ],
+        );
+        // Both on A15s (capacity 1024) of one cluster.
+        second.affinity = Some(CpuMask::from_cpus([5]));
+        let sim = run(
+            "exynos5422",
+            spec(vec![first, second], vec![SyncObject::Mutex]),
+            2,
+        );
+        let at = |tag: u32| sim.marks.iter().find(|m| m.1 == tag).unwrap().2;
+        assert_eq!(at(1) - at(0), u64::from(sim.machine.c2c_ns(4, 5)));
+        assert!(sim.machine.c2c_ns(4, 5) > 0);
+        assert_eq!(at(3), at(2));
+    }
+
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level
     /// cache, and streams from memory at the core's bandwidth when it does not:
     /// on exynos5422 a 1 MiB data set fits the A15s' 2 MiB L2, not the A7s'
@@ -1916,8 +1998,9 @@ mod tests {
     /// parsec_barrier_wait() with more threads than CPUs: while the last
     /// arrival makes the broadcast's futex call under the mutex, threads the
     /// flag released find the mutex held and trylock-spin, and a spinner
-    /// takes it from the sleeper the unlock wakes. With the call free (no
-    /// time inside any critical section) no spinner ever finds it held.
+    /// takes it from the sleeper the unlock wakes. With the call free, the
+    /// lock is held only for its line transfers, and here no spinner finds
+    /// it held.
     #[test]
     fn the_futex_call_inside_the_barrier_lock_lets_spinners_steal_it() {
         use schedlab_workload::parsec::ParsecBarrier;

@@ -154,6 +154,9 @@ pub struct Task {
     /// Mutexes the task owns right now (a preempted owner is counted in
     /// `Counters::lock_holder_preemptions`).
     pub locks_held: u32,
+    /// Core-to-core transfer of a lock line just taken, still to be spent
+    /// holding the lock (ns).
+    pub lock_xfer_ns: u64,
     /// Hardware-cost state (hwcost.rs): memory-flow slot, working set, pending transfers.
     pub hw: crate::hwcost::TaskHw,
     /// big.LITTLE (S5) druntime and time per CPU type (fair/hmp.rs).
@@ -232,6 +235,7 @@ impl Task {
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
             locks_held: 0,
+            lock_xfer_ns: 0,
             hmp: crate::fair::hmp::HmpTask::default(),
         }
     }
