@@ -1050,6 +1050,13 @@ mod tests {
         }
     }
 
+    /// A thread pinned to one CPU.
+    fn pinned(name: &str, cpu: CpuId, steps: Vec<Step>) -> ThreadTemplate {
+        let mut t = tpl(name, steps);
+        t.affinity = Some(CpuMask::from_cpus([cpu]));
+        t
+    }
+
     fn spec(templates: Vec<ThreadTemplate>, sync: Vec<SyncObject>) -> WorkloadSpec {
         WorkloadSpec {
             name: "t".into(),
@@ -1703,8 +1710,9 @@ mod tests {
     #[test]
     fn a_requeue_broadcast_with_waiters_costs_its_futex_call_inside_the_lock() {
         let syscall_ns = 10_000;
-        let mut waiter = tpl(
+        let waiter = pinned(
             "w",
+            5,
             vec![
                 Step::Lock { mutex: 0 },
                 Step::SemPost { sem: 2 },
@@ -1716,14 +1724,15 @@ mod tests {
                 Step::Unlock { mutex: 0 },
             ],
         );
-        waiter.affinity = Some(CpuMask::from_cpus([5]));
         let broadcast = Step::BroadcastRequeue {
             cond: 1,
             mutex: 0,
             syscall_ns,
         };
-        let mut b = tpl(
+        // An A15 (capacity 1024): work-ns are ns.
+        let b = pinned(
             "b",
+            4,
             vec![
                 Step::SemWait { sem: 2 },
                 Step::Lock { mutex: 0 },
@@ -1739,8 +1748,6 @@ mod tests {
                 Step::Unlock { mutex: 0 },
             ],
         );
-        // An A15 (capacity 1024): work-ns are ns.
-        b.affinity = Some(CpuMask::from_cpus([4]));
         let sync = vec![
             SyncObject::Mutex,
             SyncObject::Cond,
@@ -1757,9 +1764,9 @@ mod tests {
     /// preempts a lock holder that shares its CPU with a CPU hog.
     #[test]
     fn preempted_lock_holders_are_counted() {
-        let cpu0 = Some(CpuMask::from_cpus([0]));
-        let mut holder = tpl(
+        let holder = pinned(
             "holder",
+            0,
             vec![
                 Step::Lock { mutex: 0 },
                 Step::Compute {
@@ -1768,32 +1775,29 @@ mod tests {
                 Step::Unlock { mutex: 0 },
             ],
         );
-        holder.affinity = cpu0;
-        let mut hog = tpl(
+        let hog = pinned(
             "hog",
+            0,
             vec![Step::Compute {
                 work_ns: 50_000_000,
             }],
         );
-        hog.affinity = cpu0;
         let sim = run(
             "exynos5422",
-            spec(vec![holder, hog], vec![SyncObject::Mutex]),
+            spec(vec![holder, hog.clone()], vec![SyncObject::Mutex]),
             2,
         );
         assert!(sim.counters.lock_holder_preemptions > 0);
         assert!(sim.tasks.iter().all(|t| t.locks_held == 0));
         // Without the lock, the same run counts none.
-        let mut free = tpl(
+        let free = pinned(
             "free",
+            0,
             vec![Step::Compute {
                 work_ns: 50_000_000,
             }],
         );
-        free.affinity = cpu0;
-        let mut hog2 = free.clone();
-        hog2.name = "hog".into();
-        let sim = run("exynos5422", spec(vec![free, hog2], vec![]), 2);
+        let sim = run("exynos5422", spec(vec![free, hog], vec![]), 2);
         assert_eq!(sim.counters.lock_holder_preemptions, 0);
     }
 
@@ -1803,22 +1807,22 @@ mod tests {
     /// event).
     #[test]
     fn an_unlock_by_another_thread_releases_the_owners_count() {
-        let mut owner = tpl(
+        let owner = pinned(
             "owner",
+            4,
             vec![
                 Step::Lock { mutex: 0 },
                 Step::Compute { work_ns: 2_000_000 },
             ],
         );
-        owner.affinity = Some(CpuMask::from_cpus([4]));
-        let mut other = tpl(
+        let other = pinned(
             "other",
+            5,
             vec![
                 Step::Compute { work_ns: 1_000_000 },
                 Step::Unlock { mutex: 0 },
             ],
         );
-        other.affinity = Some(CpuMask::from_cpus([5]));
         let sim = run(
             "exynos5422",
             spec(vec![owner, other], vec![SyncObject::Mutex]),
@@ -1832,46 +1836,36 @@ mod tests {
     /// lock steal.
     #[test]
     fn a_running_spinner_steals_the_lock_from_the_woken_sleeper() {
-        let on = |cpu: CpuId, mut t: ThreadTemplate| {
-            t.affinity = Some(CpuMask::from_cpus([cpu]));
-            t
-        };
-        let holder = on(
+        let holder = pinned(
+            "holder",
             4,
-            tpl(
-                "holder",
-                vec![
-                    Step::Lock { mutex: 0 },
-                    Step::SemPost { sem: 1 },
-                    Step::SemPost { sem: 1 },
-                    Step::Compute { work_ns: 1_000_000 },
-                    Step::Unlock { mutex: 0 },
-                ],
-            ),
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::SemPost { sem: 1 },
+                Step::SemPost { sem: 1 },
+                Step::Compute { work_ns: 1_000_000 },
+                Step::Unlock { mutex: 0 },
+            ],
         );
-        let sleeper = on(
+        let sleeper = pinned(
+            "sleeper",
             5,
-            tpl(
-                "sleeper",
-                vec![
-                    Step::SemWait { sem: 1 },
-                    Step::Lock { mutex: 0 },
-                    Step::Unlock { mutex: 0 },
-                ],
-            ),
+            vec![
+                Step::SemWait { sem: 1 },
+                Step::Lock { mutex: 0 },
+                Step::Unlock { mutex: 0 },
+            ],
         );
-        let spinner = on(
+        let spinner = pinned(
+            "spinner",
             6,
-            tpl(
-                "spinner",
-                vec![
-                    Step::SemWait { sem: 1 },
-                    Step::Compute { work_ns: 500_000 },
-                    Step::SpinLock { mutex: 0 },
-                    Step::Compute { work_ns: 100_000 },
-                    Step::Unlock { mutex: 0 },
-                ],
-            ),
+            vec![
+                Step::SemWait { sem: 1 },
+                Step::Compute { work_ns: 500_000 },
+                Step::SpinLock { mutex: 0 },
+                Step::Compute { work_ns: 100_000 },
+                Step::Unlock { mutex: 0 },
+            ],
         );
         let sync = vec![SyncObject::Mutex, SyncObject::Semaphore { initial: 0 }];
         let sim = run("exynos5422", spec(vec![holder, sleeper, spinner], sync), 2);
@@ -1884,17 +1878,19 @@ mod tests {
     /// free.
     #[test]
     fn taking_a_lock_released_on_another_cpu_costs_the_line_transfer() {
-        let mut first = tpl(
+        // Both on A15s (capacity 1024) of one cluster.
+        let first = pinned(
             "first",
+            4,
             vec![
                 Step::Lock { mutex: 0 },
                 Step::Compute { work_ns: 10_000 },
                 Step::Unlock { mutex: 0 },
             ],
         );
-        first.affinity = Some(CpuMask::from_cpus([4]));
-        let mut second = tpl(
+        let second = pinned(
             "second",
+            5,
             vec![
                 Step::Compute { work_ns: 1_000_000 },
                 Step::Mark { tag: 0 },
@@ -1907,8 +1903,6 @@ mod tests {
                 Step::Unlock { mutex: 0 },
             ],
         );
-        // Both on A15s (capacity 1024) of one cluster.
-        second.affinity = Some(CpuMask::from_cpus([5]));
         let sim = run(
             "exynos5422",
             spec(vec![first, second], vec![SyncObject::Mutex]),
