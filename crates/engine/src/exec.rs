@@ -697,7 +697,7 @@ impl Sim {
             None => {
                 *owner = Some(t);
                 let from = *last_cpu;
-                self.take_lock_line(t, from);
+                self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, from);
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -749,8 +749,6 @@ impl Sim {
         }
         if let Some(s) = taker {
             self.tasks[s as usize].locks_held += 1;
-        }
-        if let Some(s) = taker {
             self.release_spinner(s, from);
         }
         if let Some(w) = woken {
@@ -776,7 +774,7 @@ impl Sim {
             None => {
                 *owner = Some(t);
                 let from = *last_cpu;
-                self.take_lock_line(t, from);
+                self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, from);
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -812,8 +810,7 @@ impl Sim {
         spinners.retain(|&x| x != t);
         let from = *last_cpu;
         self.tasks[t as usize].spin_wait = None;
-        self.take_lock_line(t, from);
-        let xfer = std::mem::take(&mut self.tasks[t as usize].lock_xfer_ns);
+        let xfer = self.take_lock_line(t, from);
         let tk = &mut self.tasks[t as usize];
         tk.activity = Activity::Compute;
         tk.remaining = (xfer as f64).max(1.0);
@@ -821,15 +818,14 @@ impl Sim {
     }
 
     /// `t` just took a free mutex that `from` released last: it owns one
-    /// more lock, and if the lock's cache line is on another CPU, the
-    /// transfer (core-to-core latency, as a lock handed to a spinner pays in
-    /// release_spinner()) is time it spends holding the lock.
-    fn take_lock_line(&mut self, t: TaskId, from: Option<schedlab_topo::CpuId>) {
+    /// more lock. Returns the transfer of the lock's cache line when it is on
+    /// another CPU (core-to-core latency, as a lock handed to a spinner pays
+    /// in release_spinner()), time `t` spends holding the lock; else 0.
+    fn take_lock_line(&mut self, t: TaskId, from: Option<schedlab_topo::CpuId>) -> u64 {
         let cpu = self.tasks[t as usize].cpu;
         self.tasks[t as usize].locks_held += 1;
-        if let Some(f) = from.filter(|&f| f != cpu) {
-            self.tasks[t as usize].lock_xfer_ns = u64::from(self.machine.c2c_ns(f, cpu));
-        }
+        from.filter(|&f| f != cpu)
+            .map_or(0, |f| u64::from(self.machine.c2c_ns(f, cpu)))
     }
 
     /// `Step::Poll`: spin while the flag equals `value`, at most `spin_ns`.
@@ -2028,7 +2024,8 @@ mod tests {
                 })
                 .collect()
         };
-        assert!(steals(0).iter().all(|&s| s == 0), "{:?}", steals(0));
+        let without_call = steals(0);
+        assert!(without_call.iter().all(|&s| s == 0), "{without_call:?}");
         let with_call = steals(1_000);
         assert!(with_call.iter().all(|&s| s > 0), "{with_call:?}");
     }
