@@ -7,7 +7,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use schedlab_engine::{Sim, SimConfig, FEATURES};
+use schedlab_engine::{Sim, SimConfig, StopReason, FEATURES};
 use schedlab_exp::{configs, experiments, workloads::Builtin};
 use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
 use schedlab_topo::{CpuMask, MAX_CPUS};
@@ -876,6 +876,12 @@ fn run(
         sim.now as f64 / 1e6,
         sim.events
     );
+    if stop == StopReason::Livelock {
+        outln!(
+            "  stopped: {} events or task switch-ins in a row without simulated time passing (a loop of steps that take no time, e.g. threads passing a barrier or a lock to each other with no work in between); results cover the run up to that instant",
+            schedlab_engine::LIVELOCK_EVENTS
+        );
+    }
     outln!(
         "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",
         c.wakeups,

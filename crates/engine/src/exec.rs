@@ -307,8 +307,13 @@ impl Sim {
                     self.cache_thread_join(2 + t);
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
-                Step::Yield => {
-                    if let Flow::Stop = self.yield_task(t) {
+                Step::Yield { syscall_ns } => {
+                    let switched = matches!(self.yield_task(t), Flow::Stop);
+                    if syscall_ns > 0 {
+                        self.start_activity(t, Activity::Compute, syscall_ns as f64);
+                        return;
+                    }
+                    if switched {
                         return;
                     }
                 }
@@ -412,7 +417,7 @@ impl Sim {
         self.block_current(t, true);
     }
 
-    fn start_activity(&mut self, t: TaskId, a: Activity, amount: f64) {
+    pub(crate) fn start_activity(&mut self, t: TaskId, a: Activity, amount: f64) {
         let tk = &mut self.tasks[t as usize];
         tk.activity = a;
         tk.remaining = amount;
@@ -1136,7 +1141,7 @@ mod tests {
                         s.push(Step::Mark { tag: 1 });
                         s.push(work(&mut r, 30));
                         if r.gen_bool(0.3) {
-                            s.push(Step::Yield);
+                            s.push(Step::Yield { syscall_ns: 0 });
                         }
                         s.push(Step::Mark { tag: 2 });
                         s.push(Step::Unlock { mutex: 0 });
@@ -2028,5 +2033,108 @@ mod tests {
         assert!(without_call.iter().all(|&s| s == 0), "{without_call:?}");
         let with_call = steals(1_000);
         assert!(with_call.iter().all(|&s| s > 0), "{with_call:?}");
+    }
+
+    /// Two threads that only yield, sharing one CPU.
+    fn yielders(syscall_ns: u64, livelock_events: u64) -> Sim {
+        let prog = vec![
+            Step::Yield { syscall_ns },
+            Step::Loop {
+                start: 0,
+                count: u32::MAX,
+                slot: 0,
+            },
+            Step::Exit,
+        ];
+        let mut s = spec(
+            vec![pinned("y0", 1, prog.clone()), pinned("y1", 1, prog)],
+            vec![],
+        );
+        s.max_time_ns = 10_000_000;
+        let m = preset("exynos5422").unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        Sim::new(
+            m,
+            d,
+            s,
+            SimConfig {
+                seed: 1,
+                checked: true,
+                livelock_events,
+                ..SimConfig::default()
+            },
+        )
+    }
+
+    /// sched_yield() costs its system call: yielding threads take turns
+    /// and simulated time passes, the CPU busy with them throughout.
+    #[test]
+    fn yields_cost_their_system_call_and_take_turns() {
+        let mut sim = yielders(500, crate::sim::LIVELOCK_EVENTS);
+        assert_eq!(sim.run(), StopReason::TimeLimit);
+        let cpu: Vec<u64> = sim
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| t.stats.cpu_time_ns)
+            .collect();
+        assert_eq!(cpu.len(), 2);
+        // Each yield hands the CPU to the other thread: equal shares of
+        // the 10 ms, each far more than one slice.
+        assert!(cpu.iter().all(|&c| c > 4_000_000), "{cpu:?}");
+        // CPU 1 is an A7 (capacity 377): a 500 ns call takes ~1.36 us
+        // there, so about 7,350 yields, each a switch, fit in 10 ms.
+        let switches = sim.counters.context_switches;
+        assert!((7_000..7_700).contains(&switches), "{switches}");
+    }
+
+    /// Yields that cost nothing switch forever at one instant: the run stops
+    /// as a livelock instead of never returning.
+    #[test]
+    fn zero_cost_yields_stop_as_a_livelock() {
+        let mut sim = yielders(0, 20_000);
+        assert_eq!(sim.run(), StopReason::Livelock);
+        assert!(sim.now < 10_000_000);
+    }
+
+    /// Threads on one CPU that do nothing but pass a barrier block and wake
+    /// each other at one instant forever, each switch-in nested in the
+    /// schedule() of the thread that just blocked. The nesting is bounded
+    /// (no stack overflow; fuzzing found one with HPERF_HMP's idle pull, see
+    /// the exp crate's fuzz regressions) and the run stops as a livelock.
+    #[test]
+    fn zero_time_barrier_loops_stop_as_a_livelock_without_deep_recursion() {
+        let prog = vec![
+            Step::Barrier { id: 0, spin_ns: 0 },
+            Step::Loop {
+                start: 0,
+                count: u32::MAX,
+                slot: 0,
+            },
+            Step::Exit,
+        ];
+        let mut s = spec(
+            (0..4)
+                .map(|i| pinned(&format!("b{i}"), 0, prog.clone()))
+                .collect(),
+            vec![SyncObject::Barrier { parties: 4 }],
+        );
+        s.max_time_ns = 10_000_000;
+        let m = preset("exynos5422").unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            s,
+            SimConfig {
+                seed: 3,
+                checked: true,
+                livelock_events: 50_000,
+                ..SimConfig::default()
+            },
+        );
+        assert_eq!(sim.run(), StopReason::Livelock);
+        assert!(sim.counters.context_switches >= 50_000);
+        assert!(sim.now < 10_000_000);
     }
 }

@@ -26,6 +26,6 @@ pub mod trace;
 
 pub use event::TaskId;
 pub use features::{Feat, Features, FEATURES, S3_FIXES};
-pub use sim::{Sim, SimConfig, StopReason};
+pub use sim::{Sim, SimConfig, StopReason, LIVELOCK_EVENTS};
 pub use stats::Counters;
 pub use task::{Task, TaskState};

@@ -34,6 +34,9 @@ pub struct SimConfig {
     pub checked: bool,
     /// Per-CPU system kthreads that wake at random (OS noise).
     pub noise: bool,
+    /// Events in a row at one instant that stop the run as a livelock
+    /// ([`StopReason::Livelock`]).
+    pub livelock_events: u64,
 }
 
 impl Default for SimConfig {
@@ -44,6 +47,7 @@ impl Default for SimConfig {
             hz: 250,
             checked: cfg!(debug_assertions),
             noise: true,
+            livelock_events: LIVELOCK_EVENTS,
         }
     }
 }
@@ -107,7 +111,22 @@ pub enum StopReason {
     TimeLimit,
     /// No event left while threads remain (a deadlock in the workload).
     Stalled,
+    /// [`LIVELOCK_EVENTS`] events or switch-ins in a row at one instant: threads keep
+    /// switching without simulated time passing (a program loop whose steps
+    /// all take zero time, e.g. yields that cost nothing), so the run would
+    /// never end.
+    Livelock,
 }
+
+/// Nested schedule() calls a chain of instantly blocking tasks may make
+/// before the next switch-in waits for the event loop ([`Sim::start_running`]).
+pub const MAX_SWITCH_NESTING: u32 = 256;
+
+/// Events and switch-ins in a row at the same simulated nanosecond after
+/// which a run is stopped as a livelock. Far above what a burst of real work makes at one
+/// instant (every thread of the largest workload forked at time 0 is a few
+/// events each, and a run may create at most 200,000 threads).
+pub const LIVELOCK_EVENTS: u64 = 5_000_000;
 
 /// The simulator.
 pub struct Sim {
@@ -139,6 +158,10 @@ pub struct Sim {
     /// Workload threads not yet exited.
     pub live: u32,
     pub events: u64,
+    /// Events in a row at the current `now` (livelock guard).
+    events_at_now: u64,
+    /// Nested switch-ins in progress ([`Sim::start_running`]).
+    switch_nesting: u32,
     pub(crate) tick_ns: u64,
     pub(crate) tick_phase_ns: Vec<u64>,
     pub(crate) rng_noise: Pcg64,
@@ -308,6 +331,8 @@ impl Sim {
             marks: Vec::new(),
             live: 0,
             events: 0,
+            events_at_now: 0,
+            switch_nesting: 0,
             tick_ns,
             tick_phase_ns,
             nohz_next_balance: 0,
@@ -383,6 +408,14 @@ impl Sim {
                 break;
             };
             debug_assert!(t >= self.now, "event in the past (seed {})", self.cfg.seed);
+            if t == self.now {
+                self.events_at_now += 1;
+                if self.events_at_now >= self.cfg.livelock_events {
+                    self.stop = Some(StopReason::Livelock);
+                }
+            } else {
+                self.events_at_now = 0;
+            }
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
@@ -984,11 +1017,28 @@ impl Sim {
     }
 
     /// The task starts running on its CPU: resume its step.
+    ///
+    /// A task switched in between steps continues its program at once, and
+    /// if it blocks again the CPU schedules again inside this call (a nested
+    /// schedule()). Steps that take no time can chain such switches without
+    /// end (threads that only pass a barrier or a lock to each other, an
+    /// idle CPU pulling each in turn); past [`MAX_SWITCH_NESTING`] nested
+    /// switches the task instead continues from an event at the same
+    /// instant, so the chain unwinds through the event loop, where the
+    /// livelock guard sees it.
     pub(crate) fn start_running(&mut self, t: TaskId) {
         self.tasks[t as usize].settled_ns = self.now;
         if self.tasks[t as usize].activity == Activity::Idle {
-            // A task switched in between steps continues its program.
+            if self.switch_nesting >= MAX_SWITCH_NESTING {
+                self.start_activity(t, Activity::Compute, 0.0);
+                return;
+            }
+            // Each switch-in counts towards the livelock guard like an
+            // event: a chain of them is work done without time passing.
+            self.events_at_now += 1;
+            self.switch_nesting += 1;
             self.advance(t);
+            self.switch_nesting -= 1;
             return;
         }
         self.begin_activity(t);

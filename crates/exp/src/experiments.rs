@@ -891,7 +891,8 @@ pub fn run_all(
             }
             let o = o.as_ref().map_err(|e| e.clone())?;
             // Time-bound workloads (schbench) end at their time limit.
-            if o.stop == StopReason::Stalled || o.metrics.is_empty() {
+            if matches!(o.stop, StopReason::Stalled | StopReason::Livelock) || o.metrics.is_empty()
+            {
                 incomplete.push(format!(
                     "point {} {} rep {} stopped: {:?}",
                     j.point, j.config, j.rep, o.stop

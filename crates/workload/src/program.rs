@@ -72,8 +72,13 @@ pub enum Step {
     SemPost { sem: SyncId },
     /// Wait on a semaphore: take a count or sleep until one is posted.
     SemWait { sem: SyncId },
-    /// sched_yield().
-    Yield,
+    /// sched_yield(): the caller's deadline moves one slice on and the CPU
+    /// reschedules; then the call's own `syscall_ns` of CPU work (on a
+    /// capacity-1024 CPU, like `Compute`: kernel entry and exit and the
+    /// pass through schedule()) runs before the next step, whether or not
+    /// another task ran in between. Linux always pays for the call, so a
+    /// loop of yields takes time even on a CPU with nothing else to run.
+    Yield { syscall_ns: u64 },
     /// sched_setattr() with `sched_runtime` on a fair task: request a custom
     /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.

@@ -42,6 +42,14 @@ use thiserror::Error;
 pub const TAG_TIMER_DUE: u32 = 0;
 pub const TAG_TIMER_RUN: u32 = 1;
 
+/// CPU work of one sched_yield() call, ns on a capacity-1024 CPU: kernel
+/// entry and exit (lmbench's null system call takes 0.1-0.3 µs on current
+/// server cores) plus do_sched_yield() and a pass through schedule(). An
+/// ESTIMATE, of the same kind as the pipe models' per-call costs
+/// (`pipe::SYSCALL_NS`); without a cost a loop of yields would let
+/// simulated time stand still.
+pub const SCHED_YIELD_NS: u64 = 500;
+
 /// Simulated time limit when the file sets no duration (or -1), ns.
 pub const DEFAULT_MAX_TIME_NS: u64 = 60_000_000_000;
 /// Highest CPU number a `cpus` list may name (CpuMask width).
@@ -791,7 +799,9 @@ fn events(
                     bytes: size.saturating_mul(count),
                 });
             }
-            "yield" => steps.push(Step::Yield),
+            "yield" => steps.push(Step::Yield {
+                syscall_ns: SCHED_YIELD_NS,
+            }),
             "fork" => {
                 let target = name(v)?;
                 def.forks.push((steps.len(), target, p.clone()));

@@ -61,7 +61,12 @@ fn every_event_is_supported() {
     assert!(has(&|s| matches!(s, Step::SemWait { .. })));
     assert!(has(&|s| matches!(s, Step::Memory { bytes: 4096 })));
     assert!(has(&|s| matches!(s, Step::Memory { bytes: 262_144 })));
-    assert!(has(&|s| matches!(s, Step::Yield)));
+    assert!(has(&|s| matches!(
+        s,
+        Step::Yield {
+            syscall_ns: schedlab_workload::rtapp::SCHED_YIELD_NS
+        }
+    )));
     assert!(has(&|s| matches!(s, Step::Spawn { .. })));
     // The forked task is defined but not started.
     let child = r
