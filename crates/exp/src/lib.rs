@@ -13,4 +13,7 @@ pub mod experiments;
 pub mod published;
 pub mod workloads;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use experiments::{get, names, run_all, run_point, ExperimentDef, Options, Point, RunOutcome};
