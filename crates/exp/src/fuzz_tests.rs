@@ -736,3 +736,177 @@ fn random_step_programs_keep_every_invariant_on_every_machine_and_config() {
         }
     }
 }
+
+// ----- random machines ---------------------------------------------------
+
+/// A random machine file: x86, arm64 or powerpc; 1-3 packages of 1-2 dies,
+/// 1-2 LLCs per die, 1-3 clusters of 1-3 cores with 1, 2 or 4 threads, 1-2
+/// NUMA nodes per package with random distances, adjacent or split CPU
+/// numbering; or a hybrid part (a big SMT group and a little clustered
+/// group per package); ITMT priorities or none. The machine-file property
+/// tests of the topology crate check the domains such files give; here the
+/// engine runs on them.
+fn machine_toml(rng: &mut Pcg64) -> String {
+    let arch = *["x86", "arm64", "powerpc"].choose(rng).expect("arch");
+    let prios = rng.gen_bool(0.5);
+    let prio = |p: u32| if prios { p } else { 0 };
+    let mut t = format!("name = \"fuzz\"\narch = \"{arch}\"\n");
+    let _ = write!(
+        t,
+        "[[core_type]]\nname = \"big\"\ncapacity = 1024\nfreq_max_mhz = 3000\nsmt_thread_speed = 0.6\ncore_bw_bytes_per_s = 10e9\nasym_prio = {}\n",
+        prio(50)
+    );
+    let _ = write!(
+        t,
+        "[[core_type]]\nname = \"little\"\ncapacity = {}\nfreq_max_mhz = 2000\ncore_bw_bytes_per_s = 5e9\nasym_prio = {}\n",
+        rng.gen_range(200..=900),
+        prio(20)
+    );
+    let packages = rng.gen_range(1..=3u32);
+    let cores = rng.gen_range(1..=3u32);
+    let clusters = rng.gen_range(1..=3u32);
+    let threads = *[1u32, 2, 4].choose(rng).expect("threads");
+    let nodes = if rng.gen_bool(0.3) {
+        // Hybrid: per package a big group (SMT) and a little group
+        // (clusters), each its own LLC; node = package.
+        for p in 0..packages {
+            let _ = write!(
+                t,
+                "[[core_group]]\ncore_type = \"big\"\ncores = {cores}\nthreads_per_core = {threads}\npackage = {p}\ndie = {p}\nnode = {p}\n"
+            );
+            let _ = write!(
+                t,
+                "[[core_group]]\ncore_type = \"little\"\ncores = {}\ncores_per_cluster = {clusters}\npackage = {p}\ndie = {p}\nnode = {p}\nllc = {}\n",
+                cores * clusters,
+                100 + p
+            );
+        }
+        packages
+    } else {
+        let dies = rng.gen_range(1..=2u32);
+        let llcs = rng.gen_range(1..=2u32);
+        let npp = if (dies * llcs) % 2 == 0 && rng.gen_bool(0.5) {
+            2
+        } else {
+            1
+        };
+        let _ = write!(
+            t,
+            "[shape]\npackages = {packages}\ndies_per_package = {dies}\nllcs_per_die = {llcs}\nclusters_per_llc = {clusters}\ncores_per_cluster = {cores}\nthreads_per_core = {threads}\nnodes_per_package = {npp}\nnumbering = \"{}\"\ncore_type = \"big\"\n",
+            if rng.gen_bool(0.5) { "split" } else { "adjacent" }
+        );
+        packages * npp
+    };
+    if nodes > 1 {
+        let n = nodes as usize;
+        // One random distance per pair, the matrix symmetric.
+        let pair: Vec<u32> = (0..n * n).map(|_| rng.gen_range(11..=40)).collect();
+        let rows: Vec<String> = (0..n)
+            .map(|a| {
+                let r: Vec<String> = (0..n)
+                    .map(|b| match a == b {
+                        true => "10".to_string(),
+                        false => pair[a.min(b) * n + a.max(b)].to_string(),
+                    })
+                    .collect();
+                format!("[{}]", r.join(", "))
+            })
+            .collect();
+        let _ = write!(t, "[numa]\ndistance = [{}]\n", rows.join(", "));
+    }
+    t.push_str(
+        "[memory]\nmem_bw_peak_bytes_per_s = 50e9\nmem_half_concurrency = 2\nmem_latency_ns = 100\n\
+         [c2c]\nllc_ns = 30\nremote_package_ns = 120\n\
+         [wakeup]\nipi_ns = 1000\nidle_exit_ns = 1000\nwakeup_path_ns = 1000\n",
+    );
+    t
+}
+
+/// Runs random-machine case `n`: a machine file, a configuration, and an
+/// rt-app file or a step program, in checked mode.
+fn run_machine_case(n: u64) -> Outcome {
+    let mut rng = Pcg64::seed_from_u64(0x3ac4_f022 ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let toml = machine_toml(&mut rng);
+    let config = configs::CONFIGS.choose(&mut rng).expect("configs").0;
+    let sim_time_ns = rng.gen_range(5_000_000..30_000_000u64);
+    let m = schedlab_topo::load_machine_str(&toml, "fuzz.toml")
+        .unwrap_or_else(|e| panic!("machine case {n}: generated machine rejected: {e}\n{toml}"));
+    let nr_cpus = m.nr_cpus();
+    let steps = rng.gen_bool(0.5);
+    let doc = if steps {
+        String::new()
+    } else {
+        rt_app_doc(&mut rng, nr_cpus)
+    };
+    let spec = if steps {
+        step_workload(&mut rng, nr_cpus, sim_time_ns)
+    } else {
+        let w = Builtin::from_rtapp(&doc, nr_cpus).expect("generated rt-app file");
+        let mut spec = w.build(None, None);
+        spec.max_time_ns = sim_time_ns;
+        spec
+    };
+    let seed = u64::from(rng.gen::<u32>());
+    let what = format!(
+        "machine case {n}: config {config}, seed {seed}, {} workload, machine file:\n{toml}",
+        if steps { "step" } else { "rt-app" }
+    );
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let cfg = configs::resolve(config).expect("config");
+        let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
+        let mut sim = Sim::new(
+            m,
+            d,
+            spec,
+            SimConfig {
+                seed,
+                features: cfg.features.clone(),
+                hz: cfg.hz,
+                checked: true,
+                livelock_events: 200_000,
+                ..SimConfig::default()
+            },
+        );
+        let stop = sim.run();
+        assert!(sim.now <= sim_time_ns, "ran past its limit: {}", sim.now);
+        Outcome {
+            stop,
+            now_ns: sim.now,
+            events: sim.events,
+            counters: format!("{:?}", sim.counters),
+        }
+    }));
+    match r {
+        Ok(out) => out,
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{msg}\n{what}{doc}");
+        }
+    }
+}
+
+#[test]
+fn random_machines_keep_every_invariant_under_every_config() {
+    let cases: u64 = std::env::var("SCHEDLAB_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
+    let first: u64 = std::env::var("SCHEDLAB_FUZZ_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    for n in first..first + cases {
+        let out = run_machine_case(n);
+        if n % 4 == 0 {
+            assert_eq!(
+                out,
+                run_machine_case(n),
+                "machine case {n} not deterministic"
+            );
+        }
+    }
+}
