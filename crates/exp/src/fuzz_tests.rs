@@ -24,8 +24,9 @@ use crate::workloads::Builtin;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
+use schedlab_engine::trace::check_trace;
 use schedlab_engine::{Sim, SimConfig, StopReason};
-use schedlab_topo::{CpuId, CpuMask};
+use schedlab_topo::{CpuId, CpuMask, Machine};
 use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use std::fmt::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -207,6 +208,56 @@ struct Outcome {
     counters: String,
 }
 
+/// Runs `spec` in checked mode under `config` and, with `trace`, records
+/// its trace and replays it ([`check_trace`]). Fuzzed programs may livelock;
+/// they are stopped sooner than a user's run would be.
+fn simulate(m: Machine, config: &str, spec: WorkloadSpec, seed: u64, trace: bool) -> Outcome {
+    let cfg = configs::resolve(config).expect("config");
+    let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
+    let max_time_ns = spec.max_time_ns;
+    let mut sim = Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed,
+            features: cfg.features.clone(),
+            hz: cfg.hz,
+            checked: true,
+            livelock_events: 200_000,
+            ..SimConfig::default()
+        },
+    );
+    if trace {
+        sim.enable_trace(usize::MAX);
+    }
+    let stop = sim.run();
+    assert!(sim.now <= max_time_ns, "ran past its limit: {}", sim.now);
+    if trace {
+        check_trace(&sim).unwrap_or_else(|e| panic!("{e}"));
+    }
+    Outcome {
+        stop,
+        now_ns: sim.now,
+        events: sim.events,
+        counters: format!("{:?}", sim.counters),
+    }
+}
+
+/// Runs a case twice when `n % 4 == 0`, the second time traced: the same
+/// run, and a consistent trace.
+fn run_and_repeat(n: u64, run: impl Fn(bool) -> Outcome) -> Outcome {
+    let out = run(false);
+    if n.is_multiple_of(4) {
+        assert_eq!(
+            out,
+            run(true),
+            "not deterministic, or tracing changed the run"
+        );
+    }
+    out
+}
+
 /// One case: machine, configuration, document, run length and simulation
 /// seed, all derived from the case number.
 struct Case {
@@ -247,41 +298,13 @@ impl Case {
     }
 
     /// Runs the case in checked mode.
-    fn run(&self) -> Outcome {
+    fn run(&self, trace: bool) -> Outcome {
         let m = schedlab_topo::resolve_machine(self.machine).expect("machine");
         let w = Builtin::from_rtapp(&self.doc, m.nr_cpus())
             .unwrap_or_else(|e| panic!("generated document rejected: {e}"));
-        let cfg = configs::resolve(self.config).expect("config");
-        let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
         let mut spec = w.build(None, None);
         spec.max_time_ns = self.sim_time_ns;
-        let mut sim = Sim::new(
-            m,
-            d,
-            spec,
-            SimConfig {
-                seed: self.seed,
-                features: cfg.features.clone(),
-                hz: cfg.hz,
-                checked: true,
-                // Programs of steps that take no time may livelock; stop
-                // them sooner than a user's run would.
-                livelock_events: 200_000,
-                ..SimConfig::default()
-            },
-        );
-        let stop = sim.run();
-        assert!(
-            sim.now <= self.sim_time_ns,
-            "ran past its limit: {}",
-            sim.now
-        );
-        Outcome {
-            stop,
-            now_ns: sim.now,
-            events: sim.events,
-            counters: format!("{:?}", sim.counters),
-        }
+        simulate(m, self.config, spec, self.seed, trace)
     }
 }
 
@@ -294,7 +317,7 @@ fn fuzz(first: u64, cases: u64) {
             eprintln!("{}", case.describe(n));
         }
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let out = case.run();
+            let out = run_and_repeat(n, |trace| case.run(trace));
             if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
                 eprintln!(
                     "-> {:?} at {} ms, {} events",
@@ -302,10 +325,6 @@ fn fuzz(first: u64, cases: u64) {
                     out.now_ns / 1_000_000,
                     out.events
                 );
-            }
-            // Every fourth case runs twice: same inputs, same run.
-            if n % 4 == 0 {
-                assert_eq!(out, case.run(), "not deterministic");
             }
         }));
         if let Err(e) = r {
@@ -378,7 +397,7 @@ fn fuzz_regressions_stop_by_themselves() {
             sim_time_ns,
             seed,
         };
-        let out = case.run();
+        let out = case.run(true);
         assert!(
             want.contains(&out.stop),
             "{:?}\n{}",
@@ -669,34 +688,14 @@ fn run_step_case(n: u64) -> Outcome {
     let sim_time_ns = rng.gen_range(5_000_000..40_000_000u64);
     let spec = step_workload(&mut rng, m.nr_cpus(), sim_time_ns);
     let seed = u64::from(rng.gen::<u32>());
-    let cfg = configs::resolve(config).expect("config");
-    let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
     let what = format!("step case {n}: machine {machine}, config {config}, seed {seed}");
     if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
         eprintln!("{what}\n{spec:#?}");
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let mut sim = Sim::new(
-            m,
-            d,
-            spec,
-            SimConfig {
-                seed,
-                features: cfg.features.clone(),
-                hz: cfg.hz,
-                checked: true,
-                livelock_events: 200_000,
-                ..SimConfig::default()
-            },
-        );
-        let stop = sim.run();
-        assert!(sim.now <= sim_time_ns, "ran past its limit: {}", sim.now);
-        Outcome {
-            stop,
-            now_ns: sim.now,
-            events: sim.events,
-            counters: format!("{:?}", sim.counters),
-        }
+        run_and_repeat(n, |trace| {
+            simulate(m.clone(), config, spec.clone(), seed, trace)
+        })
     }));
     match r {
         Ok(out) => out,
@@ -730,9 +729,6 @@ fn random_step_programs_keep_every_invariant_on_every_machine_and_config() {
                 out.now_ns / 1_000_000,
                 out.events
             );
-        }
-        if n % 4 == 0 {
-            assert_eq!(out, run_step_case(n), "step case {n} not deterministic");
         }
     }
 }
@@ -852,29 +848,9 @@ fn run_machine_case(n: u64) -> Outcome {
         if steps { "step" } else { "rt-app" }
     );
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let cfg = configs::resolve(config).expect("config");
-        let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
-        let mut sim = Sim::new(
-            m,
-            d,
-            spec,
-            SimConfig {
-                seed,
-                features: cfg.features.clone(),
-                hz: cfg.hz,
-                checked: true,
-                livelock_events: 200_000,
-                ..SimConfig::default()
-            },
-        );
-        let stop = sim.run();
-        assert!(sim.now <= sim_time_ns, "ran past its limit: {}", sim.now);
-        Outcome {
-            stop,
-            now_ns: sim.now,
-            events: sim.events,
-            counters: format!("{:?}", sim.counters),
-        }
+        run_and_repeat(n, |trace| {
+            simulate(m.clone(), config, spec.clone(), seed, trace)
+        })
     }));
     match r {
         Ok(out) => out,
@@ -900,13 +876,6 @@ fn random_machines_keep_every_invariant_under_every_config() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     for n in first..first + cases {
-        let out = run_machine_case(n);
-        if n % 4 == 0 {
-            assert_eq!(
-                out,
-                run_machine_case(n),
-                "machine case {n} not deterministic"
-            );
-        }
+        run_machine_case(n);
     }
 }
