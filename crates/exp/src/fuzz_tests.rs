@@ -233,6 +233,8 @@ fn simulate(m: Machine, config: &str, spec: WorkloadSpec, seed: u64, trace: bool
     }
     let stop = sim.run();
     assert!(sim.now <= max_time_ns, "ran past its limit: {}", sim.now);
+    sim.check_time_conservation()
+        .unwrap_or_else(|e| panic!("{e}"));
     if trace {
         check_trace(&sim).unwrap_or_else(|e| panic!("{e}"));
     }
