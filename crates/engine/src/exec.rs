@@ -2101,7 +2101,7 @@ mod tests {
 
     /// yield_task_fair() of 7.3: an eligible task forfeits the rest of its
     /// request (vruntime to its deadline, a new deadline one slice on); an
-    /// ineligible one keeps both; a task alone on its CPU is left as it is.
+    /// ineligible one keeps both.
     #[test]
     fn an_eligible_yielder_forfeits_its_request() {
         let mut sim = yielders(500, crate::sim::LIVELOCK_EVENTS);

@@ -34,8 +34,8 @@ pub struct SimConfig {
     pub checked: bool,
     /// Per-CPU system kthreads that wake at random (OS noise).
     pub noise: bool,
-    /// Events in a row at one instant that stop the run as a livelock
-    /// ([`StopReason::Livelock`]).
+    /// Events and switch-ins in a row at one instant that stop the run as a
+    /// livelock ([`StopReason::Livelock`]).
     pub livelock_events: u64,
 }
 
@@ -111,10 +111,10 @@ pub enum StopReason {
     TimeLimit,
     /// No event left while threads remain (a deadlock in the workload).
     Stalled,
-    /// [`LIVELOCK_EVENTS`] events or switch-ins in a row at one instant: threads keep
-    /// switching without simulated time passing (a program loop whose steps
-    /// all take zero time, e.g. yields that cost nothing), so the run would
-    /// never end.
+    /// [`LIVELOCK_EVENTS`] events or switch-ins in a row at one instant:
+    /// threads keep switching without simulated time passing (a program loop
+    /// whose steps all take zero time, e.g. yields that cost nothing), so the
+    /// run would never end.
     Livelock,
 }
 
@@ -123,9 +123,9 @@ pub enum StopReason {
 pub const MAX_SWITCH_NESTING: u32 = 256;
 
 /// Events and switch-ins in a row at the same simulated nanosecond after
-/// which a run is stopped as a livelock. Far above what a burst of real work makes at one
-/// instant (every thread of the largest workload forked at time 0 is a few
-/// events each, and a run may create at most 200,000 threads).
+/// which a run is stopped as a livelock. Far above what a burst of real work
+/// makes at one instant (every thread of the largest workload forked at time
+/// 0 is a few events each, and a run may create at most 200,000 threads).
 pub const LIVELOCK_EVENTS: u64 = 5_000_000;
 
 /// The simulator.

@@ -72,8 +72,9 @@ pub enum Step {
     SemPost { sem: SyncId },
     /// Wait on a semaphore: take a count or sleep until one is posted.
     SemWait { sem: SyncId },
-    /// sched_yield(): the caller's deadline moves one slice on and the CPU
-    /// reschedules; then the call's own `syscall_ns` of CPU work (on a
+    /// sched_yield(): the caller gives up the rest of its request (the
+    /// engine's yield_task_fair()) and the CPU reschedules; then the call's
+    /// own `syscall_ns` of CPU work (on a
     /// capacity-1024 CPU, like `Compute`: kernel entry and exit and the
     /// pass through schedule()) runs before the next step, whether or not
     /// another task ran in between. Linux always pays for the call, so a
