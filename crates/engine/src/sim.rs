@@ -833,10 +833,7 @@ impl Sim {
             self.wakeup_preempt(cpu, t, waker_cpu);
             return;
         }
-        if let Some(w) = waker {
-            self.record_wakee(w, t);
-        }
-        let cpu = self.select_task_rq_fair(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
+        let cpu = self.select_task_rq(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
         if cpu == waker_cpu {
             self.counters.wakeups_local += 1;
             self.tasks[t as usize].stats.wakeups_local += 1;
@@ -904,6 +901,31 @@ impl Sim {
         }
     }
 
+    /// Where a waking or new task goes (mirrors select_task_rq()): a task
+    /// allowed on one CPU goes there without the class's placement (no
+    /// wakee bookkeeping, no idle search); any other goes through
+    /// select_task_rq_fair(), which first records the wakee of a wakeup
+    /// (record_wakee()).
+    fn select_task_rq(
+        &mut self,
+        t: TaskId,
+        prev: CpuId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        wake_flags: u32,
+    ) -> CpuId {
+        let affinity = self.tasks[t as usize].affinity;
+        if affinity.weight() == 1 {
+            return affinity.first().unwrap_or(prev);
+        }
+        if wake_flags & WF_TTWU != 0 {
+            if let Some(w) = waker {
+                self.record_wakee(w, t);
+            }
+        }
+        self.select_task_rq_fair(t, prev, this_cpu, waker, wake_flags)
+    }
+
     // ----- fork and exit ------------------------------------------------------
 
     /// Creates a thread from template `tpl` and wakes it (mirrors
@@ -929,7 +951,7 @@ impl Sim {
         self.cache_thread_join(tgid);
         self.live += 1;
         self.counters.forks += 1;
-        let cpu = self.select_task_rq_fair(id, parent_cpu, parent_cpu, parent, WF_FORK);
+        let cpu = self.select_task_rq(id, parent_cpu, parent_cpu, parent, WF_FORK);
         self.tasks[id as usize].cpu = cpu;
         self.update_rq_clock(cpu);
         self.init_entity_util(cpu, id);

@@ -713,3 +713,57 @@ fn a_short_custom_slice_preempts_with_preempt_short() {
         }
     }
 }
+
+// ----- select_task_rq() and the fork path's group statistics ---------------
+
+#[test]
+fn wakeup_group_stats_count_delayed_tasks_as_running() {
+    // update_sg_wakeup_stats(): sum_nr_running is rq->nr_running, which
+    // keeps a delayed-dequeue task until it really leaves; sum_h_nr_running
+    // is h_nr_runnable, which does not; a CPU holding one is not idle.
+    let mut s = bare("kunpeng920");
+    let ids: Vec<TaskId> = (0..2).map(|_| add_task(&mut s, 0)).collect();
+    for &t in &ids {
+        s.enqueue_task(0, t, EnqueueKind::New);
+    }
+    s.set_next_entity(0, ids[0]);
+    s.rqs[0].curr = Some(ids[0]);
+    s.now = 1_000_000;
+    s.update_curr(0);
+    s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
+    assert!(!s.dequeue_task(0, ids[0], true));
+    s.rqs[0].curr = None;
+    assert!(s.tasks[ids[0] as usize].se.sched_delayed);
+    let new = add_task(&mut s, 1);
+    let span = CpuMask::from_cpus([0, 1]);
+    let st = s.sg_wakeup_stats(&span, 2048, SdFlags::empty(), 0, 117, new);
+    assert_eq!(st.sum_nr_running, 2, "the delayed task counts");
+    assert_eq!(st.sum_h_nr_running, 1, "but is not runnable");
+    assert_eq!(st.idle_cpus, 1, "cpu1 only");
+}
+
+#[test]
+fn a_task_allowed_on_one_cpu_skips_the_placement_path() {
+    // select_task_rq(): with nr_cpus_allowed == 1 the class's
+    // select_task_rq() is not called, so nothing records the wakee (the
+    // waker's wakee_flips stay) and no idle search runs.
+    let mut s = bare("kunpeng920");
+    let waker = add_task(&mut s, 2);
+    let pinned = add_task(&mut s, 5);
+    s.tasks[pinned as usize].affinity = CpuMask::from_cpus([5]);
+    s.tasks[waker as usize].state = crate::task::TaskState::Running;
+    s.enqueue_task(2, waker, EnqueueKind::New);
+    s.set_next_entity(2, waker);
+    s.rqs[2].curr = Some(waker);
+    s.tasks[pinned as usize].state = crate::task::TaskState::Blocked;
+    s.try_to_wake_up(pinned, 2, Some(waker), 0);
+    assert_eq!(s.tasks[pinned as usize].cpu, 5);
+    assert_eq!(s.tasks[waker as usize].wakee_flips, 0);
+    assert_eq!(s.counters.sis_target + s.counters.sis_prev, 0);
+    // A task allowed on two CPUs goes through select_task_rq_fair().
+    let free = add_task(&mut s, 6);
+    s.tasks[free as usize].affinity = CpuMask::from_cpus([6, 7]);
+    s.tasks[free as usize].state = crate::task::TaskState::Blocked;
+    s.try_to_wake_up(free, 2, Some(waker), 0);
+    assert_eq!(s.tasks[waker as usize].wakee_flips, 1);
+}

@@ -556,7 +556,7 @@ impl Sim {
 
     /// Group statistics as the wakeup path sees them, without `t`'s own
     /// contribution (mirrors update_sg_wakeup_stats()).
-    fn sg_wakeup_stats(
+    pub(crate) fn sg_wakeup_stats(
         &self,
         span: &CpuMask,
         capacity: u64,
@@ -581,12 +581,13 @@ impl Sim {
             s.group_load += self.cpu_load_without(c, t);
             s.group_util += self.cpu_util_without(c, t);
             s.group_runnable += self.cpu_runnable_without(c, t);
-            let mut nr = self.rqs[c as usize].cfs.nr_runnable();
+            // h_nr_runnable and nr_running (which counts delayed-dequeue
+            // tasks) without the task itself.
             let tk = &self.tasks[t as usize];
-            if tk.cpu == c && tk.se.on_rq {
-                nr = nr.saturating_sub(1);
-            }
-            s.sum_h_nr_running += nr;
+            let local = u32::from(tk.cpu == c && tk.se.on_rq);
+            let rq = &self.rqs[c as usize];
+            s.sum_h_nr_running += rq.cfs.nr_runnable().saturating_sub(local);
+            let nr = rq.nr_running().saturating_sub(local);
             s.sum_nr_running += nr;
             if nr == 0 && self.is_idle_cpu(c) {
                 s.idle_cpus += 1;
