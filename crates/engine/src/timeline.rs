@@ -592,7 +592,10 @@ mod tests {
             self.in_order().into_iter().map(|e| e.1).collect()
         }
         fn pick(&self, limit: u64) -> Option<u32> {
-            self.in_order().into_iter().find(|e| e.2 <= limit).map(|e| e.1)
+            self.in_order()
+                .into_iter()
+                .find(|e| e.2 <= limit)
+                .map(|e| e.1)
         }
     }
 
