@@ -16,7 +16,7 @@
 //!
 //! Environment: `SCHEDLAB_FUZZ_CASES=N` runs N cases per generator instead
 //! of CI's 128, from `SCHEDLAB_FUZZ_FIRST`; `SCHEDLAB_FUZZ_PRINT=1` prints each
-//! case's program, `SCHEDLAB_FUZZ_STATS=1` each step case's outcome. A bug
+//! case's program, `SCHEDLAB_FUZZ_STATS=1` each case's outcome. A bug
 //! hunt: `SCHEDLAB_FUZZ_CASES=5000 cargo test --release -p schedlab-exp fuzz`.
 
 use crate::configs;
@@ -310,47 +310,60 @@ impl Case {
     }
 }
 
-/// Runs `cases` cases from `first`; a failure names the case, its machine,
-/// configuration, seed and document.
-fn fuzz(first: u64, cases: u64) {
-    for n in first..first + cases {
-        let case = Case::new(n);
-        if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
-            eprintln!("{}", case.describe(n));
-        }
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            let out = run_and_repeat(n, |trace| case.run(trace));
-            if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
-                eprintln!(
-                    "-> {:?} at {} ms, {} events",
-                    out.stop,
-                    out.now_ns / 1_000_000,
-                    out.events
-                );
-            }
-        }));
-        if let Err(e) = r {
+/// The case numbers a fuzz test runs: `SCHEDLAB_FUZZ_CASES` (default 128)
+/// from `SCHEDLAB_FUZZ_FIRST` (default 0).
+fn case_numbers() -> std::ops::Range<u64> {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let first = env("SCHEDLAB_FUZZ_FIRST", 0);
+    first..first + env("SCHEDLAB_FUZZ_CASES", 128)
+}
+
+/// Runs `f`; if it panics, panics again with the case's description
+/// (`what()`) after the message.
+fn described<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(e) => {
             let msg = e
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            panic!("{msg}\n{}", case.describe(n));
+            panic!("{msg}\n{}", what());
         }
+    }
+}
+
+/// Prints a case's outcome when `SCHEDLAB_FUZZ_STATS` is set.
+fn print_stats(out: &Outcome) {
+    if std::env::var_os("SCHEDLAB_FUZZ_STATS").is_some() {
+        eprintln!(
+            "-> {:?} at {} ms, {} events",
+            out.stop,
+            out.now_ns / 1_000_000,
+            out.events
+        );
     }
 }
 
 #[test]
 fn random_rt_app_programs_keep_every_invariant_on_every_machine_and_config() {
-    let cases = std::env::var("SCHEDLAB_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(128);
-    let first = std::env::var("SCHEDLAB_FUZZ_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    fuzz(first, cases);
+    for n in case_numbers() {
+        let case = Case::new(n);
+        if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
+            eprintln!("{}", case.describe(n));
+        }
+        let out = described(
+            || case.describe(n),
+            || run_and_repeat(n, |trace| case.run(trace)),
+        );
+        print_stats(&out);
+    }
 }
 
 #[test]
@@ -694,44 +707,20 @@ fn run_step_case(n: u64) -> Outcome {
     if std::env::var_os("SCHEDLAB_FUZZ_PRINT").is_some() {
         eprintln!("{what}\n{spec:#?}");
     }
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        run_and_repeat(n, |trace| {
-            simulate(m.clone(), config, spec.clone(), seed, trace)
-        })
-    }));
-    match r {
-        Ok(out) => out,
-        Err(e) => {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!("{msg}\n{what} (SCHEDLAB_FUZZ_PRINT=1 prints its program)");
-        }
-    }
+    described(
+        || format!("{what} (SCHEDLAB_FUZZ_PRINT=1 prints its program)"),
+        || {
+            run_and_repeat(n, |trace| {
+                simulate(m.clone(), config, spec.clone(), seed, trace)
+            })
+        },
+    )
 }
 
 #[test]
 fn random_step_programs_keep_every_invariant_on_every_machine_and_config() {
-    let cases: u64 = std::env::var("SCHEDLAB_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(128);
-    let first: u64 = std::env::var("SCHEDLAB_FUZZ_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    for n in first..first + cases {
-        let out = run_step_case(n);
-        if std::env::var_os("SCHEDLAB_FUZZ_STATS").is_some() {
-            eprintln!(
-                "-> {:?} {} ms {} events",
-                out.stop,
-                out.now_ns / 1_000_000,
-                out.events
-            );
-        }
+    for n in case_numbers() {
+        print_stats(&run_step_case(n));
     }
 }
 
@@ -849,35 +838,19 @@ fn run_machine_case(n: u64) -> Outcome {
         "machine case {n}: config {config}, seed {seed}, {} workload, machine file:\n{toml}",
         if steps { "step" } else { "rt-app" }
     );
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        run_and_repeat(n, |trace| {
-            simulate(m.clone(), config, spec.clone(), seed, trace)
-        })
-    }));
-    match r {
-        Ok(out) => out,
-        Err(e) => {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!("{msg}\n{what}{doc}");
-        }
-    }
+    described(
+        || format!("{what}{doc}"),
+        || {
+            run_and_repeat(n, |trace| {
+                simulate(m.clone(), config, spec.clone(), seed, trace)
+            })
+        },
+    )
 }
 
 #[test]
 fn random_machines_keep_every_invariant_under_every_config() {
-    let cases: u64 = std::env::var("SCHEDLAB_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(128);
-    let first: u64 = std::env::var("SCHEDLAB_FUZZ_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    for n in first..first + cases {
-        run_machine_case(n);
+    for n in case_numbers() {
+        print_stats(&run_machine_case(n));
     }
 }

@@ -407,8 +407,9 @@ fn eevdf_pick_order_and_lag_after_sleep() {
     assert_eq!(s.pick_eevdf(0, true), Some(ids[1]));
 }
 
-#[test]
-fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
+/// Two new tasks on cpu0 of kunpeng920; the first runs 1 ms (v = 1 ms > V =
+/// 0.5 ms) and blocks, so its dequeue is delayed. Returns both.
+fn first_of_two_delayed() -> (Sim, Vec<TaskId>) {
     let mut s = bare("kunpeng920");
     let ids: Vec<TaskId> = (0..2).map(|_| add_task(&mut s, 0)).collect();
     for &t in &ids {
@@ -418,11 +419,17 @@ fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
     s.rqs[0].curr = Some(ids[0]);
     s.now = 1_000_000;
     s.update_curr(0);
-    // A (v = 1 ms > V = 0.5 ms) blocks: delayed, lag −0.5 ms saved.
     s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
     assert!(!s.dequeue_task(0, ids[0], true));
     s.rqs[0].curr = None;
     assert!(s.tasks[ids[0] as usize].se.sched_delayed);
+    (s, ids)
+}
+
+#[test]
+fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
+    // A (v = 1 ms > V = 0.5 ms) blocks: delayed, lag −0.5 ms saved.
+    let (mut s, ids) = first_of_two_delayed();
     assert_eq!(s.tasks[ids[0] as usize].se.vlag, -500_000);
     // B runs 3 ms; A becomes eligible and the pick finishes its dequeue with
     // lag min(V − v, 0) = 0 (DELAY_ZERO), not the positive V − v.
@@ -721,19 +728,7 @@ fn wakeup_group_stats_count_delayed_tasks_as_running() {
     // update_sg_wakeup_stats(): sum_nr_running is rq->nr_running, which
     // keeps a delayed-dequeue task until it really leaves; sum_h_nr_running
     // is h_nr_runnable, which does not; a CPU holding one is not idle.
-    let mut s = bare("kunpeng920");
-    let ids: Vec<TaskId> = (0..2).map(|_| add_task(&mut s, 0)).collect();
-    for &t in &ids {
-        s.enqueue_task(0, t, EnqueueKind::New);
-    }
-    s.set_next_entity(0, ids[0]);
-    s.rqs[0].curr = Some(ids[0]);
-    s.now = 1_000_000;
-    s.update_curr(0);
-    s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
-    assert!(!s.dequeue_task(0, ids[0], true));
-    s.rqs[0].curr = None;
-    assert!(s.tasks[ids[0] as usize].se.sched_delayed);
+    let (mut s, _) = first_of_two_delayed();
     let new = add_task(&mut s, 1);
     let span = CpuMask::from_cpus([0, 1]);
     let st = s.sg_wakeup_stats(&span, 2048, SdFlags::empty(), 0, 117, new);
