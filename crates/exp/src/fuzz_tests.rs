@@ -854,3 +854,23 @@ fn random_machines_keep_every_invariant_under_every_config() {
         print_stats(&run_machine_case(n));
     }
 }
+
+/// A machine-file case fuzzing found: three NUMA nodes with unequal
+/// distances (overlapping groups), a thread pinned to cpu0 and SCHED_CACHE.
+/// An LBF_DST_PINNED retry named the source CPU as the new destination and
+/// the balancer "migrated" the task from cpu0 to cpu0 (a sched_migrate_task
+/// with orig_cpu = dest_cpu in the trace, a migration counted).
+#[test]
+fn a_balancer_move_to_the_source_cpu_is_no_migration() {
+    let m = schedlab_topo::load_machine_str(
+        include_str!("fuzz_regressions/numa_overlap_dst_pinned.toml"),
+        "numa_overlap_dst_pinned.toml",
+    )
+    .expect("machine");
+    let doc = include_str!("fuzz_regressions/numa_overlap_dst_pinned.json");
+    let w = Builtin::from_rtapp(doc, m.nr_cpus()).expect("rt-app file");
+    let mut spec = w.build(None, None);
+    spec.max_time_ns = 30_000_000;
+    // simulate() replays the trace: no migration to the same CPU.
+    simulate(m, "cache-aware", spec, 1_339_481_912, true);
+}
