@@ -873,10 +873,20 @@ impl Sim {
         }
     }
 
-    /// Moves a sleeping task's PELT contribution and CPU (set_task_cpu() with
-    /// migrate_task_rq_fair()).
+    /// Moves a sleeping task's PELT contribution and CPU.
     pub(crate) fn migrate_blocked(&mut self, t: TaskId, from: CpuId, to: CpuId) {
         self.update_rq_clock(from);
+        self.set_task_cpu(t, from, to);
+    }
+
+    /// Moves a task that is on no runqueue from `from` to `to` (mirrors
+    /// set_task_cpu() with migrate_task_rq_fair()): its load leaves `from`
+    /// and joins `to`, and the migration is counted and traced. The same CPU
+    /// is no migration and changes nothing.
+    pub(crate) fn set_task_cpu(&mut self, t: TaskId, from: CpuId, to: CpuId) {
+        if from == to {
+            return;
+        }
         self.detach_entity_load(from, t);
         self.trace_migrate(t, from, to);
         self.tasks[t as usize].cpu = to;

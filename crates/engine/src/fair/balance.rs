@@ -1437,20 +1437,11 @@ impl Sim {
     /// and attach_task()). `src` and `dst` may be the same CPU: with
     /// overlapping NUMA groups, an LBF_DST_PINNED retry can name the source
     /// CPU itself as the new destination; set_task_cpu() to the same CPU is
-    /// no migration (no count, no sched_migrate_task, no load moved), so the
-    /// task is only dequeued and enqueued again.
+    /// no migration, so the task is only dequeued and enqueued again.
     pub(crate) fn move_queued_task(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
         let delayed = self.tasks[t as usize].se.sched_delayed;
         self.dequeue_task(src, t, false);
-        if src != dst {
-            self.detach_entity_load(src, t);
-            self.trace_migrate(t, src, dst);
-            self.tasks[t as usize].cpu = dst;
-            self.tasks[t as usize].stats.migrations += 1;
-            self.counters.migrations += 1;
-            self.note_migration(src, dst);
-            self.attach_entity_load(dst, t);
-        }
+        self.set_task_cpu(t, src, dst);
         if delayed {
             // A delayed task that was moved for load stays asleep.
             self.tasks[t as usize].state = TaskState::Blocked;
