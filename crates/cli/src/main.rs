@@ -483,7 +483,7 @@ fn topo(
         emit(&schedlab_topo::machine_to_toml(&m));
         return Ok(());
     }
-    let cfg = configs::resolve(&config).map_err(input)?;
+    let cfg = configs::resolve(&config, m.arch).map_err(input)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
     if json {
         let v = schedlab_topo::topo_json(&m, &d);
@@ -749,7 +749,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         return Err(input(format!("--reps {}: must be 1 to 1000", a.reps)));
     }
     for c in &a.configs {
-        let cfg = configs::resolve(c).map_err(input)?;
+        let cfg = configs::resolve(c, m.arch).map_err(input)?;
         schedlab_topo::build_domains(&m, &cfg.domains)
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
@@ -833,7 +833,7 @@ fn run(
     trace: Option<TraceOut>,
 ) -> Result<(), Failure> {
     let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
-    let mut cfg = configs::resolve(&config).map_err(input)?;
+    let mut cfg = configs::resolve(&config, m.arch).map_err(input)?;
     for f in &features {
         cfg.features.apply(f).map_err(input)?;
     }

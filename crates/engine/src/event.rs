@@ -17,6 +17,9 @@ pub enum EventKind {
     /// The periodic scheduler tick of a busy CPU (`sched_tick()`); `gen` drops
     /// ticks of a CPU that went idle (nohz) in between.
     Tick { cpu: CpuId, gen: u32 },
+    /// The HRTICK timer of a CPU expires (hrtick()); `gen` drops timers that
+    /// were re-armed or cancelled since.
+    HrTick { cpu: CpuId, gen: u32 },
     /// A CPU reschedules (`need_resched` honoured, or a reschedule IPI arrived).
     Resched { cpu: CpuId },
     /// The running task finished the work of its current step.

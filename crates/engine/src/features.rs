@@ -35,6 +35,7 @@ features! {
     DELAY_ZERO = "DELAY_ZERO", true, "a delayed task leaves with its lag clipped to at most zero";
     PLACE_REL_DEADLINE = "PLACE_REL_DEADLINE", true, "a migrating task keeps its deadline relative to its vruntime";
     WAKEUP_PREEMPTION = "WAKEUP_PREEMPTION", true, "a wakeup may preempt the current task";
+    HRTICK = "HRTICK", false, "with others queued, a high-resolution timer ends the current slice at its virtual deadline (hrtick_start_fair); on by default on x86 machines, off on arm64 and powerpc ones, as 7.3 builds have it (CONFIG_HRTIMER_REARM_DEFERRED)";
     CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "a task just picked as next buddy is cache hot";
     WA_IDLE = "WA_IDLE", true, "wake_affine prefers an idle waker or previous CPU";
     WA_WEIGHT = "WA_WEIGHT", true, "wake_affine compares the loads of waker and previous CPU";
@@ -88,6 +89,17 @@ impl Default for Features {
 }
 
 impl Features {
+    /// The table's defaults as a Linux 7.3 build for `arch` sets them: the
+    /// Kconfig-dependent entries follow the architecture. HRTICK is on where
+    /// CONFIG_HRTIMER_REARM_DEFERRED is (it needs GENERIC_ENTRY and
+    /// HAVE_GENERIC_TIF_BITS, which 7.3 selects on x86 only; arm64 lacks
+    /// generic entry, powerpc the generic TIF bits).
+    pub fn for_arch(arch: schedlab_topo::Arch) -> Features {
+        let mut f = Features::default();
+        f.on[Feat::HRTICK as usize] = arch == schedlab_topo::Arch::X86;
+        f
+    }
+
     pub fn enabled(&self, f: Feat) -> bool {
         self.on[f as usize]
     }
@@ -149,5 +161,20 @@ mod tests {
         assert!(f.apply("NOPE=on").unwrap_err().contains("valid"));
         assert!(f.apply("SIS_UTIL=maybe").is_err());
         assert_eq!(FEATURES.len(), f.list().len());
+    }
+
+    #[test]
+    fn hrtick_follows_the_architecture() {
+        use schedlab_topo::Arch;
+        assert!(!Features::default().enabled(Feat::HRTICK));
+        assert!(Features::for_arch(Arch::X86).enabled(Feat::HRTICK));
+        assert!(!Features::for_arch(Arch::Arm64).enabled(Feat::HRTICK));
+        assert!(!Features::for_arch(Arch::PowerPc).enabled(Feat::HRTICK));
+        // Everything else is the table's default.
+        let (x, d) = (
+            Features::for_arch(Arch::X86).list(),
+            Features::default().list(),
+        );
+        assert_eq!(x.iter().zip(&d).filter(|(a, b)| a != b).count(), 1);
     }
 }

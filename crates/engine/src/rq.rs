@@ -65,6 +65,11 @@ pub struct Rq {
     pub ttwu_pending: u32,
     pub tick_gen: u32,
     pub tick_running: bool,
+    /// The HRTICK timer's expiry while it is queued (`rq->hrtick_timer`),
+    /// `None` when it is not; `hrtick_gen` drops the events of timers that
+    /// were re-armed or cancelled.
+    pub hrtick_expires_ns: Option<u64>,
+    pub hrtick_gen: u32,
     /// Average idle period (`rq->avg_idle`), ns.
     pub avg_idle: u64,
     /// Highest recent newidle balance cost (`rq->max_idle_balance_cost`), ns;

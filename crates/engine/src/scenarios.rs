@@ -696,3 +696,124 @@ fn progress_callbacks_observe_without_changing_the_run() {
     assert!(calls.iter().all(|&(_, e)| e % 1024 == 0));
     assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0));
 }
+
+// ----- HRTICK and re-picking prev ----------------------------------------------
+
+/// `n` CPU hogs pinned to CPU 3 of genoa (x86, HZ=250), no noise, HRTICK on
+/// or off, for 60 ms, traced.
+fn hogs_on_cpu3(n: usize, hrtick: bool) -> Sim {
+    let cpu = 3;
+    let spec = cpu_hogs(n, u64::MAX / 4, Some(CpuMask::from_cpus([cpu])), 60_000_000);
+    let m = preset("genoa").expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let mut f = crate::features::Features::default();
+    f.set("HRTICK", hrtick).expect("feature");
+    let mut s = Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed: 1,
+            features: f,
+            noise: false,
+            checked: true,
+            ..SimConfig::default()
+        },
+    );
+    s.enable_trace(usize::MAX);
+    s
+}
+
+fn switch_gaps_ns(s: &Sim) -> Vec<u64> {
+    let times: Vec<u64> = s
+        .trace
+        .as_ref()
+        .expect("trace")
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.kind,
+                crate::trace::TraceKind::Switch {
+                    prev: Some(_),
+                    next: Some(_),
+                    ..
+                }
+            )
+        })
+        .map(|r| r.ts_ns)
+        .collect();
+    times.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[test]
+fn hrtick_ends_each_slice_at_its_deadline_and_the_tick_does_without_it() {
+    let slice = crate::fair::base_slice_ns(256);
+    assert_eq!(slice, 2_800_000);
+    let mut on = hogs_on_cpu3(2, true);
+    assert_eq!(on.run(), StopReason::TimeLimit);
+    let gaps = switch_gaps_ns(&on);
+    // The first slices of new tasks are half a request
+    // (PLACE_DEADLINE_INITIAL); after that every slice is one request.
+    assert!(gaps.len() >= 18, "{gaps:?}");
+    assert!(gaps[2..].iter().all(|&g| g == slice), "{gaps:?}");
+    // Without HRTICK a slice ends at the first tick past its deadline: every
+    // switch is on the 4 ms tick grid, one tick per 2.8 ms request.
+    let mut off = hogs_on_cpu3(2, false);
+    assert_eq!(off.run(), StopReason::TimeLimit);
+    let gaps = switch_gaps_ns(&off);
+    assert!(gaps.len() >= 12, "{gaps:?}");
+    assert!(gaps[2..].iter().all(|&g| g == 4_000_000), "{gaps:?}");
+    assert!(on.counters.context_switches > off.counters.context_switches);
+}
+
+#[test]
+fn a_lone_task_arms_no_hrtick_and_a_second_one_does() {
+    let mut s = hogs_on_cpu3(2, true);
+    // The hogs are forked at 0: stop at once with both queued.
+    s.run_until(5_000_000);
+    assert!(s.rqs[3].hrtick_expires_ns.is_some_and(|t| t > s.now));
+    let mut lone = hogs_on_cpu3(1, true);
+    lone.run_until(30_000_000);
+    assert_eq!(lone.rqs[3].hrtick_expires_ns, None);
+}
+
+#[test]
+fn re_picking_prev_leaves_it_running_as_it_was() {
+    // Mid-slice, schedule() on a CPU whose running hog is still protected:
+    // the pick is prev again and, as put_prev_set_next_task() returns early
+    // for it, nothing is set up anew. A protection shrunk by a wakeup that
+    // did not preempt (update_protect_slice()) stays shrunk.
+    let mut s = hogs_on_cpu3(2, true);
+    let cpu = 3;
+    // The first observation point where the running hog is eligible and a
+    // protection 0.1 ms past its vruntime is shorter than its request.
+    let mut t_ns = 10_000_000;
+    let c = loop {
+        s.run_until(t_ns);
+        let c = s.rqs[cpu as usize].curr.expect("a hog runs");
+        let se = s.tasks[c as usize].se;
+        if s.vruntime_eligible(cpu, se.vruntime) && se.vruntime + 100_000 < se.deadline {
+            break c;
+        }
+        t_ns += 100_000;
+    };
+    let switches = s.counters.context_switches;
+    let before = s.tasks[c as usize].clone();
+    let vprot = before.se.vruntime + 100_000;
+    s.tasks[c as usize].se.vprot = vprot;
+    s.schedule(cpu);
+    let after = &s.tasks[c as usize];
+    assert_eq!(s.rqs[cpu as usize].curr, Some(c));
+    assert_eq!(after.se.vprot, vprot);
+    assert_eq!(
+        after.gen, before.gen,
+        "the step was not parked and restarted"
+    );
+    assert_eq!(
+        after.se.prev_sum_exec_runtime,
+        before.se.prev_sum_exec_runtime
+    );
+    assert_eq!(s.counters.context_switches, switches);
+    assert_eq!(s.run(), StopReason::TimeLimit);
+}

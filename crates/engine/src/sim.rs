@@ -128,6 +128,14 @@ pub const MAX_SWITCH_NESTING: u32 = 256;
 /// 0 is a few events each, and a run may create at most 200,000 threads).
 pub const LIVELOCK_EVENTS: u64 = 5_000_000;
 
+/// The shortest HRTICK delay (hrtick_start(): shorter slices are not worth
+/// a timer and could flood the CPU with interrupts), ns.
+pub const HRTICK_MIN_NS: u64 = 10_000;
+
+/// A queued HRTICK timer is re-armed only when its expiry moves by more than
+/// this (hrtick_needs_rearm()), ns.
+pub const HRTICK_REARM_SLACK_NS: u64 = 5_000;
+
 /// The simulator.
 pub struct Sim {
     pub machine: Machine,
@@ -471,6 +479,11 @@ impl Sim {
                     self.tick(cpu);
                 }
             }
+            EventKind::HrTick { cpu, gen } => {
+                if self.rqs[cpu as usize].hrtick_gen == gen {
+                    self.hrtick(cpu);
+                }
+            }
             EventKind::Resched { cpu } => {
                 let rq = &mut self.rqs[cpu as usize];
                 rq.resched_pending = false;
@@ -710,6 +723,50 @@ impl Sim {
         }
     }
 
+    // ----- HRTICK ------------------------------------------------------------
+
+    /// The HRTICK timer fired (mirrors hrtick() → task_tick_fair() with
+    /// `queued` set): charge the running task and reschedule, without the
+    /// periodic tick's other work.
+    fn hrtick(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.hrtick_expires_ns = None;
+        let Some(t) = rq.curr else {
+            return;
+        };
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+        self.update_load_avg(cpu, t);
+        self.resched_cpu(cpu, cpu);
+    }
+
+    /// Arms the HRTICK timer `delay_ns` from now, at least 10 µs (mirrors
+    /// hrtick_start()); a queued timer whose expiry would move by 5 µs or
+    /// less is left alone (hrtick_needs_rearm()).
+    pub(crate) fn hrtick_start(&mut self, cpu: CpuId, delay_ns: u64) {
+        let expires = self.now + delay_ns.max(HRTICK_MIN_NS);
+        let rq = &mut self.rqs[cpu as usize];
+        if rq
+            .hrtick_expires_ns
+            .is_some_and(|old| old.abs_diff(expires) <= HRTICK_REARM_SLACK_NS)
+        {
+            return;
+        }
+        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
+        rq.hrtick_expires_ns = Some(expires);
+        let gen = rq.hrtick_gen;
+        self.q.push(expires, EventKind::HrTick { cpu, gen });
+    }
+
+    /// Cancels a queued HRTICK timer (hrtick_schedule_exit() when the CPU
+    /// goes idle).
+    fn hrtick_cancel(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.hrtick_expires_ns.take().is_some() {
+            rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
+        }
+    }
+
     /// Marks `cpu` for rescheduling; the Resched event comes after an IPI when
     /// the request comes from another CPU (mirrors resched_curr()).
     pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
@@ -735,12 +792,25 @@ impl Sim {
     /// The main scheduler function (mirrors __schedule()): put the previous
     /// task back, pick the next one (balancing newly-idle if there is none),
     /// switch.
+    ///
+    /// A preempted prev is still the runqueue's current entity during the
+    /// pick, as in pick_next_task_fair(); when the pick is prev again, the
+    /// kernel's put_prev_set_next_task() does nothing, so prev just goes on
+    /// running: its protected slice, its `exec_start` and its hardware
+    /// state stay as they were.
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
+        self.rqs[cpu as usize].need_resched = false;
         let prev = self.rqs[cpu as usize].curr;
+        let mut picked = None;
         if let Some(p) = prev {
             self.update_curr(cpu);
             if self.tasks[p as usize].state == TaskState::Running {
+                let next = self.pick_next_entity(cpu);
+                if next == Some(p) {
+                    return;
+                }
+                picked = next;
                 // Preempted: back into the queue.
                 if self.tasks[p as usize].locks_held > 0 {
                     self.counters.lock_holder_preemptions += 1;
@@ -753,12 +823,15 @@ impl Sim {
             }
             self.rqs[cpu as usize].curr = None;
         }
-        self.rqs[cpu as usize].need_resched = false;
-        self.pick_and_switch(cpu, prev);
+        match picked {
+            Some(n) => self.switch_to(cpu, prev, n),
+            None => self.pick_and_switch(cpu, prev),
+        }
     }
 
     /// Picks the next task of `cpu` (balancing newly-idle if there is none) and
-    /// switches to it or to idle; `prev` is the task that ran before.
+    /// switches to it or to idle; `prev` is the task that ran before (not
+    /// runnable any more).
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         let mut next = self.pick_next_entity(cpu);
         if next.is_none() && self.hmp_idle_pull(cpu) {
@@ -769,34 +842,43 @@ impl Sim {
             next = self.pick_next_entity(cpu);
         }
         match next {
-            Some(n) => {
-                self.set_next_entity(cpu, n);
-                self.rqs[cpu as usize].curr = Some(n);
-                if prev.is_none() {
-                    self.idle_exit(cpu);
-                }
-                // pick_next_task_fair() refreshes the misfit status.
-                self.update_misfit_status(cpu, Some(n));
-                let t = &mut self.tasks[n as usize];
-                t.state = TaskState::Running;
-                t.stats.wait_time_ns += self.now - t.stats.wait_start_ns;
-                if prev != Some(n) {
-                    t.stats.nr_switches += 1;
-                    self.counters.context_switches += 1;
-                }
-                // Before the task resumes: it may block at once (a nested
-                // schedule()), which must follow this switch in the trace.
-                self.trace_switch(cpu);
-                self.start_running(n);
-            }
+            Some(n) => self.switch_to(cpu, prev, n),
             None => {
                 self.trace_switch(cpu);
                 self.update_misfit_status(cpu, None);
+                self.hrtick_cancel(cpu);
                 if prev.is_some() {
                     self.idle_enter(cpu);
                 }
             }
         }
+    }
+
+    /// Makes the picked `next` run on `cpu` after `prev` (set_next_task_fair(),
+    /// then the context switch).
+    fn switch_to(&mut self, cpu: CpuId, prev: Option<TaskId>, n: TaskId) {
+        self.set_next_entity(cpu, n);
+        self.rqs[cpu as usize].curr = Some(n);
+        if prev.is_none() {
+            self.idle_exit(cpu);
+        }
+        // set_next_task_fair(): the HRTICK timer for the new slice, then the
+        // misfit status.
+        if self.feat(Feat::HRTICK) {
+            self.hrtick_start_fair(cpu, n, false);
+        }
+        self.update_misfit_status(cpu, Some(n));
+        let t = &mut self.tasks[n as usize];
+        t.state = TaskState::Running;
+        t.stats.wait_time_ns += self.now - t.stats.wait_start_ns;
+        if prev != Some(n) {
+            t.stats.nr_switches += 1;
+            self.counters.context_switches += 1;
+        }
+        // Before the task resumes: it may block at once (a nested
+        // schedule()), which must follow this switch in the trace.
+        self.trace_switch(cpu);
+        self.start_running(n);
     }
 
     // ----- wakeups ----------------------------------------------------------

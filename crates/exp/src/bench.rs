@@ -2,7 +2,7 @@
 //!
 //! Wall-clock time is measured here, around the engine, never inside it.
 
-use crate::configs::{self, RunConfig};
+use crate::configs;
 use crate::experiments;
 use schedlab_engine::{Sim, SimConfig};
 use schedlab_topo::{build_domains, resolve_machine};
@@ -33,11 +33,12 @@ impl BenchRow {
 fn time_run(
     name: String,
     machine: &str,
-    cfg: &RunConfig,
+    config: &str,
     spec: WorkloadSpec,
 ) -> Result<BenchRow, String> {
     let t0 = Instant::now();
     let m = resolve_machine(machine).map_err(|e| e.to_string())?;
+    let cfg = configs::resolve(config, m.arch)?;
     let d = build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     let mut sim = Sim::new(
         m,
@@ -100,14 +101,13 @@ pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
     let def = experiments::get("kunpeng920-stream", quick)?;
     for p in &def.points {
         for c in &def.configs {
-            let cfg = configs::resolve(c)?;
             rows.push(time_run(
                 format!(
                     "stream {} {c}",
                     schedlab_report::table::params_text(&p.params)
                 ),
                 &def.machine,
-                &cfg,
+                c,
                 p.workload.build(p.affinity, p.mem_node),
             )?);
         }
@@ -127,12 +127,7 @@ pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
             "vanilla" => format!("hogs {n} on {machine}"),
             c => format!("hogs {n} on {machine} {c}"),
         };
-        rows.push(time_run(
-            name,
-            machine,
-            &configs::resolve(config)?,
-            hogs(n, secs),
-        )?);
+        rows.push(time_run(name, machine, config, hogs(n, secs))?);
     }
     Ok(rows)
 }

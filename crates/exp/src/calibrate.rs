@@ -83,7 +83,7 @@ fn spec_of(
 
 fn sim_for(machine: &str, spec: WorkloadSpec) -> Result<Sim, String> {
     let m = schedlab_topo::resolve_machine(machine).map_err(|e| e.to_string())?;
-    let cfg = configs::resolve("vanilla")?;
+    let cfg = configs::resolve("vanilla", m.arch)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     Ok(Sim::new(
         m,

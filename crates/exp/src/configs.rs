@@ -5,9 +5,9 @@
 //! Names are stable.
 
 use schedlab_engine::Features;
-use schedlab_topo::DomainConfig;
+use schedlab_topo::{Arch, DomainConfig};
 
-/// A resolved configuration.
+/// A resolved configuration, for one machine's architecture.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub name: String,
@@ -72,11 +72,12 @@ pub const CONFIGS: &[(&str, &str)] = &[
 /// Resolves a configuration: a name from [`CONFIGS`], optionally followed by
 /// feature switches, `NAME+FEATURE=on|off[+FEATURE=on|off...]` (e.g.
 /// `cluster+CLUSTER_SCAN=off`: a policy variant of a named kernel). Errors
-/// list the valid names or name the bad switch.
-pub fn resolve(spec: &str) -> Result<RunConfig, String> {
+/// list the valid names or name the bad switch. Features start from what a
+/// 7.3 build for `arch` enables ([`Features::for_arch`]: HRTICK on x86).
+pub fn resolve(spec: &str, arch: Arch) -> Result<RunConfig, String> {
     let mut parts = spec.split('+');
     let name = parts.next().unwrap_or_default();
-    let mut cfg = resolve_named(name)?;
+    let mut cfg = resolve_named(name, arch)?;
     for switch in parts {
         cfg.features
             .apply(switch)
@@ -87,14 +88,14 @@ pub fn resolve(spec: &str) -> Result<RunConfig, String> {
 }
 
 /// Resolves a configuration name of [`CONFIGS`].
-fn resolve_named(name: &str) -> Result<RunConfig, String> {
+fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
     let domains = DomainConfig::named(name).ok_or_else(|| {
         format!(
             "unknown config '{name}' (valid: {})",
             CONFIGS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
         )
     })?;
-    let mut features = Features::default();
+    let mut features = Features::for_arch(arch);
     if name == "patchset" {
         // S2 (Srikar Dronamraju, Apr 2021): the idle-core identity, the
         // wake_affine rework (WA_IDLER_LLC is on by default in the series)
@@ -142,38 +143,59 @@ mod tests {
 
     #[test]
     fn variants_switch_features_on_top_of_a_named_config() {
-        let base = resolve("cluster").expect("cluster");
+        let base = resolve("cluster", Arch::Arm64).expect("cluster");
         assert!(base.features.enabled(Feat::CLUSTER_SCAN));
-        let v = resolve("cluster+CLUSTER_SCAN=off").expect("variant");
+        let v = resolve("cluster+CLUSTER_SCAN=off", Arch::Arm64).expect("variant");
         assert_eq!(v.name, "cluster+CLUSTER_SCAN=off");
         assert!(!v.features.enabled(Feat::CLUSTER_SCAN));
         assert_eq!(v.domains, base.domains);
-        let two = resolve("linaro-mp+HMP_LINARO=off+HMP_HPERF=on").expect("two switches");
+        let two =
+            resolve("linaro-mp+HMP_LINARO=off+HMP_HPERF=on", Arch::Arm64).expect("two switches");
         assert!(two.features.enabled(Feat::HMP_HPERF) && !two.features.enabled(Feat::HMP_LINARO));
     }
 
     #[test]
     fn the_s5_configs_simulate_the_vendor_kernels_hz() {
         for c in ["linaro-mp", "hperf-hmp", "hperf-hmp+HMP_HPERF=off"] {
-            assert_eq!(resolve(c).unwrap().hz, 200, "{c}");
+            assert_eq!(resolve(c, Arch::Arm64).unwrap().hz, 200, "{c}");
         }
         for c in ["vanilla", "cluster", "cache-aware", "patchset"] {
-            assert_eq!(resolve(c).unwrap().hz, 250, "{c}");
+            assert_eq!(resolve(c, Arch::Arm64).unwrap().hz, 250, "{c}");
         }
     }
 
     #[test]
+    fn hrtick_is_on_for_x86_builds_and_can_be_switched_off() {
+        assert!(resolve("vanilla", Arch::X86)
+            .unwrap()
+            .features
+            .enabled(Feat::HRTICK));
+        assert!(!resolve("vanilla", Arch::Arm64)
+            .unwrap()
+            .features
+            .enabled(Feat::HRTICK));
+        assert!(!resolve("patchset", Arch::PowerPc)
+            .unwrap()
+            .features
+            .enabled(Feat::HRTICK));
+        let off = resolve("cluster-naive+HRTICK=off", Arch::X86).unwrap();
+        assert!(!off.features.enabled(Feat::HRTICK));
+        let on = resolve("linaro-mp+HRTICK=on", Arch::Arm64).unwrap();
+        assert!(on.features.enabled(Feat::HRTICK));
+    }
+
+    #[test]
     fn bad_variants_name_the_problem() {
-        let e = resolve("nope+CLUSTER_SCAN=off").unwrap_err();
+        let e = resolve("nope+CLUSTER_SCAN=off", Arch::Arm64).unwrap_err();
         assert!(e.contains("unknown config 'nope'"), "{e}");
-        let e = resolve("cluster+NO_SUCH_FEATURE=on").unwrap_err();
+        let e = resolve("cluster+NO_SUCH_FEATURE=on", Arch::Arm64).unwrap_err();
         assert!(
             e.contains("cluster+NO_SUCH_FEATURE=on") && e.contains("NO_SUCH_FEATURE"),
             "{e}"
         );
-        let e = resolve("cluster+CLUSTER_SCAN").unwrap_err();
+        let e = resolve("cluster+CLUSTER_SCAN", Arch::Arm64).unwrap_err();
         assert!(e.contains("NAME=on|off"), "{e}");
-        let e = resolve("cluster+CLUSTER_SCAN=maybe").unwrap_err();
+        let e = resolve("cluster+CLUSTER_SCAN=maybe", Arch::Arm64).unwrap_err();
         assert!(e.contains("maybe"), "{e}");
     }
 }

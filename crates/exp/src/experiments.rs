@@ -780,7 +780,7 @@ pub fn run_point(
     checked: bool,
 ) -> Result<RunOutcome, String> {
     let m = schedlab_topo::resolve_machine(machine).map_err(|e| e.to_string())?;
-    let cfg = configs::resolve(config)?;
+    let cfg = configs::resolve(config, m.arch)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     let spec = point.workload.build(point.affinity, point.mem_node);
     let sim_cfg = SimConfig {
@@ -947,8 +947,9 @@ pub fn run_all(
             rows,
         );
         // The LLC side of placement wherever some config runs SCHED_CACHE.
+        // (Whether SCHED_CACHE is on does not depend on the architecture.)
         let llc_notes = d.configs.iter().any(|c| {
-            configs::resolve(c)
+            configs::resolve(c, schedlab_topo::Arch::default())
                 .is_ok_and(|rc| rc.features.enabled(schedlab_engine::Feat::SCHED_CACHE))
         });
         for (pi, p) in d.points.iter().enumerate() {

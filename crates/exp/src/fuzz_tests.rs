@@ -212,7 +212,7 @@ struct Outcome {
 /// its trace and replays it ([`check_trace`]). Fuzzed programs may livelock;
 /// they are stopped sooner than a user's run would be.
 fn simulate(m: Machine, config: &str, spec: WorkloadSpec, seed: u64, trace: bool) -> Outcome {
-    let cfg = configs::resolve(config).expect("config");
+    let cfg = configs::resolve(config, m.arch).expect("config");
     let d = schedlab_topo::build_domains(&m, &cfg.domains).expect("domains");
     let max_time_ns = spec.max_time_ns;
     let mut sim = Sim::new(

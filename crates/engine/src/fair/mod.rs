@@ -498,6 +498,43 @@ impl Sim {
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
         self.account_llc_enqueue(cpu, t);
+        if self.feat(Feat::HRTICK) {
+            self.hrtick_update(cpu);
+        }
+    }
+
+    /// Arms the HRTICK timer for the end of `t`'s slice, at its virtual
+    /// deadline, when others wait (mirrors hrtick_start_fair()). A deadline
+    /// already passed reschedules when `t` runs already (`is_curr`: the
+    /// enqueue path); from set_next_task_fair() the kernel's check finds the
+    /// previous task still current and does nothing.
+    pub(crate) fn hrtick_start_fair(&mut self, cpu: CpuId, t: TaskId, is_curr: bool) {
+        if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
+            return;
+        }
+        let se = &self.tasks[t as usize].se;
+        let vdelta = se.deadline.wrapping_sub(se.vruntime) as i64;
+        if vdelta < 0 {
+            if is_curr {
+                self.resched_cpu(cpu, cpu);
+            }
+            return;
+        }
+        // Virtual time back to wall time at the task's weight.
+        let delay_ns = (u128::from(se.weight) * vdelta as u128 / u128::from(NICE_0_LOAD)) as u64;
+        self.hrtick_start(cpu, delay_ns);
+    }
+
+    /// After an enqueue: a running task that had the CPU to itself gets its
+    /// HRTICK timer now that another task waits (mirrors hrtick_update()).
+    fn hrtick_update(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu as usize];
+        if rq.hrtick_expires_ns.is_some() {
+            return;
+        }
+        if let Some(c) = rq.curr {
+            self.hrtick_start_fair(cpu, c, true);
+        }
     }
 
     /// Takes a task off its runqueue (mirrors dequeue_task_fair()); a
@@ -649,11 +686,14 @@ impl Sim {
         if curr == wakee || !self.feat(Feat::WAKEUP_PREEMPTION) {
             return;
         }
-        // A per-CPU kthread (system noise) is short: let it run at once, as
-        // its wakeup would for the real task that stands for it.
+        // A per-CPU kthread (system noise) is short: it stands for work that
+        // does not wait for curr's slice (interrupt-like noise), so curr's
+        // protection ends and the pick decides by eligibility and deadline
+        // alone. (A real kworker would follow the rules below.)
         let kthread = self.tasks[wakee as usize].kthread;
         self.update_curr(cpu);
         if kthread {
+            self.cancel_protect_slice(curr);
             self.resched_cpu(cpu, from);
             return;
         }
