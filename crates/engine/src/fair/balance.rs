@@ -1442,12 +1442,19 @@ impl Sim {
         let delayed = self.tasks[t as usize].se.sched_delayed;
         self.dequeue_task(src, t, false);
         self.set_task_cpu(t, src, dst);
-        if delayed {
-            // A delayed task that was moved for load stays asleep.
-            self.tasks[t as usize].state = TaskState::Blocked;
-            return;
-        }
         self.enqueue_task(dst, t, EnqueueKind::Migrated);
+        if delayed {
+            // A delayed task moved for load (migrate_load) stays delayed on
+            // dst: enqueue_task_fair() without ENQUEUE_DELAYED keeps
+            // sched_delayed and leaves its estimate out of util_est. A pick
+            // on dst finishes its dequeue; a wakeup requeues it there.
+            let util_est = self.tasks[t as usize].util_est();
+            self.tasks[t as usize].se.sched_delayed = true;
+            let cfs = &mut self.rqs[dst as usize].cfs;
+            cfs.nr_delayed += 1;
+            cfs.util_est = cfs.util_est.saturating_sub(util_est);
+            self.update_cfs_avg(dst);
+        }
     }
 
     /// The stopper of `src` pushes one task to `dst` (mirrors

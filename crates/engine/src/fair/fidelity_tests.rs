@@ -444,6 +444,99 @@ fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
     assert_eq!(s.tasks[ids[0] as usize].se.vlag, 0);
 }
 
+#[test]
+fn a_delayed_task_leaves_the_util_est_sum_at_its_sleep() {
+    // util_est_dequeue() runs when the task sleeps, delayed or not; the final
+    // dequeue of a delayed task leaves the sum alone; a wakeup that requeues
+    // it puts its estimate back (enqueue_task_fair(ENQUEUE_DELAYED)).
+    let mut s = bare("kunpeng920");
+    let ids: Vec<TaskId> = (0..2).map(|_| add_task(&mut s, 0)).collect();
+    s.tasks[ids[0] as usize].util_est_ewma = 400;
+    s.tasks[ids[1] as usize].util_est_ewma = 300;
+    for &t in &ids {
+        s.enqueue_task(0, t, EnqueueKind::New);
+    }
+    assert_eq!(s.rqs[0].cfs.util_est, 700);
+    s.set_next_entity(0, ids[0]);
+    s.rqs[0].curr = Some(ids[0]);
+    s.now = 1_000_000;
+    s.update_curr(0);
+    s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
+    assert!(!s.dequeue_task(0, ids[0], true), "delayed");
+    s.rqs[0].curr = None;
+    assert_eq!(s.rqs[0].cfs.util_est, 300);
+    // Woken while delayed: back in the sum.
+    s.requeue_delayed(0, ids[0]);
+    let a_est = s.tasks[ids[0] as usize].util_est();
+    assert_eq!(s.rqs[0].cfs.util_est, 300 + a_est);
+    // Asleep again, delayed again, then its dequeue finishes at a pick.
+    s.set_next_entity(0, ids[0]);
+    s.rqs[0].curr = Some(ids[0]);
+    s.now = 1_500_000;
+    s.update_curr(0);
+    assert!(!s.dequeue_task(0, ids[0], true), "delayed");
+    s.rqs[0].curr = None;
+    assert_eq!(s.rqs[0].cfs.util_est, 300);
+    s.set_next_entity(0, ids[1]);
+    s.rqs[0].curr = Some(ids[1]);
+    s.now = 6_000_000;
+    s.update_curr(0);
+    s.put_prev_entity(0, ids[1]);
+    s.rqs[0].curr = None;
+    assert_eq!(s.pick_next_entity(0), Some(ids[1]));
+    assert!(!s.tasks[ids[0] as usize].se.on_rq);
+    assert_eq!(s.rqs[0].cfs.util_est, 300);
+}
+
+#[test]
+fn wakeup_preemption_picks_past_a_delayed_task() {
+    // A (delayed, v = 1 ms, deadline 1.4 ms) becomes eligible while B runs;
+    // the pick for a waking W lands on A, which leaves the runqueue, and the
+    // pick made again is W: B is preempted (wakeup_preempt_fair() through
+    // pick_next_entity()).
+    let (mut s, ids) = first_of_two_delayed();
+    let (a, b) = (ids[0], ids[1]);
+    s.set_next_entity(0, b);
+    s.rqs[0].curr = Some(b);
+    // B runs 1.5 ms: v = 1.5 ms, new deadline 4.3 ms; V = 1.25 ms, so A is
+    // eligible with the earliest deadline.
+    s.now = 2_500_000;
+    s.update_curr(0);
+    assert_eq!(s.tasks[b as usize].se.deadline, 4_300_000);
+    assert_eq!(s.pick_eevdf(0, true), Some(a));
+    // W wakes with no lag: v = V = 1.25 ms, deadline 4.05 ms.
+    let w = add_task(&mut s, 0);
+    s.tasks[w as usize].stats.wakeups = 1;
+    s.enqueue_task(0, w, EnqueueKind::Wakeup);
+    assert_eq!(s.tasks[w as usize].se.deadline, 4_050_000);
+    s.rqs[0].need_resched = false;
+    s.wakeup_preempt(0, w, 0);
+    assert!(!s.tasks[a as usize].se.on_rq, "A's dequeue finished");
+    assert!(s.rqs[0].need_resched, "B is preempted for W");
+}
+
+#[test]
+fn a_delayed_task_moved_for_load_stays_delayed_on_the_destination() {
+    // detach_task()/attach_task() of a delayed task (migrate_load only): it
+    // is queued on dst still delayed, with its weight but not its estimate;
+    // dst's next pick finishes its dequeue there.
+    let (mut s, ids) = first_of_two_delayed();
+    let a = ids[0];
+    s.tasks[a as usize].util_est_ewma = 300;
+    s.move_queued_task(a, 0, 1);
+    let se = s.tasks[a as usize].se;
+    assert!(se.on_rq && se.sched_delayed);
+    assert_eq!(s.tasks[a as usize].cpu, 1);
+    assert_eq!(s.rqs[1].cfs.nr_queued, 1);
+    assert_eq!(s.rqs[1].cfs.nr_delayed, 1);
+    assert_eq!(s.rqs[1].cfs.nr_runnable(), 0);
+    assert_eq!(s.rqs[1].cfs.util_est, 0);
+    assert_eq!(s.rqs[0].cfs.nr_delayed, 0);
+    assert_eq!(s.pick_next_entity(1), None);
+    assert!(!s.tasks[a as usize].se.on_rq);
+    assert_eq!(s.rqs[1].cfs.nr_queued, 0);
+}
+
 // ----- asymmetric capacity --------------------------------------------------------
 
 #[test]

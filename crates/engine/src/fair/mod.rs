@@ -558,6 +558,12 @@ impl Sim {
                 self.rqs[cpu as usize].cfs.curr = None;
                 self.queue_insert(cpu, t);
             }
+            // dequeue_task_fair(): the estimate leaves the runqueue's sum at
+            // the sleep, delayed or not (util_est_dequeue()), before the
+            // task's own estimate is updated.
+            let util_est = self.tasks[t as usize].util_est();
+            let cfs = &mut self.rqs[cpu as usize].cfs;
+            cfs.util_est = cfs.util_est.saturating_sub(util_est);
             self.update_util_est_dequeue(t);
             self.update_cfs_avg(cpu);
             return false;
@@ -590,7 +596,10 @@ impl Sim {
             cfs.nr_delayed -= 1;
         }
         cfs.load_weight -= w;
-        cfs.util_est = cfs.util_est.saturating_sub(util_est);
+        // A delayed task's estimate left the sum when it went to sleep.
+        if !was_delayed {
+            cfs.util_est = cfs.util_est.saturating_sub(util_est);
+        }
         if sleep && !was_delayed {
             self.update_util_est_dequeue(t);
         }
@@ -621,7 +630,11 @@ impl Sim {
         let se = &mut self.tasks[t as usize].se;
         debug_assert!(se.sched_delayed);
         se.sched_delayed = false;
-        self.rqs[cpu as usize].cfs.nr_delayed -= 1;
+        // enqueue_task_fair(ENQUEUE_DELAYED): the estimate is back in the sum.
+        let util_est = self.tasks[t as usize].util_est();
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        cfs.nr_delayed -= 1;
+        cfs.util_est += util_est;
         self.update_cfs_avg(cpu);
     }
 
@@ -635,8 +648,15 @@ impl Sim {
     /// The next task to run on `cpu`, finishing delayed dequeues on the way
     /// (mirrors pick_next_entity()).
     pub(crate) fn pick_next_entity(&mut self, cpu: CpuId) -> Option<TaskId> {
+        self.pick_next_entity_protect(cpu, true)
+    }
+
+    /// pick_next_entity() with or without curr's protection, as the wakeup
+    /// preemption check calls it: a delayed task it lands on leaves the
+    /// runqueue for good and the pick is made again.
+    fn pick_next_entity_protect(&mut self, cpu: CpuId, protect: bool) -> Option<TaskId> {
         loop {
-            let t = self.pick_eevdf(cpu, true)?;
+            let t = self.pick_eevdf(cpu, protect)?;
             if self.tasks[t as usize].se.sched_delayed {
                 self.finish_delayed_dequeue(cpu, t);
                 continue;
@@ -676,8 +696,9 @@ impl Sim {
     /// preempts when the pick that ignores curr's protection is the wakee,
     /// or when it is merely eligible; a new task (WF_FORK) otherwise does
     /// not; else reschedule when the pick that respects curr's protection is
-    /// the wakee. Without preemption, curr's protection shrinks to the
-    /// shortest slice (update_protect_slice()).
+    /// the wakee. The picks are pick_next_entity()'s: delayed tasks they meet
+    /// are dequeued for good on the way. Without preemption, curr's
+    /// protection shrinks to the shortest slice (update_protect_slice()).
     pub(crate) fn wakeup_preempt(&mut self, cpu: CpuId, wakee: TaskId, from: CpuId) {
         let Some(curr) = self.rqs[cpu as usize].curr else {
             self.resched_cpu(cpu, from);
@@ -716,10 +737,10 @@ impl Sim {
             && self.feat(Feat::PREEMPT_SHORT)
             && wk.se.slice < self.tasks[curr as usize].se.slice;
         let preempt = if short {
-            self.pick_eevdf(cpu, false) == Some(wakee)
+            self.pick_next_entity_protect(cpu, false) == Some(wakee)
                 || self.vruntime_eligible(cpu, self.tasks[wakee as usize].se.vruntime)
         } else {
-            !forked && normal && self.pick_eevdf(cpu, true) == Some(wakee)
+            !forked && normal && self.pick_next_entity_protect(cpu, true) == Some(wakee)
         };
         if preempt {
             self.cancel_protect_slice(curr);
