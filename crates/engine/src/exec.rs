@@ -185,11 +185,14 @@ impl Sim {
                     if let Flow::Stop = self.chan_send(t, chan, bytes) {
                         return;
                     }
+                    // Back from the write(2): a lazy reschedule applies.
+                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
                 }
                 Step::Recv { chan, bytes } => {
                     if let Flow::Stop = self.chan_recv(t, chan, bytes) {
                         return;
                     }
+                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
                 }
                 Step::Lock { mutex } => {
                     if let Flow::Stop = self.mutex_lock(t, mutex) {

@@ -59,6 +59,9 @@ pub struct Rq {
     /// Next periodic balance, ns.
     pub next_balance: u64,
     pub need_resched: bool,
+    /// A lazy reschedule is pending (`TIF_NEED_RESCHED_LAZY`), honoured at
+    /// the next tick or when the running task returns from the kernel.
+    pub need_resched_lazy: bool,
     /// A Resched event is pending (avoid duplicates).
     pub resched_pending: bool,
     /// A woken task is on its way (`ttwu_pending`): the CPU is not idle.

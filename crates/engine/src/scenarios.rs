@@ -817,3 +817,112 @@ fn re_picking_prev_leaves_it_running_as_it_was() {
     assert_eq!(s.counters.context_switches, switches);
     assert_eq!(s.run(), StopReason::TimeLimit);
 }
+
+// ----- lazy preemption ------------------------------------------------------------
+
+/// A waker on CPU 0 writes to a pipe at 1.3 ms; the reader is pinned to
+/// `target`, where a SCHED_IDLE hog runs, so the reader's wakeup preempts
+/// (kunpeng920, no noise, traced). Returns (wakeup time, switch-in time) of
+/// the reader.
+fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
+    use schedlab_workload::SyncObject;
+    let on = |c: u16| Some(CpuMask::from_cpus([c]));
+    let mut hog = thread(
+        "hog",
+        on(target),
+        vec![Step::Compute {
+            work_ns: u64::MAX / 4,
+        }],
+    );
+    hog.idle_policy = true;
+    let spec = WorkloadSpec {
+        name: "lazy".into(),
+        templates: vec![
+            hog,
+            thread(
+                "writer",
+                on(0),
+                vec![
+                    Step::Compute { work_ns: 1_300_000 },
+                    Step::Send { chan: 0, bytes: 1 },
+                    Step::Exit,
+                ],
+            ),
+            thread(
+                "reader",
+                on(target),
+                vec![Step::Recv { chan: 0, bytes: 1 }, Step::Exit],
+            ),
+        ],
+        initial: vec![0, 1, 2],
+        sync: vec![SyncObject::Channel { capacity: 4096 }],
+        mem_node: None,
+        max_time_ns: 20_000_000,
+    };
+    let m = preset("kunpeng920").expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let mut f = crate::features::Features::default();
+    f.set("PREEMPT_LAZY", lazy).expect("feature");
+    let mut s = Sim::new(
+        m,
+        d,
+        spec,
+        SimConfig {
+            seed: 1,
+            features: f,
+            noise: false,
+            checked: true,
+            ..SimConfig::default()
+        },
+    );
+    s.enable_trace(usize::MAX);
+    s.run();
+    let reader = s.tasks.iter().find(|t| t.template == 2).expect("reader").id;
+    let recs = &s.trace.as_ref().expect("trace").records;
+    let woke = recs
+        .iter()
+        .rev()
+        .filter(
+            |r| matches!(r.kind, crate::trace::TraceKind::Wakeup { task, .. } if task == reader),
+        )
+        .map(|r| r.ts_ns)
+        .next()
+        .expect("the reader is woken");
+    let ran = recs
+        .iter()
+        .filter(|r| {
+            r.ts_ns >= woke
+                && matches!(r.kind, crate::trace::TraceKind::Switch { next: Some(n), .. } if n == reader)
+        })
+        .map(|r| r.ts_ns)
+        .next()
+        .expect("the reader runs");
+    (woke, ran)
+}
+
+#[test]
+fn a_lazy_remote_preemption_waits_for_the_target_tick() {
+    // preempt=full: the waker's IPI makes CPU 1 switch at once.
+    let (woke, ran) = remote_preempting_wakeup(false, 1);
+    let ipi = preset("kunpeng920").unwrap().wakeup.ipi_ns as u64;
+    assert_eq!(ran - woke, ipi, "woke {woke} ran {ran}");
+    // preempt=lazy: no IPI; CPU 1's hog runs on until its next tick (every
+    // 4 ms at HZ=250).
+    let (woke, ran) = remote_preempting_wakeup(true, 1);
+    assert!(
+        ran - woke > ipi && ran - woke <= 4_000_000,
+        "woke {woke} ran {ran}"
+    );
+}
+
+#[test]
+fn a_lazy_preemption_in_another_llc_comes_with_the_wakeup_ipi() {
+    // CPU 24 is on node 1, another LLC: TTWU_QUEUE sends the wakeup there by
+    // IPI, the check runs on CPU 24 and its lazy flag is acted on as the IPI
+    // returns, so lazy and full preemption switch at the same time.
+    let ipi = preset("kunpeng920").unwrap().wakeup.ipi_ns as u64;
+    for lazy in [false, true] {
+        let (woke, ran) = remote_preempting_wakeup(lazy, 24);
+        assert_eq!(ran - woke, ipi, "lazy {lazy}: woke {woke} ran {ran}");
+    }
+}

@@ -168,6 +168,12 @@ pub struct Sim {
     pub events: u64,
     /// Events in a row at the current `now` (livelock guard).
     events_at_now: u64,
+    /// The CPU whose event is being handled: the `smp_processor_id()` of the
+    /// code that runs, for telling local from remote reschedules.
+    pub(crate) this_cpu: CpuId,
+    /// The CPU whose TTWU_QUEUE wakeup is being activated
+    /// ([`Sim::kick_or_preempt`]): code runs there, not on the waker's CPU.
+    wakelist_cpu: Option<CpuId>,
     /// Nested switch-ins in progress ([`Sim::start_running`]).
     switch_nesting: u32,
     pub(crate) tick_ns: u64,
@@ -340,6 +346,8 @@ impl Sim {
             live: 0,
             events: 0,
             events_at_now: 0,
+            this_cpu: 0,
+            wakelist_cpu: None,
             switch_nesting: 0,
             tick_ns,
             tick_phase_ns,
@@ -473,6 +481,17 @@ impl Sim {
     }
 
     fn dispatch(&mut self, ev: EventKind) {
+        self.this_cpu = match ev {
+            EventKind::Tick { cpu, .. }
+            | EventKind::HrTick { cpu, .. }
+            | EventKind::Resched { cpu }
+            | EventKind::NohzBalance { ilb: cpu }
+            | EventKind::ActiveBalance { src: cpu, .. } => cpu,
+            EventKind::StepDone { task, .. }
+            | EventKind::Timer { task, .. }
+            | EventKind::SpinEnd { task, .. }
+            | EventKind::NoiseWake { task } => self.tasks[task as usize].cpu,
+        };
         match ev {
             EventKind::Tick { cpu, gen } => {
                 if self.rqs[cpu as usize].tick_gen == gen {
@@ -702,6 +721,8 @@ impl Sim {
         let gen = rq.tick_gen;
         self.q
             .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        // sched_tick(): a pending lazy reschedule becomes a real one.
+        self.resched_lazy_honour(cpu);
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
         if let Some(t) = self.rqs[cpu as usize].curr {
@@ -778,6 +799,37 @@ impl Sim {
         self.resched_after(cpu, delay);
     }
 
+    /// A fair-class reschedule (mirrors resched_curr_lazy()): with
+    /// PREEMPT_LAZY, a busy CPU other than the one running this code only
+    /// gets `need_resched_lazy`, no IPI; its next tick or its task's next
+    /// return from the kernel acts on it ([`Sim::resched_lazy_honour`]). An
+    /// idle CPU, the local one, or preempt=full: as resched_curr(). A wakeup
+    /// queued to `cpu` by TTWU_QUEUE runs its check on `cpu` itself, whose
+    /// lazy flag is acted on as the IPI returns to user space: the same as
+    /// resched_curr() from the waker, an IPI's delay later.
+    pub(crate) fn resched_cpu_lazy(&mut self, cpu: CpuId, from: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        if !self.cfg.features.enabled(Feat::PREEMPT_LAZY)
+            || rq.curr.is_none()
+            || cpu == from
+            || self.wakelist_cpu == Some(cpu)
+        {
+            self.resched_cpu(cpu, from);
+            return;
+        }
+        if !rq.need_resched {
+            rq.need_resched_lazy = true;
+        }
+    }
+
+    /// `cpu` returns to user space or takes its tick: a pending lazy
+    /// reschedule is acted on now (exit_to_user_mode_loop(), sched_tick()).
+    pub(crate) fn resched_lazy_honour(&mut self, cpu: CpuId) {
+        if std::mem::take(&mut self.rqs[cpu as usize].need_resched_lazy) {
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
     pub(crate) fn resched_after(&mut self, cpu: CpuId, delay_ns: u64) {
         let rq = &mut self.rqs[cpu as usize];
         rq.need_resched = true;
@@ -801,6 +853,7 @@ impl Sim {
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
         self.rqs[cpu as usize].need_resched = false;
+        self.rqs[cpu as usize].need_resched_lazy = false;
         let prev = self.rqs[cpu as usize].curr;
         let mut picked = None;
         if let Some(p) = prev {
@@ -833,6 +886,7 @@ impl Sim {
     /// switches to it or to idle; `prev` is the task that ran before (not
     /// runnable any more).
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
+        self.rqs[cpu as usize].need_resched_lazy = false;
         let mut next = self.pick_next_entity(cpu);
         if next.is_none() && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);
@@ -913,6 +967,7 @@ impl Sim {
             self.counters.wakeups_delayed += 1;
             self.trace_wakeup(waker_cpu, t, cpu, false);
             self.wakeup_preempt(cpu, t, waker_cpu);
+            self.resched_lazy_honour(waker_cpu);
             return;
         }
         let cpu = self.select_task_rq(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
@@ -936,6 +991,9 @@ impl Sim {
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(waker_cpu, t, cpu, false);
         self.kick_or_preempt(cpu, t, waker_cpu);
+        // The waker's CPU was in the kernel (a system call or an interrupt)
+        // and returns to user space.
+        self.resched_lazy_honour(waker_cpu);
     }
 
     /// After enqueueing a woken/new task on `cpu`: an idle CPU is woken (IPI +
@@ -951,7 +1009,13 @@ impl Sim {
             self.rqs[cpu as usize].ttwu_pending += 1;
             self.resched_after(cpu, delay);
         } else {
+            // TTWU_QUEUE (ttwu_queue_cond()): a wakeup onto a busy CPU of
+            // another LLC is activated by that CPU from the IPI that carries
+            // it, so the preemption check's reschedule is local there.
+            let queued = self.feat(Feat::TTWU_QUEUE) && !self.cpus_share_cache(waker_cpu, cpu);
+            self.wakelist_cpu = queued.then_some(cpu);
             self.wakeup_preempt(cpu, t, waker_cpu);
+            self.wakelist_cpu = None;
         }
     }
 

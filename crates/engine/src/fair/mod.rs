@@ -223,7 +223,7 @@ impl Sim {
         let protected = (tk.se.vruntime.wrapping_sub(tk.se.vprot) as i64) < 0;
         // Others wait and the request is used up or the protection is over.
         if self.rqs[cpu as usize].cfs.nr_queued > 1 && (resched || !protected) {
-            self.resched_cpu(cpu, cpu);
+            self.resched_cpu_lazy(cpu, self.this_cpu);
         }
     }
 
@@ -516,7 +516,7 @@ impl Sim {
         let vdelta = se.deadline.wrapping_sub(se.vruntime) as i64;
         if vdelta < 0 {
             if is_curr {
-                self.resched_cpu(cpu, cpu);
+                self.resched_cpu(cpu, self.this_cpu);
             }
             return;
         }
@@ -726,7 +726,7 @@ impl Sim {
         );
         if c_idle && !p_idle {
             self.cancel_protect_slice(curr);
-            self.resched_cpu(cpu, from);
+            self.resched_cpu_lazy(cpu, from);
             return;
         }
         let wk = &self.tasks[wakee as usize];
@@ -744,7 +744,7 @@ impl Sim {
         };
         if preempt {
             self.cancel_protect_slice(curr);
-            self.resched_cpu(cpu, from);
+            self.resched_cpu_lazy(cpu, from);
         } else if self.feat(Feat::RUN_TO_PARITY) && self.rqs[cpu as usize].cfs.curr == Some(curr) {
             self.update_protect_slice(cpu, curr);
         }
