@@ -1099,6 +1099,14 @@ impl Sim {
         let mut t = Task::new(id, &tmpl.name, 1, tpl, tmpl.nice, affinity);
         // SCHED_IDLE: the weight of 3 is applied at enqueue.
         t.idle_policy = tmpl.idle_policy;
+        // dup_task_struct() copies the parent and __sched_fork() leaves the
+        // wakee history alone: the child starts with its parent's flips.
+        if let Some(p) = parent {
+            let pt = &self.tasks[p as usize];
+            t.wakee_flips = pt.wakee_flips;
+            t.wakee_flip_decay_ns = pt.wakee_flip_decay_ns;
+            t.last_wakee = pt.last_wakee;
+        }
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;
         t.settled_ns = self.now;
@@ -1117,6 +1125,10 @@ impl Sim {
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(parent_cpu, id, cpu, true);
         self.kick_or_preempt(cpu, id, parent_cpu);
+        if parent.is_some() {
+            // The parent returns to user space from clone().
+            self.resched_lazy_honour(parent_cpu);
+        }
         id
     }
 

@@ -855,3 +855,54 @@ fn a_task_allowed_on_one_cpu_skips_the_placement_path() {
     s.try_to_wake_up(free, 2, Some(waker), 0);
     assert_eq!(s.tasks[waker as usize].wakee_flips, 1);
 }
+
+#[test]
+fn a_forked_task_inherits_its_parents_wakee_history() {
+    // dup_task_struct() copies wakee_flips, wakee_flip_decay_ts and
+    // last_wakee; __sched_fork() does not reset them.
+    let mut s = bare("kunpeng920");
+    s.spec.templates.push(crate::scenarios::thread(
+        "child",
+        None,
+        vec![schedlab_workload::Step::Exit],
+    ));
+    let parent = add_task(&mut s, 3);
+    let other = add_task(&mut s, 4);
+    {
+        let p = &mut s.tasks[parent as usize];
+        p.wakee_flips = 37;
+        p.wakee_flip_decay_ns = 5;
+        p.last_wakee = Some(other);
+    }
+    let child = s.spawn(0, Some(parent), 3);
+    let c = &s.tasks[child as usize];
+    assert_eq!(
+        (c.wakee_flips, c.wakee_flip_decay_ns, c.last_wakee),
+        (37, 5, Some(other))
+    );
+    // Without a parent (the workload's first threads) it starts clean.
+    let orphan = s.spawn(0, None, 3);
+    assert_eq!(s.tasks[orphan as usize].wakee_flips, 0);
+}
+
+#[test]
+fn a_pending_lazy_reschedule_is_acted_on_when_the_parent_returns_from_clone() {
+    let mut s = bare("kunpeng920");
+    s.spec.templates.push(crate::scenarios::thread(
+        "child",
+        None,
+        vec![schedlab_workload::Step::Exit],
+    ));
+    let parent = add_task(&mut s, 3);
+    s.tasks[parent as usize].state = crate::task::TaskState::Running;
+    s.enqueue_task(3, parent, EnqueueKind::New);
+    s.set_next_entity(3, parent);
+    s.rqs[3].curr = Some(parent);
+    s.rqs[3].need_resched_lazy = true;
+    s.spawn(0, Some(parent), 3);
+    assert!(!s.rqs[3].need_resched_lazy);
+    assert!(
+        s.rqs[3].need_resched,
+        "clone()'s return to user space reschedules"
+    );
+}
