@@ -704,10 +704,16 @@ fn progress_callbacks_observe_without_changing_the_run() {
 fn hogs_on_cpu3(n: usize, hrtick: bool) -> Sim {
     let cpu = 3;
     let spec = cpu_hogs(n, u64::MAX / 4, Some(CpuMask::from_cpus([cpu])), 60_000_000);
-    let m = preset("genoa").expect("preset");
+    quiet_traced("genoa", ("HRTICK", hrtick), spec)
+}
+
+/// A checked, traced simulator of `machine` without noise (seed 1), with
+/// one feature switched on or off.
+fn quiet_traced(machine: &str, feature: (&str, bool), spec: WorkloadSpec) -> Sim {
+    let m = preset(machine).expect("preset");
     let d = build_domains(&m, &DomainConfig::default()).expect("domains");
     let mut f = crate::features::Features::default();
-    f.set("HRTICK", hrtick).expect("feature");
+    f.set(feature.0, feature.1).expect("feature");
     let mut s = Sim::new(
         m,
         d,
@@ -859,23 +865,7 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
         mem_node: None,
         max_time_ns: 20_000_000,
     };
-    let m = preset("kunpeng920").expect("preset");
-    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-    let mut f = crate::features::Features::default();
-    f.set("PREEMPT_LAZY", lazy).expect("feature");
-    let mut s = Sim::new(
-        m,
-        d,
-        spec,
-        SimConfig {
-            seed: 1,
-            features: f,
-            noise: false,
-            checked: true,
-            ..SimConfig::default()
-        },
-    );
-    s.enable_trace(usize::MAX);
+    let mut s = quiet_traced("kunpeng920", ("PREEMPT_LAZY", lazy), spec);
     s.run();
     let reader = s.tasks.iter().find(|t| t.template == 2).expect("reader").id;
     let recs = &s.trace.as_ref().expect("trace").records;

@@ -856,16 +856,22 @@ fn a_task_allowed_on_one_cpu_skips_the_placement_path() {
     assert_eq!(s.tasks[waker as usize].wakee_flips, 1);
 }
 
-#[test]
-fn a_forked_task_inherits_its_parents_wakee_history() {
-    // dup_task_struct() copies wakee_flips, wakee_flip_decay_ts and
-    // last_wakee; __sched_fork() does not reset them.
+/// [`bare`] kunpeng920 with one template, a thread that exits, to spawn.
+fn bare_with_child_template() -> Sim {
     let mut s = bare("kunpeng920");
     s.spec.templates.push(crate::scenarios::thread(
         "child",
         None,
         vec![schedlab_workload::Step::Exit],
     ));
+    s
+}
+
+#[test]
+fn a_forked_task_inherits_its_parents_wakee_history() {
+    // dup_task_struct() copies wakee_flips, wakee_flip_decay_ts and
+    // last_wakee; __sched_fork() does not reset them.
+    let mut s = bare_with_child_template();
     let parent = add_task(&mut s, 3);
     let other = add_task(&mut s, 4);
     {
@@ -887,12 +893,7 @@ fn a_forked_task_inherits_its_parents_wakee_history() {
 
 #[test]
 fn a_pending_lazy_reschedule_is_acted_on_when_the_parent_returns_from_clone() {
-    let mut s = bare("kunpeng920");
-    s.spec.templates.push(crate::scenarios::thread(
-        "child",
-        None,
-        vec![schedlab_workload::Step::Exit],
-    ));
+    let mut s = bare_with_child_template();
     let parent = add_task(&mut s, 3);
     s.tasks[parent as usize].state = crate::task::TaskState::Running;
     s.enqueue_task(3, parent, EnqueueKind::New);
