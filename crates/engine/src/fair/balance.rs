@@ -1448,11 +1448,7 @@ impl Sim {
             // dst: enqueue_task_fair() without ENQUEUE_DELAYED keeps
             // sched_delayed and leaves its estimate out of util_est. A pick
             // on dst finishes its dequeue; a wakeup requeues it there.
-            let util_est = self.tasks[t as usize].util_est();
-            self.tasks[t as usize].se.sched_delayed = true;
-            let cfs = &mut self.rqs[dst as usize].cfs;
-            cfs.nr_delayed += 1;
-            cfs.util_est = cfs.util_est.saturating_sub(util_est);
+            self.set_delayed(dst, t);
             self.update_cfs_avg(dst);
         }
     }

@@ -551,19 +551,13 @@ impl Sim {
             && !self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime)
             && self.rqs[cpu as usize].cfs.nr_queued > 1
         {
-            self.tasks[t as usize].se.sched_delayed = true;
-            self.rqs[cpu as usize].cfs.nr_delayed += 1;
             if is_curr {
                 // put_prev_entity() puts a delayed curr back into the tree.
                 self.rqs[cpu as usize].cfs.curr = None;
                 self.queue_insert(cpu, t);
             }
-            // dequeue_task_fair(): the estimate leaves the runqueue's sum at
-            // the sleep, delayed or not (util_est_dequeue()), before the
-            // task's own estimate is updated.
-            let util_est = self.tasks[t as usize].util_est();
-            let cfs = &mut self.rqs[cpu as usize].cfs;
-            cfs.util_est = cfs.util_est.saturating_sub(util_est);
+            // Before the task's own estimate is updated.
+            self.set_delayed(cpu, t);
             self.update_util_est_dequeue(t);
             self.update_cfs_avg(cpu);
             return false;
@@ -636,6 +630,18 @@ impl Sim {
         cfs.nr_delayed -= 1;
         cfs.util_est += util_est;
         self.update_cfs_avg(cpu);
+    }
+
+    /// Marks `t`, queued on `cpu`, as asleep with its dequeue delayed: it
+    /// counts in `nr_delayed`, and its estimate leaves the runqueue's
+    /// util_est sum, as dequeue_task_fair() does at every sleep
+    /// (util_est_dequeue()). [`Sim::requeue_delayed`] undoes both.
+    pub(crate) fn set_delayed(&mut self, cpu: CpuId, t: TaskId) {
+        self.tasks[t as usize].se.sched_delayed = true;
+        let util_est = self.tasks[t as usize].util_est();
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        cfs.nr_delayed += 1;
+        cfs.util_est = cfs.util_est.saturating_sub(util_est);
     }
 
     /// A delayed entity reached the front: finish its dequeue.
