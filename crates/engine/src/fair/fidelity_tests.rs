@@ -45,6 +45,14 @@ fn add_task(s: &mut Sim, cpu: u16) -> TaskId {
     id
 }
 
+/// Makes `t` cpu0's current task and accounts its run up to `until_ns`.
+fn run_on_cpu0(s: &mut Sim, t: TaskId, until_ns: u64) {
+    s.set_next_entity(0, t);
+    s.rqs[0].curr = Some(t);
+    s.now = until_ns;
+    s.update_curr(0);
+}
+
 // ----- SIS_UTIL -----------------------------------------------------------
 
 #[test]
@@ -415,10 +423,7 @@ fn first_of_two_delayed() -> (Sim, Vec<TaskId>) {
     for &t in &ids {
         s.enqueue_task(0, t, EnqueueKind::New);
     }
-    s.set_next_entity(0, ids[0]);
-    s.rqs[0].curr = Some(ids[0]);
-    s.now = 1_000_000;
-    s.update_curr(0);
+    run_on_cpu0(&mut s, ids[0], 1_000_000);
     s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
     assert!(!s.dequeue_task(0, ids[0], true));
     s.rqs[0].curr = None;
@@ -433,10 +438,7 @@ fn delayed_dequeue_keeps_negative_lag_and_delay_zero_clips_it() {
     assert_eq!(s.tasks[ids[0] as usize].se.vlag, -500_000);
     // B runs 3 ms; A becomes eligible and the pick finishes its dequeue with
     // lag min(V − v, 0) = 0 (DELAY_ZERO), not the positive V − v.
-    s.set_next_entity(0, ids[1]);
-    s.rqs[0].curr = Some(ids[1]);
-    s.now = 4_000_000;
-    s.update_curr(0);
+    run_on_cpu0(&mut s, ids[1], 4_000_000);
     s.put_prev_entity(0, ids[1]);
     s.rqs[0].curr = None;
     assert_eq!(s.pick_next_entity(0), Some(ids[1]));
@@ -457,10 +459,7 @@ fn a_delayed_task_leaves_the_util_est_sum_at_its_sleep() {
         s.enqueue_task(0, t, EnqueueKind::New);
     }
     assert_eq!(s.rqs[0].cfs.util_est, 700);
-    s.set_next_entity(0, ids[0]);
-    s.rqs[0].curr = Some(ids[0]);
-    s.now = 1_000_000;
-    s.update_curr(0);
+    run_on_cpu0(&mut s, ids[0], 1_000_000);
     s.tasks[ids[0] as usize].state = crate::task::TaskState::Blocked;
     assert!(!s.dequeue_task(0, ids[0], true), "delayed");
     s.rqs[0].curr = None;
@@ -470,17 +469,11 @@ fn a_delayed_task_leaves_the_util_est_sum_at_its_sleep() {
     let a_est = s.tasks[ids[0] as usize].util_est();
     assert_eq!(s.rqs[0].cfs.util_est, 300 + a_est);
     // Asleep again, delayed again, then its dequeue finishes at a pick.
-    s.set_next_entity(0, ids[0]);
-    s.rqs[0].curr = Some(ids[0]);
-    s.now = 1_500_000;
-    s.update_curr(0);
+    run_on_cpu0(&mut s, ids[0], 1_500_000);
     assert!(!s.dequeue_task(0, ids[0], true), "delayed");
     s.rqs[0].curr = None;
     assert_eq!(s.rqs[0].cfs.util_est, 300);
-    s.set_next_entity(0, ids[1]);
-    s.rqs[0].curr = Some(ids[1]);
-    s.now = 6_000_000;
-    s.update_curr(0);
+    run_on_cpu0(&mut s, ids[1], 6_000_000);
     s.put_prev_entity(0, ids[1]);
     s.rqs[0].curr = None;
     assert_eq!(s.pick_next_entity(0), Some(ids[1]));
