@@ -15,7 +15,7 @@ use crate::timeline::{ListLink, RunNode};
 use rand::Rng;
 use rand_pcg::Pcg64;
 use schedlab_hw::{Flow, MemModel};
-use schedlab_topo::{CpuId, CpuMask, Domains, Machine};
+use schedlab_topo::{CpuId, CpuMask, Domains, Machine, SdFlags};
 use schedlab_workload::WorkloadSpec;
 
 /// Wake flags (`WF_*`).
@@ -81,6 +81,19 @@ pub struct LlcShared {
     pub fallback_llc: Option<u32>,
     /// First CPU of the LLC (its `sd_llc_id` CPU), the target on the LLC's behalf.
     pub first_cpu: CpuId,
+}
+
+/// The shared state of an asymmetric-capacity domain that is not the LLC
+/// (7.3 gives the lowest SD_ASYM_CPUCAPACITY_FULL domain its own
+/// `struct sched_domain_shared` unless it is built from NUMA distances):
+/// select_idle_capacity()'s scan depth and, as `sd_balance_shared`, the
+/// idle-core hint of its CPUs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AsymShared {
+    /// The domain's index in the hierarchy of each CPU of its span.
+    pub level: usize,
+    pub has_idle_cores: bool,
+    pub nr_idle_scan: u32,
 }
 
 /// A reusable barrier's runtime state.
@@ -153,6 +166,10 @@ pub struct Sim {
     pub sd: Vec<Vec<SdState>>,
     /// By LLC id.
     pub llc: Vec<LlcShared>,
+    /// Asymmetric-capacity domains with their own shared state, and each
+    /// CPU's (its `sd_balance_shared` when `Some`, else its LLC's).
+    pub asym_shared: Vec<AsymShared>,
+    pub(crate) asym_shared_of: Vec<Option<u32>>,
     pub(crate) spec: WorkloadSpec,
     pub(crate) barriers: Vec<BarrierState>,
     /// Mutexes, condition variables, channels and semaphores (exec.rs).
@@ -225,6 +242,42 @@ pub struct Sim {
     pub trace: Option<Box<crate::trace::Trace>>,
 }
 
+/// The asymmetric-capacity domains that get their own shared state (mirrors
+/// claim_asym_sched_domain_shared() and update_top_cache_domain()): each
+/// CPU's lowest SD_ASYM_CPUCAPACITY_FULL domain unless it is a NUMA level or
+/// is the LLC domain itself (whose state then serves both), one record per
+/// span, idle after boot (every CPU may be scanned, every core is idle).
+fn asym_shared_state(domains: &Domains) -> (Vec<AsymShared>, Vec<Option<u32>>) {
+    let mut shared: Vec<AsymShared> = Vec::new();
+    let mut first_cpus: Vec<CpuId> = Vec::new();
+    let of = domains
+        .cpus
+        .iter()
+        .map(|cd| {
+            let level = cd.sd_asym_cpucapacity?;
+            let d = &cd.domains[level];
+            if d.flags.contains(SdFlags::NUMA) || cd.sd_llc == Some(level) {
+                return None;
+            }
+            let first = d.span.first().unwrap_or(cd.cpu);
+            let i = match first_cpus.iter().position(|&f| f == first) {
+                Some(i) => i,
+                None => {
+                    first_cpus.push(first);
+                    shared.push(AsymShared {
+                        level,
+                        has_idle_cores: true,
+                        nr_idle_scan: d.span.weight(),
+                    });
+                    shared.len() - 1
+                }
+            };
+            Some(i as u32)
+        })
+        .collect();
+    (shared, of)
+}
+
 /// Mean time between a system kthread's wakeups, ns (ESTIMATE: a quiet
 /// server's per-CPU kworker/ksoftirqd/rcu activity, tens of ms apart).
 const NOISE_PERIOD_MEAN_NS: u64 = 40_000_000;
@@ -280,6 +333,7 @@ impl Sim {
             llc[cd.llc_id as usize].first_cpu = cd.cpu;
         }
         crate::fair::wake_llc::pair_fallback_llcs(&domains, &mut llc);
+        let (asym_shared, asym_shared_of) = asym_shared_state(&domains);
         let n_clusters = machine.nr_clusters();
         let n_llcs = machine.nr_llcs();
         let barriers = spec
@@ -336,6 +390,8 @@ impl Sim {
             rqs,
             sd,
             llc,
+            asym_shared,
+            asym_shared_of,
             spec,
             barriers,
             ipc,
@@ -650,7 +706,7 @@ impl Sim {
             .iter()
             .all(|s| self.is_idle_cpu(s))
         {
-            self.llc[llc].has_idle_cores = true;
+            self.set_idle_cores(cpu, true);
             if self.feat(Feat::IDLE_CORE_ID) {
                 self.set_idle_core(cpu);
             }

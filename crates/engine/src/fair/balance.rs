@@ -963,13 +963,20 @@ impl Sim {
                 sds.busiest = s;
             }
         }
-        // SIS_UTIL: the LLC domain's periodic balance sets the scan depth
+        // SIS_UTIL: the periodic balance of a domain with shared state (the
+        // LLC, or an asym-capacity domain with its own) sets its scan depth
         // (mirrors update_idle_cpu_scan()).
         if env.idle != IdleType::NewlyIdle && self.feat(Feat::SIS_UTIL) {
             let cd = &self.domains.cpus[cpu as usize];
             if cd.sd_llc == Some(env.level) {
                 let llc = cd.llc_id as usize;
                 self.llc[llc].nr_idle_scan = nr_idle_scan(sum_util, cd.llc_size, d_pct);
+            } else if let Some(a) = self.asym_shared_of[cpu as usize] {
+                let weight = cd.domains[env.level].span.weight();
+                let a = &mut self.asym_shared[a as usize];
+                if a.level == env.level {
+                    a.nr_idle_scan = nr_idle_scan(sum_util, weight, d_pct);
+                }
             }
         }
         let bgi = busiest?;

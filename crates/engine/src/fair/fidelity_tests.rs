@@ -577,6 +577,35 @@ fn select_idle_sibling_places_big_tasks_on_big_cpus() {
 }
 
 #[test]
+fn the_asym_capacity_domain_keeps_its_own_scan_depth() {
+    // Exynos 5422: the PKG domain (8 CPUs, SD_ASYM_CPUCAPACITY_FULL) is not
+    // the LLC (each 4-CPU cluster is), so 7.3 gives it its own shared state:
+    // select_idle_capacity() reads its nr_idle_scan, idle after boot = 8.
+    let mut s = bare("exynos5422");
+    let pkg = s.domains.cpus[1].sd_asym_cpucapacity.unwrap();
+    assert_ne!(s.domains.cpus[1].sd_llc, Some(pkg));
+    assert_eq!(s.asym_shared.len(), 1);
+    assert_eq!(s.asym_shared[0].level, pkg);
+    assert_eq!(s.asym_shared[0].nr_idle_scan, 8);
+    assert!((0..8).all(|c| s.asym_shared_of[c] == Some(0)));
+    let t = add_task(&mut s, 0);
+    s.tasks[t as usize].avg.util_avg = 500;
+    assert_eq!(s.select_idle_sibling(t, 0, 1, 1, None), 4, "full scan");
+    // A scan depth of 2 stops at little CPUs 1 and 2: the best of those
+    // (idle, does not fit) is the target itself.
+    s.asym_shared[0].nr_idle_scan = 2;
+    assert_eq!(s.select_idle_sibling(t, 0, 1, 1, None), 1);
+    // An overloaded domain (depth 0) is not scanned at all; the LLCs' own
+    // depths do not matter here.
+    s.asym_shared[0].nr_idle_scan = 0;
+    s.llc[0].nr_idle_scan = 4;
+    assert_eq!(s.select_idle_sibling(t, 0, 1, 1, None), 1);
+    // Kunpeng 920 has no asym-capacity domain: the LLC's state serves.
+    let k = bare("kunpeng920");
+    assert!(k.asym_shared.is_empty() && k.asym_shared_of.iter().all(|a| a.is_none()));
+}
+
+#[test]
 fn sched_asym_needs_an_idle_core_between_cores() {
     let s = bare("alderlake");
     let mc = s.domains.cpus[0].domains[1].flags;

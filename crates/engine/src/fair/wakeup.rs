@@ -205,6 +205,39 @@ impl Sim {
         a == b || self.domains.cpus[a as usize].share_id == self.domains.cpus[b as usize].share_id
     }
 
+    /// mirrors test_idle_cores(): the idle-core hint of `cpu`'s
+    /// `sd_balance_shared` (its asym-capacity domain's state when that has
+    /// its own, else its LLC's).
+    pub(crate) fn test_idle_cores(&self, cpu: CpuId) -> bool {
+        match self.asym_shared_of[cpu as usize] {
+            Some(a) => self.asym_shared[a as usize].has_idle_cores,
+            None => self.llc[self.domains.cpus[cpu as usize].llc_id as usize].has_idle_cores,
+        }
+    }
+
+    /// mirrors set_idle_cores() on `cpu`'s `sd_balance_shared`.
+    pub(crate) fn set_idle_cores(&mut self, cpu: CpuId, val: bool) {
+        match self.asym_shared_of[cpu as usize] {
+            Some(a) => self.asym_shared[a as usize].has_idle_cores = val,
+            None => {
+                let l = self.domains.cpus[cpu as usize].llc_id as usize;
+                self.llc[l].has_idle_cores = val;
+            }
+        }
+    }
+
+    /// SIS_UTIL's scan depth from the shared state of domain `level` of
+    /// `cpu` (`sd->shared->nr_idle_scan`), `None` when that domain has none
+    /// (a NUMA-built asym-capacity domain).
+    pub(crate) fn nr_idle_scan_of(&self, cpu: CpuId, level: usize) -> Option<u32> {
+        let cd = &self.domains.cpus[cpu as usize];
+        if cd.sd_llc == Some(level) {
+            return Some(self.llc[cd.llc_id as usize].nr_idle_scan);
+        }
+        let a = &self.asym_shared[self.asym_shared_of[cpu as usize]? as usize];
+        (a.level == level).then_some(a.nr_idle_scan)
+    }
+
     pub(crate) fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
         self.is_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
@@ -275,10 +308,9 @@ impl Sim {
         };
         // sched_smt_active() is machine-wide: an E-core target on a hybrid
         // machine still scans for idle cores.
-        let llc_id = self.domains.cpus[target as usize].llc_id as usize;
         let mut has_idle_core = false;
         if self.smt_active {
-            has_idle_core = self.llc[llc_id].has_idle_cores;
+            has_idle_core = self.test_idle_cores(target);
             if !has_idle_core && self.cpus_share_cache(prev, target) {
                 if let Some(i) = self.select_idle_smt(t, prev) {
                     self.counters.sis_smt += 1;
@@ -305,25 +337,26 @@ impl Sim {
 
     /// Scans the asym-capacity domain for an idle CPU that fits the task
     /// (mirrors select_idle_capacity()): the first fitting CPU on an idle core
-    /// wins; otherwise the best by (idle core, fits, capacity). The SIS_UTIL
-    /// limit is applied only when the domain is also the LLC (its shared
-    /// state lives there in this model).
+    /// wins; otherwise the best by (idle core, fits, capacity). SIS_UTIL
+    /// limits the scan by the domain's own `nr_idle_scan` (set by its
+    /// periodic balance) or, when the domain is the LLC, the LLC's.
     fn select_idle_capacity(&mut self, t: TaskId, level: usize, target: CpuId) -> Option<CpuId> {
         // Ranks, lower is better (enum asym_fits_state without uclamp).
         const THREAD_FITS: i32 = -2;
         const THREAD_MISFIT: i32 = 0;
         const CORE_BIAS: i32 = -3;
         const COMPLETE_MISFIT: i32 = -3;
-        let llc_id = self.domains.cpus[target as usize].llc_id as usize;
-        let has_idle_core = self.smt_active && self.llc[llc_id].has_idle_cores;
+        let has_idle_core = self.smt_active && self.test_idle_cores(target);
         let d = &self.domains.cpus[target as usize].domains[level];
         let cpus = d.span.and(&self.tasks[t as usize].affinity);
         let util = self.tasks[t as usize].util_est();
         let mut nr: i64 = i64::MAX;
-        if self.feat(Feat::SIS_UTIL) && self.domains.cpus[target as usize].sd_llc == Some(level) {
-            nr = self.llc[llc_id].nr_idle_scan as i64 + 1;
-            if nr == 1 {
-                return None;
+        if self.feat(Feat::SIS_UTIL) {
+            if let Some(scan) = self.nr_idle_scan_of(target, level) {
+                nr = scan as i64 + 1;
+                if nr == 1 {
+                    return None;
+                }
             }
         }
         let (mut best_cpu, mut best_fits, mut best_cap) = (None, THREAD_MISFIT, 0u64);
@@ -358,7 +391,7 @@ impl Sim {
         }
         self.counters.sis_scanned += scanned;
         if has_idle_core && best_fits > COMPLETE_MISFIT {
-            self.llc[llc_id].has_idle_cores = false;
+            self.set_idle_cores(target, false);
         }
         best_cpu
     }
@@ -492,7 +525,7 @@ impl Sim {
             return found;
         }
         if has_idle_core {
-            self.llc[llc_id].has_idle_cores = false;
+            self.set_idle_cores(target, false);
             if self.feat(Feat::IDLE_CORE_ID) {
                 self.idle_core_search_failed(llc_id);
             }
