@@ -6,8 +6,10 @@
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
 //! the current task of a CPU is running there; CPU time is conserved.
 
+use crate::features::Feat;
 use crate::sim::Sim;
 use crate::task::TaskState;
+use schedlab_topo::CpuId;
 
 impl Sim {
     /// Returns the first violated invariant.
@@ -186,18 +188,36 @@ impl Sim {
                 ));
             }
         }
-        // nr_busy_cpus counts the LLC's CPUs running a task (updated on every
-        // idle entry/exit); an LLC's remembered idle core (S2) runs nothing.
+        // An idle CPU has stopped its tick (it is in the nohz idle mask) or
+        // its governor keeps the tick running.
+        // nr_busy_cpus counts the LLC's CPUs outside that mask (the kernel's
+        // nohz accounting) or, with S2's NR_BUSY_ON_IDLE, those running a
+        // task; an LLC's remembered idle core (S2) runs nothing.
+        let on_idle = self.feat(Feat::NR_BUSY_ON_IDLE);
         let mut busy = vec![0u32; self.llc.len()];
+        let mut in_mask = 0;
         for (c, rq) in self.rqs.iter().enumerate() {
-            if rq.curr.is_some() {
+            let stopped = self.nohz_idle.test(c as CpuId);
+            in_mask += stopped as u32;
+            if rq.curr.is_none() && !stopped && !rq.tick_running {
+                return Err(format!(
+                    "cpu {c}: idle, tick stopped, but not in the nohz idle mask"
+                ));
+            }
+            if (on_idle && rq.curr.is_some()) || (!on_idle && !stopped) {
                 busy[self.domains.cpus[c].llc_id as usize] += 1;
             }
+        }
+        if in_mask != self.nr_nohz_idle {
+            return Err(format!(
+                "nr_nohz_idle {} but {in_mask} CPUs in the nohz idle mask",
+                self.nr_nohz_idle
+            ));
         }
         for (l, s) in self.llc.iter().enumerate() {
             if s.nr_busy_cpus != busy[l] {
                 return Err(format!(
-                    "llc {l}: nr_busy_cpus {} but {} CPUs run tasks",
+                    "llc {l}: nr_busy_cpus {} but {} CPUs count as busy",
                     s.nr_busy_cpus, busy[l]
                 ));
             }

@@ -48,12 +48,14 @@ features! {
     NI_RANDOM = "NI_RANDOM", true, "newidle balance is skipped at random by its past success";
     NI_RATE = "NI_RATE", true, "newidle balancing that is called rarely counts as more successful";
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
+    IDLE_GOV_TICK = "IDLE_GOV_TICK", true, "(schedlab) the idle governor decides whether an idle CPU stops its tick (4.17+, the menu governor's rule in idle_gov.rs): the tick keeps running, and the CPU balances itself at it, while the predicted idle time is under a tick; off = the tick stops at every idle entry, as before 4.17";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
     HMP_LINARO = "HMP_LINARO", false, "(schedlab, S5 baseline) Linaro MP big.LITTLE: per-task load thresholds up/down-migrate between clusters; no generic cross-cluster balancing";
     HMP_HPERF = "HMP_HPERF", false, "(schedlab, S5) HPERF_HMP: druntime-fair cluster balancing, idle big CPUs pull from little, wakeups to the least loaded CPU; no generic cross-cluster balancing";
     SCHED_CACHE = "SCHED_CACHE", false, "(schedlab, S4) cache-aware scheduling: per-process preferred LLC, llc_balance in the load balancer (7.3 SCHED_CACHE, active only with several LLCs under a larger domain)";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(schedlab, S1 follow-up) select_idle_cpu scans the target's cluster first when a CLS level exists";
     IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core, set on idle entry or by an LLC search, cleared when that core runs";
+    NR_BUSY_ON_IDLE = "NR_BUSY_ON_IDLE", false, "(schedlab, S2; \"sched/idle: Move busy_cpu accounting to idle callback\") an LLC's nr_busy_cpus changes at every idle entry and exit; off = the kernel's nohz accounting: a CPU leaves the count when its tick stops and rejoins it at its first busy tick";
     WA_IDLER_LLC = "WA_IDLER_LLC", false, "(schedlab, S2) wake_affine: WA_IDLE within an LLC, idle cores then busy ratios across LLCs, sync stacking in WA_WEIGHT, no idle search when both LLCs are full";
     FALLBACK_LLC = "FALLBACK_LLC", false, "(schedlab, S2) sync wakeups from outside an SD_FALLBACK_LLC parent may use the waker's fallback LLC";
     ASYM_IDLE_CORE = "ASYM_IDLE_CORE", true, "(S3 prerequisite; Ricardo Neri, \"sched: Avoid unnecessary migrations within SMT domains\", 6.5) asym packing above SMT uses a CPU's priority only if its whole core is idle (sched_use_asym_prio), an SMT group with other than one busy CPU is never asym, a low-priority idle core may help a busy SMT core, a fully busy SMT group stays busiest; off = 5.16 asym_smt_can_pull_tasks()";

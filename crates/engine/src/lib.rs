@@ -14,6 +14,7 @@ mod exec;
 pub mod fair;
 pub mod features;
 pub mod hwcost;
+pub mod idle_gov;
 pub mod rng;
 pub mod rq;
 #[cfg(test)]

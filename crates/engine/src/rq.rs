@@ -68,6 +68,10 @@ pub struct Rq {
     pub ttwu_pending: u32,
     pub tick_gen: u32,
     pub tick_running: bool,
+    /// The idle governor's history (idle_gov.rs) and when the current idle
+    /// period began for it (idle entry or the last idle tick).
+    pub menu: crate::idle_gov::MenuState,
+    pub menu_since_ns: u64,
     /// The HRTICK timer's expiry while it is queued (`rq->hrtick_timer`),
     /// `None` when it is not; `hrtick_gen` drops the events of timers that
     /// were re-armed or cancelled.

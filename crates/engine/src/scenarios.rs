@@ -309,6 +309,93 @@ fn misfit_task_on_a_little_cpu_moves_to_a_big_cpu() {
     assert!(s.tasks[hog].cpu >= 4);
 }
 
+/// One thread pinned to CPU 5 of Kunpeng 920: 60 rounds of 200 µs busy and
+/// 300 µs asleep, then 100 ms asleep.
+fn short_idles_then_a_long_one(gov: bool) -> Sim {
+    let steps = vec![
+        Step::RunWall { ns: 200_000 },
+        Step::Sleep { ns: 300_000 },
+        Step::Loop {
+            start: 0,
+            count: 60,
+            slot: 0,
+        },
+        Step::Sleep { ns: 100_000_000 },
+        Step::Exit,
+    ];
+    let spec = WorkloadSpec {
+        name: "blink".into(),
+        templates: vec![thread("blink", Some(CpuMask::from_cpus([5])), steps)],
+        initial: vec![0],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 200_000_000,
+    };
+    let mut s = sim("kunpeng920", false, spec, 1);
+    s.cfg.features.set("IDLE_GOV_TICK", gov).unwrap();
+    s
+}
+
+#[test]
+fn the_idle_governor_keeps_the_tick_through_short_idles_and_stops_it_in_a_long_one() {
+    // From 15 ms on the CPU's last eight idle periods are 300 µs: the menu
+    // rule predicts 300 µs and the tick keeps running through every sleep.
+    // (Whether the CPU is still in the nohz idle mask from its first idle
+    // period depends on whether a tick has found it busy since: with a
+    // 500 µs cycle and a 4 ms tick, each tick lands at the same point of
+    // the cycle.) Once the thread sleeps for 100 ms, each tick counts as a
+    // long idle period; the tick stops within six ticks (24 ms) and the CPU
+    // is in the mask.
+    let mut s = short_idles_then_a_long_one(true);
+    let (mut idle_seen, mut t) = (0, 15_000_000);
+    while t < 29_000_000 {
+        s.run_until(t);
+        if s.rqs[5].curr.is_none() {
+            idle_seen += 1;
+            assert!(s.rqs[5].tick_running, "at {t} ns: tick stopped");
+        }
+        t += 50_000;
+    }
+    assert!(idle_seen > 100);
+    // The kept ticks ran the balancing softirq for the idle CPU.
+    assert!(s.counters.idle_tick_balance > 0);
+    s.run_until(30_000_000 + 6 * s.tick_ns + 1_000_000);
+    assert!(s.rqs[5].curr.is_none());
+    assert!(!s.rqs[5].tick_running && s.nohz_idle.test(5));
+    assert_eq!(s.run(), StopReason::Finished);
+    // Without the governor's say every idle entry stops the tick.
+    let mut s = short_idles_then_a_long_one(false);
+    let mut t = 15_000_000;
+    while t < 29_000_000 {
+        s.run_until(t);
+        if s.rqs[5].curr.is_none() {
+            assert!(!s.rqs[5].tick_running && s.nohz_idle.test(5));
+        }
+        t += 50_000;
+    }
+    assert_eq!(s.counters.idle_tick_balance, 0);
+}
+
+#[test]
+fn a_full_exynos_stops_scanning_its_asym_domain() {
+    // Eight hogs on the Exynos 5422: the PKG level's periodic balance sees
+    // every CPU busy and cuts its scan depth (SIS_UTIL, update_idle_cpu_scan()
+    // on the asym domain's own shared state). The formula divides by 1024
+    // per CPU, and an A7's utilisation stops at its capacity (about 380), so
+    // the sum is about 4 × 1024 + 4 × 380 and 2-3 of the 8 CPUs stay in the
+    // scan. The LLCs (one per cluster) are not balanced at the PKG level.
+    let mut s = sim(
+        "exynos5422",
+        false,
+        cpu_hogs(8, 1_000_000_000, None, 200_000_000),
+        1,
+    );
+    assert_eq!(s.asym_shared[0].nr_idle_scan, 8);
+    s.run_until(150_000_000);
+    let depth = s.asym_shared[0].nr_idle_scan;
+    assert!((1..=4).contains(&depth), "depth {depth}");
+}
+
 #[test]
 fn asym_packing_runs_a_lone_hog_on_a_p_core() {
     // 20 threads fill every CPU of Alder Lake; 19 finish after 30 ms. The

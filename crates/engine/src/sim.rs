@@ -670,14 +670,17 @@ impl Sim {
         rq.avg_idle = (ai.max(0) as u64).min(2 * rq.max_idle_balance_cost_ns);
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
-        let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-        self.llc[llc].nr_busy_cpus += 1;
+        // The governor learns how long this idle period lasted.
+        let menu_idle = now - rq.menu_since_ns;
+        rq.menu.update(menu_idle, false);
+        // The CPU stays in the nohz idle mask until its first busy tick
+        // (nohz_balance_exit_idle()); S2 counts it busy at once.
+        if self.feat(Feat::NR_BUSY_ON_IDLE) {
+            let llc = self.domains.cpus[cpu as usize].llc_id as usize;
+            self.llc[llc].nr_busy_cpus += 1;
+        }
         if self.feat(Feat::IDLE_CORE_ID) {
             self.idle_core_busy(cpu);
-        }
-        if self.nohz_idle.test(cpu) {
-            self.nohz_idle.clear(cpu);
-            self.nr_nohz_idle -= 1;
         }
         self.start_tick(cpu);
         self.smt_sibling_changed(cpu);
@@ -696,11 +699,19 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_since = now;
         rq.idle_stamp = now;
-        rq.tick_gen = rq.tick_gen.wrapping_add(1);
-        rq.tick_running = false;
-        let nb = rq.next_balance;
+        rq.menu_since_ns = now;
+        // do_idle(): the governor decides whether the tick stops (before
+        // 4.17, and with IDLE_GOV_TICK off, it always does).
+        let stop =
+            !self.cfg.features.enabled(Feat::IDLE_GOV_TICK) || rq.menu.stop_tick(self.tick_ns);
+        if stop {
+            rq.tick_gen = rq.tick_gen.wrapping_add(1);
+            rq.tick_running = false;
+        }
         let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-        self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
+        if self.feat(Feat::NR_BUSY_ON_IDLE) {
+            self.llc[llc].nr_busy_cpus -= 1;
+        }
         // set_idle_cores(): the whole core is idle now.
         if self.smt_masks[cpu as usize]
             .iter()
@@ -711,15 +722,28 @@ impl Sim {
                 self.set_idle_core(cpu);
             }
         }
-        // The tick stops at once: the CPU joins the nohz idle mask.
+        if stop {
+            self.nohz_balance_enter_idle(cpu);
+        }
+        self.smt_sibling_changed(cpu);
+    }
+
+    /// The tick stopped on an idle CPU: it joins the nohz idle mask unless it
+    /// never left it, and without S2's accounting leaves its LLC's busy count
+    /// (mirrors nohz_balance_enter_idle() and set_cpu_sd_state_idle()).
+    fn nohz_balance_enter_idle(&mut self, cpu: CpuId) {
         if !self.nohz_idle.test(cpu) {
             self.nohz_idle.set(cpu);
             self.nr_nohz_idle += 1;
+            if !self.feat(Feat::NR_BUSY_ON_IDLE) {
+                let llc = self.domains.cpus[cpu as usize].llc_id as usize;
+                self.llc[llc].nr_busy_cpus -= 1;
+            }
         }
+        let nb = self.rqs[cpu as usize].next_balance;
         if self.nohz_next_balance == 0 || nb < self.nohz_next_balance {
             self.nohz_next_balance = nb;
         }
-        self.smt_sibling_changed(cpu);
     }
 
     fn finish_accounting(&mut self) {
@@ -771,12 +795,13 @@ impl Sim {
     fn tick(&mut self, cpu: CpuId) {
         let rq = &self.rqs[cpu as usize];
         if rq.curr.is_none() {
-            self.rqs[cpu as usize].tick_running = false;
+            self.idle_tick(cpu);
             return;
         }
         let gen = rq.tick_gen;
         self.q
             .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        self.nohz_balance_exit_idle(cpu);
         // sched_tick(): a pending lazy reschedule becomes a real one.
         self.resched_lazy_honour(cpu);
         self.update_rq_clock(cpu);
@@ -797,6 +822,51 @@ impl Sim {
         self.hmp_tick();
         if self.feat(Feat::NOHZ_BALANCE) {
             self.nohz_balancer_kick(cpu);
+        }
+    }
+
+    /// The tick of an idle CPU whose governor kept it (mirrors sched_tick()
+    /// on the idle task: sched_balance_trigger() raises the balancing softirq
+    /// when due, which balances as CPU_IDLE, and an idle CPU kicks no one;
+    /// then do_idle() asks the governor again, which counts the tick wakeup
+    /// as a long idle period and may stop the tick now).
+    fn idle_tick(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.menu.update(now - rq.menu_since_ns, true);
+        rq.menu_since_ns = now;
+        if now >= rq.next_balance {
+            self.update_rq_clock(cpu);
+            self.counters.idle_tick_balance += 1;
+            self.linaro_force_migration();
+            self.sched_balance_domains(cpu, true);
+        }
+        self.hmp_tick();
+        let stays_idle = self.is_idle_cpu(cpu);
+        let rq = &mut self.rqs[cpu as usize];
+        if stays_idle && rq.menu.stop_tick(self.tick_ns) {
+            rq.tick_running = false;
+            self.nohz_balance_enter_idle(cpu);
+        } else {
+            let gen = rq.tick_gen;
+            self.q
+                .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        }
+    }
+
+    /// The first busy tick after idle takes the CPU out of the nohz idle
+    /// mask and, without S2's accounting, counts it busy in its LLC again
+    /// (mirrors nohz_balance_exit_idle() and set_cpu_sd_state_busy(), which
+    /// nohz_balancer_kick() calls first).
+    fn nohz_balance_exit_idle(&mut self, cpu: CpuId) {
+        if !self.nohz_idle.test(cpu) {
+            return;
+        }
+        self.nohz_idle.clear(cpu);
+        self.nr_nohz_idle -= 1;
+        if !self.feat(Feat::NR_BUSY_ON_IDLE) {
+            let llc = self.domains.cpus[cpu as usize].llc_id as usize;
+            self.llc[llc].nr_busy_cpus += 1;
         }
     }
 

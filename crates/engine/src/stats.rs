@@ -45,6 +45,9 @@ pub struct Counters {
     pub context_switches: u64,
     pub newidle_balance: u64,
     pub nohz_balance: u64,
+    /// Balancing softirqs run by the tick of an idle CPU whose idle governor
+    /// kept its tick (IDLE_GOV_TICK).
+    pub idle_tick_balance: u64,
     pub active_balance: u64,
     /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
     /// steps, task time on big and little CPUs (ns).

@@ -97,10 +97,15 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
     })?;
     let mut features = Features::for_arch(arch);
     if name == "patchset" {
-        // S2 (Srikar Dronamraju, Apr 2021): the idle-core identity, the
-        // wake_affine rework (WA_IDLER_LLC is on by default in the series)
+        // S2 (Srikar Dronamraju, Apr 2021): the idle-core identity, busy-CPU
+        // counts kept at idle entry/exit, the wake_affine rework (WA_IDLER_LLC is on by default in the series)
         // and the fallback LLC on top of SD_FALLBACK_LLC in the topology.
-        for f in ["IDLE_CORE_ID", "WA_IDLER_LLC", "FALLBACK_LLC"] {
+        for f in [
+            "IDLE_CORE_ID",
+            "NR_BUSY_ON_IDLE",
+            "WA_IDLER_LLC",
+            "FALLBACK_LLC",
+        ] {
             features.set(f, true)?;
         }
     }

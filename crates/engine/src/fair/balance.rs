@@ -679,10 +679,9 @@ impl Sim {
         if !kick {
             if let Some(l) = cd.sd_asym_packing {
                 let d = &cd.domains[l];
-                kick = d
-                    .span
-                    .iter()
-                    .any(|i| i != cpu && self.is_idle_cpu(i) && self.sched_asym(d.flags, i, cpu));
+                kick = d.span.iter().any(|i| {
+                    i != cpu && self.nohz_idle.test(i) && self.sched_asym(d.flags, i, cpu)
+                });
             }
         }
         if !kick {

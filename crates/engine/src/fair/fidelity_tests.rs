@@ -652,13 +652,8 @@ fn put(s: &mut Sim, cpu: u16, t: TaskId) {
         s.set_next_entity(cpu, t);
         s.rqs[cpu as usize].curr = Some(t);
         s.tasks[t as usize].state = crate::task::TaskState::Running;
-        // The CPU left idle: nr_busy_cpus and the placement counts as
-        // idle_exit() keeps them.
-        let l = s.domains.cpus[cpu as usize].llc_id as usize;
-        s.llc[l].nr_busy_cpus += 1;
-        let c = &s.machine.cpus[cpu as usize];
-        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
-        s.placement_change(cluster, llc, true);
+        // The CPU left idle (its bookkeeping as the core does it).
+        s.idle_exit(cpu);
     } else {
         s.tasks[t as usize].state = crate::task::TaskState::Runnable;
     }
@@ -746,6 +741,20 @@ fn nohz_kick_conditions() {
     put(&mut s, 12, t);
     s.nohz_balancer_kick(12);
     assert!(kicked(&s), "idle higher-priority core");
+    // The kernel reads the nohz idle mask: one thread of each P-core started
+    // running and has not ticked yet; it still counts as an idle
+    // higher-priority CPU (its sibling is idle, so its priority counts),
+    // while the idle siblings, on busy cores, do not.
+    let mut s = bare("alderlake");
+    let t = add_task(&mut s, 12);
+    put(&mut s, 12, t);
+    for c in (0..12u16).step_by(2) {
+        let t = add_task(&mut s, c);
+        put(&mut s, c, t);
+    }
+    assert!(s.nohz_idle.test(0) && !s.is_idle_cpu(0));
+    s.nohz_balancer_kick(12);
+    assert!(kicked(&s), "P-cores before their first busy tick");
     // The same task on a P-core: no higher-priority idle CPU; the LLC has
     // only one busy CPU → no kick.
     let mut s = bare("alderlake");

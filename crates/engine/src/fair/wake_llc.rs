@@ -7,9 +7,11 @@
 //! - IDLE_CORE_ID: each LLC keeps the identity of one idle core
 //!   (`sds->idle_core`), set when a core goes fully idle or when an LLC
 //!   search finds one, cleared when that core runs a task or when an
-//!   idle-core search fails. `nr_busy_cpus` is already updated on every
-//!   idle entry/exit by the core (sim.rs: the tick stops at once on idle),
-//!   which is what the series moved to the idle callbacks.
+//!   idle-core search fails.
+//! - NR_BUSY_ON_IDLE: `nr_busy_cpus` changes at every idle entry and exit
+//!   (the series' "Move busy_cpu accounting to idle callback"), so the busy
+//!   ratios below are current; without it the kernel counts a CPU busy
+//!   from its first busy tick until its tick stops (sim.rs).
 //! - WA_IDLER_LLC: wake_affine() rework: within one LLC only WA_IDLE (prev
 //!   idle, then waker idle); across LLCs wake_affine_idler_llc() compares
 //!   idle CPUs, idle cores, then busy ratios of the two LLCs; when both are

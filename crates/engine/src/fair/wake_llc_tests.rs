@@ -10,7 +10,12 @@ use crate::task::Task;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 
-const S2: [&str; 3] = ["IDLE_CORE_ID", "WA_IDLER_LLC", "FALLBACK_LLC"];
+const S2: [&str; 4] = [
+    "IDLE_CORE_ID",
+    "NR_BUSY_ON_IDLE",
+    "WA_IDLER_LLC",
+    "FALLBACK_LLC",
+];
 
 fn s2_sim(machine: &str, config: &str, spec: WorkloadSpec) -> Sim {
     let m = preset(machine).expect("preset");
@@ -103,6 +108,67 @@ fn idle_core_is_set_on_idle_entry_and_cleared_when_the_core_runs() {
     let t = run_on(&mut v, 0);
     v.block_current(t, false);
     assert_eq!(v.llc[0].idle_core, None);
+}
+
+/// One thread pinned to CPU 0 of POWER10 runs 10 ms, sleeps 1 ms and
+/// runs 10 ms.
+fn pinned_runner() -> WorkloadSpec {
+    WorkloadSpec {
+        name: "runner".into(),
+        templates: vec![ThreadTemplate {
+            idle_policy: false,
+            name: "runner".into(),
+            nice: 0,
+            affinity: Some(CpuMask::from_cpus([0])),
+            steps: vec![
+                Step::RunWall { ns: 10_000_000 },
+                Step::Sleep { ns: 1_000_000 },
+                Step::RunWall { ns: 10_000_000 },
+                Step::Exit,
+            ],
+        }],
+        initial: vec![0],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 100_000_000,
+    }
+}
+
+#[test]
+fn nr_busy_cpus_follows_the_tick_in_vanilla_and_idle_entry_with_the_series() {
+    // Vanilla: CPU 0 runs from t = 0 but stays in the nohz idle mask, and out
+    // of its LLC's busy count, until its first busy tick
+    // (nohz_balance_exit_idle()); it rejoins both at once when it sleeps.
+    let mut v = s2_sim("power10", "vanilla", pinned_runner());
+    for f in S2 {
+        v.cfg.features.set(f, false).unwrap();
+    }
+    let first_tick = match v.tick_phase_ns[0] {
+        0 => v.tick_ns,
+        phase => phase,
+    };
+    v.run_until(first_tick - 1);
+    assert!(v.rqs[0].curr.is_some(), "the thread runs");
+    assert!(v.nohz_idle.test(0), "no busy tick yet");
+    assert_eq!(v.llc[0].nr_busy_cpus, 0);
+    v.run_until(first_tick + 1);
+    assert!(!v.nohz_idle.test(0), "the first busy tick left nohz");
+    assert_eq!(v.llc[0].nr_busy_cpus, 1);
+    v.run_until(10_500_000);
+    assert!(v.rqs[0].curr.is_none(), "the thread sleeps");
+    assert!(v.nohz_idle.test(0));
+    assert_eq!(v.llc[0].nr_busy_cpus, 0);
+    assert_eq!(v.run(), StopReason::Finished);
+    // With the series' accounting the count follows idle exit at once; the
+    // nohz mask still waits for the tick.
+    let mut s = s2_sim("power10", "patchset", pinned_runner());
+    s.run_until(first_tick - 1);
+    assert!(s.nohz_idle.test(0));
+    assert_eq!(s.llc[0].nr_busy_cpus, 1);
+    s.run_until(first_tick + 1);
+    assert!(!s.nohz_idle.test(0));
+    assert_eq!(s.llc[0].nr_busy_cpus, 1);
+    assert_eq!(s.run(), StopReason::Finished);
 }
 
 #[test]

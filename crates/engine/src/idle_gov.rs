@@ -1,0 +1,220 @@
+//! The idle governor's tick decision (mirrors the parts of the cpuidle menu
+//! governor, drivers/cpuidle/governors/menu.c, that decide whether an idle
+//! CPU stops its tick; since 4.17 do_idle() asks the governor instead of
+//! stopping the tick up front).
+//!
+//! What is modelled:
+//! - the last eight idle durations of the CPU and get_typical_interval()'s
+//!   outlier rejection;
+//! - the correction factor that scales the time to the next timer event;
+//! - the stop rule: the tick keeps running while the predicted idle time is
+//!   below one tick (the machines model one shallow idle state, so no deeper
+//!   state's target residency enters the choice);
+//! - an idle period ended by the tick counts as a long one (90% of
+//!   MAX_INTERESTING), so that a CPU that stays idle stops its tick after a
+//!   few ticks.
+//!
+//! What is not: kernel timers. Nothing arms a timer on an idle CPU in the
+//! model except the tick, so the next timer event is taken to be
+//! [`FAR_TIMER_NS`] away and one of menu's six buckets (by that distance)
+//! is used.
+
+/// Idle periods remembered (`INTERVALS`).
+const INTERVALS: usize = 8;
+/// Fixed-point unit of the correction factor (`RESOLUTION`) and its decay
+/// (`DECAY`: a new sample weighs 1/8).
+const RESOLUTION: u64 = 1024;
+const DECAY: u64 = 8;
+/// Idle periods this long or longer carry no more information
+/// (`MAX_INTERESTING`, 50 ms).
+const MAX_INTERESTING_NS: u64 = 50_000_000;
+/// Below this predicted idle time the next timer is not looked at
+/// (`RESIDENCY_THRESHOLD_NS`, gov.h).
+const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
+/// The time to the next timer event of an idle CPU. ESTIMATE: no kernel
+/// timers are modelled; housekeeping timers of an idle server CPU are
+/// hundreds of ms to seconds apart. Any value above MAX_INTERESTING gives
+/// the same decisions for idle periods shorter than it.
+pub const FAR_TIMER_NS: u64 = 1_000_000_000;
+
+/// One CPU's governor state (`struct menu_device`, one bucket).
+#[derive(Clone, Copy, Debug)]
+pub struct MenuState {
+    /// Recent idle durations, µs (`intervals`), a ring from `ptr`.
+    pub intervals_us: [u32; INTERVALS],
+    pub ptr: u8,
+    /// `correction_factor` of the bucket FAR_TIMER_NS falls in.
+    pub correction: u32,
+}
+
+impl Default for MenuState {
+    /// As menu_enable_device() leaves it: no history, factor 1.0.
+    fn default() -> Self {
+        MenuState {
+            intervals_us: [0; INTERVALS],
+            ptr: 0,
+            correction: (RESOLUTION * DECAY) as u32,
+        }
+    }
+}
+
+impl MenuState {
+    /// Records the idle period that just ended (mirrors menu_update()):
+    /// `idle_ns` long, or ended by the tick (`tick_wakeup`), which counts as
+    /// 90% of MAX_INTERESTING since the next timer lies beyond the tick.
+    pub fn update(&mut self, idle_ns: u64, tick_wakeup: bool) {
+        let measured = if tick_wakeup {
+            9 * MAX_INTERESTING_NS / 10
+        } else {
+            idle_ns
+        }
+        .min(FAR_TIMER_NS);
+        let mut f = self.correction as u64;
+        f -= f / DECAY;
+        f += if measured < MAX_INTERESTING_NS {
+            RESOLUTION * measured / FAR_TIMER_NS
+        } else {
+            RESOLUTION
+        };
+        self.correction = f as u32;
+        self.intervals_us[self.ptr as usize] = (measured / 1000).min(u32::MAX as u64) as u32;
+        self.ptr = ((self.ptr as usize + 1) % INTERVALS) as u8;
+    }
+
+    /// The idle time the governor expects, ns (mirrors menu_select()'s
+    /// prediction with the tick running): the typical recent interval,
+    /// capped by the corrected time to the next timer.
+    pub fn predicted_ns(&self) -> u64 {
+        let typical_us = typical_interval_us(&self.intervals_us);
+        let mut predicted = typical_us as u64 * 1000;
+        if predicted > RESIDENCY_THRESHOLD_NS {
+            let unit = RESOLUTION * DECAY * 1000;
+            let timer_us = (unit / 2 + FAR_TIMER_NS * self.correction as u64) / unit;
+            predicted = predicted.min(timer_us * 1000);
+        }
+        predicted
+    }
+
+    /// Does the governor stop the tick for the idle period starting now
+    /// (menu_select()'s `stop_tick`)? Only when it expects at least a tick.
+    pub fn stop_tick(&self, tick_ns: u64) -> bool {
+        self.predicted_ns() >= tick_ns
+    }
+}
+
+/// The recent intervals' typical value, µs, or `u32::MAX` when they have
+/// none (mirrors get_typical_interval()): their mean when the spread is
+/// small (standard deviation at most a sixth of the mean with three
+/// quarters of the samples left, or variance at most 400 µs²); otherwise
+/// the sample farthest from the mean on the far side is dropped and the
+/// rest tried again, while more than three quarters remain.
+pub fn typical_interval_us(intervals: &[u32; INTERVALS]) -> u32 {
+    let (mut min_thresh, mut max_thresh) = (-1i64, u32::MAX as i64);
+    loop {
+        let (mut max, mut min) = (0u64, u32::MAX as u64);
+        let (mut sum, mut sum_sq, mut n) = (0u64, 0u64, 0u64);
+        for &v in intervals {
+            let v64 = v as i64;
+            if v64 <= min_thresh || v64 >= max_thresh {
+                continue;
+            }
+            let v = v as u64;
+            n += 1;
+            sum += v;
+            sum_sq += v * v;
+            max = max.max(v);
+            min = min.min(v);
+        }
+        if max == 0 {
+            return u32::MAX;
+        }
+        let avg = sum / n;
+        let variance = (sum_sq / n).saturating_sub(avg * avg);
+        let avg_sq = avg * avg;
+        if variance <= u64::MAX / 36
+            && ((avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
+        {
+            return avg as u32;
+        }
+        if n * 4 <= INTERVALS as u64 * 3 {
+            return u32::MAX;
+        }
+        if avg - min > max - avg {
+            min_thresh = min as i64;
+        } else {
+            max_thresh = max as i64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK_NS: u64 = 4_000_000;
+
+    #[test]
+    fn steady_short_idles_are_typical_and_keep_the_tick() {
+        let mut m = MenuState::default();
+        for _ in 0..8 {
+            m.update(200_000, false);
+        }
+        assert_eq!(typical_interval_us(&m.intervals_us), 200);
+        assert_eq!(m.predicted_ns(), 200_000);
+        assert!(!m.stop_tick(TICK_NS));
+    }
+
+    #[test]
+    fn no_history_predicts_from_the_far_timer_and_stops_the_tick() {
+        let m = MenuState::default();
+        assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
+        assert_eq!(m.predicted_ns(), FAR_TIMER_NS);
+        assert!(m.stop_tick(TICK_NS));
+    }
+
+    #[test]
+    fn a_cpu_that_stays_idle_stops_its_tick_after_five_tick_wakeups() {
+        // Short idles, then the CPU stays idle: each tick that ends an idle
+        // period records 45 ms. The outlier rejection keeps predicting the
+        // short interval while four of eight samples are short; the fifth
+        // tick wakeup tips it.
+        let mut m = MenuState::default();
+        for _ in 0..8 {
+            m.update(200_000, false);
+        }
+        let mut ticks = 0;
+        while !m.stop_tick(TICK_NS) {
+            m.update(0, true);
+            ticks += 1;
+            assert!(ticks < 8);
+        }
+        assert_eq!(ticks, 5);
+        assert_eq!(typical_interval_us(&m.intervals_us), 45_000);
+    }
+
+    #[test]
+    fn mixed_intervals_drop_outliers_or_give_up() {
+        // One long outlier among short ones is dropped.
+        let v = [100, 110, 90, 100, 105, 95, 100, 30_000];
+        assert_eq!(typical_interval_us(&v), 100);
+        // Widely spread values: no typical interval.
+        let v = [10, 5_000, 300, 40_000, 1_200, 70, 9_000, 600];
+        assert_eq!(typical_interval_us(&v), u32::MAX);
+    }
+
+    #[test]
+    fn the_correction_factor_follows_short_idles() {
+        // With no typical interval, the corrected timer distance predicts:
+        // after many idle periods of 1 ms each, about 1 ms.
+        let mut m = MenuState::default();
+        // Spread widely so that no typical interval forms; mean 1 ms.
+        let cycle_us = [50u64, 2_000, 300, 1_700, 900, 120, 2_530, 400];
+        for i in 0..200 {
+            m.update(cycle_us[i % 8] * 1000, false);
+        }
+        assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
+        let p = m.predicted_ns();
+        assert!((800_000..=1_200_000).contains(&p), "predicted {p}");
+        assert!(!m.stop_tick(TICK_NS));
+    }
+}
