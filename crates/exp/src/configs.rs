@@ -23,7 +23,8 @@ pub const DEFAULT_HZ: u32 = 250;
 
 /// CONFIG_HZ of the S5 kernels: the Exynos 5422 vendor 3.10 tree whose
 /// big.LITTLE MP code the Linaro model follows (defconfig
-/// exynos5422-k3g_00: CONFIG_HZ=200); HPERF_HMP was compared with it on the
+/// exynos5422-k3g_00: CONFIG_HZ=200, also CONFIG_PREEMPT=y and
+/// CONFIG_NO_HZ_IDLE=y, see resolve_named()); HPERF_HMP was compared with it on the
 /// same board, so both S5 configurations run at this rate. (The Exynos 5433
 /// runs use it too; that SoC's vendor tree was not checked.)
 pub const S5_HZ: u32 = 200;
@@ -119,6 +120,11 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
     if let Some(f) = feature {
         features.set(f, true)?;
         hz = S5_HZ;
+        // The S5 kernels (3.10) stop the tick at every idle entry: the idle
+        // governor's say over the tick came with 4.17. Their build is
+        // CONFIG_PREEMPT=y: full preemption, no lazy mode.
+        features.set("IDLE_GOV_TICK", false)?;
+        features.set("PREEMPT_LAZY", false)?;
     }
     if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology
