@@ -177,6 +177,15 @@ impl Sim {
             if rq.curr.is_some() != rq.cfs.curr.is_some() {
                 return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
             }
+            // The next buddy is queued here and never delayed.
+            if let Some(b) = rq.cfs.next {
+                let se = &self.tasks[b as usize].se;
+                if !se.on_rq || se.sched_delayed || self.tasks[b as usize].cpu as usize != c {
+                    return Err(format!(
+                        "cpu {c}: next buddy {b} is not a runnable task here"
+                    ));
+                }
+            }
         }
         // Each task's count of owned mutexes (lock-holder preemptions) is true.
         let owned = self.ipc.owned_mutexes(self.tasks.len());

@@ -995,6 +995,7 @@ impl Sim {
         if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
             return Flow::Next;
         }
+        self.clear_buddies(cpu, t);
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
         let vruntime = self.tasks[t as usize].se.vruntime;

@@ -38,7 +38,8 @@ features! {
     PREEMPT_LAZY = "PREEMPT_LAZY", true, "(schedlab) the preempt=lazy model, 7.3's default on x86, arm64 and powerpc: a fair-class reschedule of another busy CPU sends no IPI and waits for that CPU's next tick or its task's next return from the kernel; off = preempt=full";
     TTWU_QUEUE = "TTWU_QUEUE", true, "a wakeup onto a busy CPU in another LLC is queued to that CPU and activated by its IPI (ttwu_queue_wakelist()), so the wakeup preemption check runs there and a lazy reschedule is acted on as the IPI returns; in schedlab this only changes when PREEMPT_LAZY's reschedules are acted on";
     HRTICK = "HRTICK", false, "with others queued, a high-resolution timer ends the current slice at its virtual deadline (hrtick_start_fair); on by default on x86 machines, off on arm64 and powerpc ones, as 7.3 builds have it (CONFIG_HRTIMER_REARM_DEFERRED)";
-    CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "a task just picked as next buddy is cache hot";
+    PICK_BUDDY = "PICK_BUDDY", true, "the pick takes the next buddy (a wakee that preempted by PREEMPT_SHORT) while it is eligible";
+    CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "the next buddy is cache hot: the balancer leaves it where it is";
     WA_IDLE = "WA_IDLE", true, "wake_affine prefers an idle waker or previous CPU";
     WA_WEIGHT = "WA_WEIGHT", true, "wake_affine compares the loads of waker and previous CPU";
     WA_BIAS = "WA_BIAS", true, "wake_affine_weight biases towards the previous CPU by imbalance_pct";

@@ -13,6 +13,9 @@ pub struct CfsRq {
     pub timeline: Timeline,
     /// The fair task currently running, if any (kept out of the timeline).
     pub curr: Option<TaskId>,
+    /// The next buddy (`cfs_rq->next`): a task a PREEMPT_SHORT wakeup
+    /// preemption nominated, picked first while eligible (PICK_BUDDY).
+    pub next: Option<TaskId>,
     /// Entities on the runqueue including curr and delayed ones (`h_nr_queued`).
     pub nr_queued: u32,
     /// Delayed-dequeue entities among them.

@@ -845,6 +845,48 @@ fn a_short_custom_slice_preempts_with_preempt_short() {
     }
 }
 
+#[test]
+fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
+    // A runs with the base slice; C (0.1 ms slice, queued without a
+    // preemption check) has the earliest deadline. B wakes with a 0.3 ms
+    // slice: the pick without A's protection is C, but B is eligible and
+    // shorter than A, so it preempts (PREEMPT_SHORT) and becomes the next
+    // buddy (set_short_buddy()): the following pick is B, not C, while
+    // PICK_BUDDY is on.
+    for pick_buddy in [true, false] {
+        let mut s = bare("kunpeng920");
+        s.cfg.features.set("PICK_BUDDY", pick_buddy).unwrap();
+        let a = add_task(&mut s, 0);
+        put(&mut s, 0, a);
+        s.now = 500_000;
+        s.update_curr(0);
+        let mut wake = |s: &mut Sim, slice_ns: u64| {
+            let t = add_task(s, 0);
+            s.set_custom_slice(t, slice_ns);
+            s.tasks[t as usize].stats.wakeups = 1;
+            s.enqueue_task(0, t, EnqueueKind::Wakeup);
+            s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+            t
+        };
+        let c = wake(&mut s, 100_000);
+        let b = wake(&mut s, 300_000);
+        assert_eq!(s.pick_eevdf(0, false), Some(c));
+        s.rqs[0].need_resched = false;
+        s.wakeup_preempt(0, b, 0);
+        assert!(s.rqs[0].need_resched, "B preempts A");
+        assert_eq!(s.rqs[0].cfs.next, Some(b));
+        let want = if pick_buddy { b } else { c };
+        assert_eq!(s.pick_eevdf(0, true), Some(want), "PICK_BUDDY {pick_buddy}");
+        // A wakee with a longer slice than the buddy's does not replace it.
+        let d = wake(&mut s, 1_000_000);
+        s.wakeup_preempt(0, d, 0);
+        assert_eq!(s.rqs[0].cfs.next, Some(b));
+        // Leaving the runqueue ends the nomination (clear_buddies()).
+        s.dequeue_task(0, b, false);
+        assert_eq!(s.rqs[0].cfs.next, None);
+    }
+}
+
 // ----- select_task_rq() and the fork path's group statistics ---------------
 
 #[test]

@@ -224,6 +224,7 @@ impl Sim {
         // Others wait and the request is used up or the protection is over.
         if self.rqs[cpu as usize].cfs.nr_queued > 1 && (resched || !protected) {
             self.resched_cpu_lazy(cpu, self.this_cpu);
+            self.clear_buddies(cpu, c);
         }
     }
 
@@ -294,6 +295,9 @@ impl Sim {
         let base = base_slice_ns(self.nr_cpus());
         let cpu = self.tasks[t as usize].cpu;
         let in_tree = self.tasks[t as usize].se.on_rq && self.rqs[cpu as usize].cfs.curr != Some(t);
+        // sched_setattr() dequeues and enqueues a queued task, which ends its
+        // nomination as next buddy.
+        self.clear_buddies(cpu, t);
         if in_tree {
             self.queue_remove(cpu, t);
         }
@@ -373,6 +377,15 @@ impl Sim {
         let mut curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
         if cfs.nr_queued == 1 {
             return curr.or(first);
+        }
+        // PICK_BUDDY: the next buddy goes first while it is eligible.
+        if let Some(n) = cfs.next {
+            if protect
+                && self.feat(Feat::PICK_BUDDY)
+                && self.vruntime_eligible(cpu, self.tasks[n as usize].se.vruntime)
+            {
+                return Some(n);
+            }
         }
         if let Some(c) = curr {
             if !self.vruntime_eligible(cpu, self.tasks[c as usize].se.vruntime) {
@@ -541,6 +554,7 @@ impl Sim {
     /// sleeping, not-eligible task is only marked delayed when DELAY_DEQUEUE
     /// is on. Returns false when the dequeue was delayed.
     pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
+        self.clear_buddies(cpu, t);
         self.update_curr(cpu);
         self.update_load_avg(cpu, t);
         let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
@@ -700,7 +714,8 @@ impl Sim {
     /// Wakeup preemption (mirrors wakeup_preempt_fair()): a delayed wakee
     /// never preempts; a wakee with a shorter slice than curr (PREEMPT_SHORT)
     /// preempts when the pick that ignores curr's protection is the wakee,
-    /// or when it is merely eligible; a new task (WF_FORK) otherwise does
+    /// or when it is merely eligible, and becomes the next buddy, which the
+    /// following pick takes; a new task (WF_FORK) otherwise does
     /// not; else reschedule when the pick that respects curr's protection is
     /// the wakee. The picks are pick_next_entity()'s: delayed tasks they meet
     /// are dequeued for good on the way. Without preemption, curr's
@@ -750,9 +765,38 @@ impl Sim {
         };
         if preempt {
             self.cancel_protect_slice(curr);
+            if short {
+                self.set_short_buddy(cpu, wakee);
+            }
             self.resched_cpu_lazy(cpu, from);
         } else if self.feat(Feat::RUN_TO_PARITY) && self.rqs[cpu as usize].cfs.curr == Some(curr) {
             self.update_protect_slice(cpu, curr);
+        }
+    }
+
+    /// A short-slice wakee that preempted becomes the next buddy unless the
+    /// current buddy's slice is shorter still (mirrors set_short_buddy() and
+    /// set_next_buddy(): only a queued, non-delayed, non-idle-policy task).
+    fn set_short_buddy(&mut self, cpu: CpuId, t: TaskId) {
+        let slice = self.tasks[t as usize].se.slice;
+        if let Some(n) = self.rqs[cpu as usize].cfs.next {
+            if self.tasks[n as usize].se.slice < slice {
+                return;
+            }
+        }
+        let tk = &self.tasks[t as usize];
+        if !tk.se.on_rq || tk.se.sched_delayed || tk.idle_policy {
+            return;
+        }
+        self.rqs[cpu as usize].cfs.next = Some(t);
+    }
+
+    /// `t` stops being the next buddy (mirrors clear_buddies()): its slice
+    /// ran out, it leaves the runqueue, or it yields.
+    pub(crate) fn clear_buddies(&mut self, cpu: CpuId, t: TaskId) {
+        let cfs = &mut self.rqs[cpu as usize].cfs;
+        if cfs.next == Some(t) {
+            cfs.next = None;
         }
     }
 
