@@ -1324,20 +1324,20 @@ impl Sim {
             }
             return false;
         }
-        !self.task_hot(env, t) || failed > tries
+        !self.task_hot(env.sd_flags, env.src, env.dst, t) || failed > tries
     }
 
     /// Did `t` run on its CPU so recently that moving it loses a warm cache
     /// (mirrors task_hot())? Never for SCHED_IDLE tasks or within an SMT domain;
     /// always for the next buddy when the destination has work.
-    fn task_hot(&self, env: &LbEnv, t: TaskId) -> bool {
-        if self.tasks[t as usize].idle_policy || env.sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) {
+    pub(crate) fn task_hot(&self, sd_flags: SdFlags, src: CpuId, dst: CpuId, t: TaskId) -> bool {
+        if self.tasks[t as usize].idle_policy || sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) {
             return false;
         }
         // CACHE_HOT_BUDDY: the next buddy stays where it was nominated.
         if self.feat(Feat::CACHE_HOT_BUDDY)
-            && self.rqs[env.dst as usize].nr_running() > 0
-            && self.rqs[env.src as usize].cfs.next == Some(t)
+            && self.rqs[dst as usize].nr_running() > 0
+            && self.rqs[src as usize].cfs.next == Some(t)
         {
             return true;
         }

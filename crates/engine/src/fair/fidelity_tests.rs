@@ -881,6 +881,17 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
         let d = wake(&mut s, 1_000_000);
         s.wakeup_preempt(0, d, 0);
         assert_eq!(s.rqs[0].cfs.next, Some(b));
+        // The buddy is cache hot for a balancer whose CPU has work, long
+        // after it last ran (CACHE_HOT_BUDDY); C, as long ago, is not.
+        s.now = 10_000_000;
+        let dst = 1;
+        let t = add_task(&mut s, dst);
+        put(&mut s, dst, t);
+        let mc = s.domains.cpus[0].domains[1].flags;
+        assert!(s.task_hot(mc, 0, dst, b));
+        assert!(!s.task_hot(mc, 0, dst, c));
+        s.cfg.features.set("CACHE_HOT_BUDDY", false).unwrap();
+        assert!(!s.task_hot(mc, 0, dst, b));
         // Leaving the runqueue ends the nomination (clear_buddies()).
         s.dequeue_task(0, b, false);
         assert_eq!(s.rqs[0].cfs.next, None);
