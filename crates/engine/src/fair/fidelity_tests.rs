@@ -860,7 +860,7 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
         put(&mut s, 0, a);
         s.now = 500_000;
         s.update_curr(0);
-        let mut wake = |s: &mut Sim, slice_ns: u64| {
+        let wake = |s: &mut Sim, slice_ns: u64| {
             let t = add_task(s, 0);
             s.set_custom_slice(t, slice_ns);
             s.tasks[t as usize].stats.wakeups = 1;
