@@ -694,6 +694,7 @@ impl Sim {
         let c = &self.machine.cpus[cpu as usize];
         let (cluster, llc) = (c.cluster as usize, c.llc as usize);
         self.placement_change(cluster, llc, false);
+        let governor = self.feat(Feat::IDLE_GOV_TICK);
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;
@@ -702,8 +703,7 @@ impl Sim {
         rq.menu_since_ns = now;
         // do_idle(): the governor decides whether the tick stops (before
         // 4.17, and with IDLE_GOV_TICK off, it always does).
-        let stop =
-            !self.cfg.features.enabled(Feat::IDLE_GOV_TICK) || rq.menu.stop_tick(self.tick_ns);
+        let stop = !governor || rq.menu.stop_tick(self.tick_ns);
         if stop {
             rq.tick_gen = rq.tick_gen.wrapping_add(1);
             rq.tick_running = false;

@@ -24,8 +24,8 @@ pub const DEFAULT_HZ: u32 = 250;
 /// CONFIG_HZ of the S5 kernels: the Exynos 5422 vendor 3.10 tree whose
 /// big.LITTLE MP code the Linaro model follows (defconfig
 /// exynos5422-k3g_00: CONFIG_HZ=200, also CONFIG_PREEMPT=y and
-/// CONFIG_NO_HZ_IDLE=y, see resolve_named()); HPERF_HMP was compared with it on the
-/// same board, so both S5 configurations run at this rate. (The Exynos 5433
+/// CONFIG_NO_HZ_IDLE=y, see resolve_named()); HPERF_HMP was compared with it
+/// on the same board, so both S5 configurations run at this rate. (The Exynos 5433
 /// runs use it too; that SoC's vendor tree was not checked.)
 pub const S5_HZ: u32 = 200;
 
@@ -99,8 +99,9 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
     let mut features = Features::for_arch(arch);
     if name == "patchset" {
         // S2 (Srikar Dronamraju, Apr 2021): the idle-core identity, busy-CPU
-        // counts kept at idle entry/exit, the wake_affine rework (WA_IDLER_LLC is on by default in the series)
-        // and the fallback LLC on top of SD_FALLBACK_LLC in the topology.
+        // counts kept at idle entry/exit, the wake_affine rework (WA_IDLER_LLC
+        // is on by default in the series) and the fallback LLC on top of
+        // SD_FALLBACK_LLC in the topology.
         for f in [
             "IDLE_CORE_ID",
             "NR_BUSY_ON_IDLE",
