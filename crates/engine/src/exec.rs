@@ -2092,8 +2092,7 @@ mod tests {
         assert_eq!(cpu.len(), 2);
         // Both run for most of the 10 ms between them. (Not equally: the two
         // start alike, so their forfeited deadlines tie, and a tie goes to
-        // the lower task id here where the kernel's tree would prefer the
-        // entity queued first.)
+        // the entity queued first, as in the kernel's tree.)
         assert!(cpu.iter().all(|&c| c > 3_000_000), "{cpu:?}");
         assert!(cpu.iter().sum::<u64>() > 9_900_000, "{cpu:?}");
         // CPU 1 is an A7 (capacity 377): a 500 ns call takes ~1.36 us

@@ -8,7 +8,7 @@ use schedlab_topo::CpuId;
 /// The fair class's runqueue of one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
-    /// Queued entities other than `curr`, ordered by (deadline, id)
+    /// Queued entities other than `curr`, ordered by (deadline, insertion)
     /// (`tasks_timeline`).
     pub timeline: Timeline,
     /// The fair task currently running, if any (kept out of the timeline).

@@ -3,8 +3,9 @@
 //! `sched_entity.run_node` and `sched_entity.group_node`; here they sit in
 //! compact arrays beside the tasks, which keeps the tree walks in cache).
 //!
-//! [`Timeline`] orders the queued entities by (deadline, id), deadlines in
-//! the kernel's wrap-safe order ([`deadline_order`]), and keeps, per
+//! [`Timeline`] orders the queued entities by deadline, in the kernel's
+//! wrap-safe order ([`deadline_order`]), equal deadlines in insertion order
+//! (the rbtree puts a new entity after those with its key), and keeps, per
 //! subtree, the smallest vruntime and the smallest and largest slice, so that
 //! the earliest eligible deadline, the first entity and the slice bounds are
 //! found in O(log n) (the kernel's augmented rbtree, `tasks_timeline` with
@@ -27,6 +28,8 @@ pub struct RunNode {
     right: u32,
     prio: u32,
     pub deadline: u64,
+    /// Insertion number in its timeline: the tie-break of equal deadlines.
+    seq: u64,
     pub vruntime: u64,
     pub slice: u64,
     /// Smallest vruntime in the subtree (wrapping order), `se->min_vruntime`.
@@ -43,6 +46,7 @@ impl Default for RunNode {
             right: NIL,
             prio: 0,
             deadline: 0,
+            seq: 0,
             vruntime: 0,
             slice: 0,
             min_vruntime: 0,
@@ -80,12 +84,14 @@ fn prio_of(id: u32) -> u32 {
     (z ^ (z >> 31)) as u32
 }
 
-/// The entities of one runqueue ordered by (deadline, id).
+/// The entities of one runqueue ordered by (deadline, insertion).
 #[derive(Clone, Debug)]
 pub struct Timeline {
     root: u32,
     first: u32,
     len: u32,
+    /// The next insertion's number.
+    next_seq: u64,
 }
 
 impl Default for Timeline {
@@ -94,6 +100,7 @@ impl Default for Timeline {
             root: NIL,
             first: NIL,
             len: 0,
+            next_seq: 0,
         }
     }
 }
@@ -132,18 +139,21 @@ impl Timeline {
         slice: u64,
     ) {
         let prio = prio_of(id);
+        let seq = self.next_seq;
+        self.next_seq += 1;
         *nodes.run_node_mut(id) = RunNode {
             left: NIL,
             right: NIL,
             prio,
             deadline,
+            seq,
             vruntime,
             slice,
             min_vruntime: vruntime,
             min_slice: slice,
             max_slice: slice,
         };
-        let k = (deadline_order(deadline), id);
+        let k = (deadline_order(deadline), seq);
         self.root = insert_at(nodes, self.root, id, k, prio);
         self.len += 1;
         if self.first == NIL || k < key(nodes, self.first) {
@@ -184,13 +194,13 @@ impl Timeline {
         None
     }
 
-    /// The entities in (deadline, id) order. Allocates; for the cold paths
+    /// The entities in (deadline, insertion) order. Allocates; for the cold paths
     /// (checks, reports, HMP's per-tick scans).
     pub fn to_vec<N: RunNodes + ?Sized>(&self, nodes: &N) -> Vec<u32> {
         self.first_n(nodes, self.len as usize)
     }
 
-    /// The first `limit` entities in (deadline, id) order: an in-order walk
+    /// The first `limit` entities in (deadline, insertion) order: an in-order walk
     /// that stops early, O(depth + limit).
     pub fn first_n<N: RunNodes + ?Sized>(&self, nodes: &N, limit: usize) -> Vec<u32> {
         let mut out = Vec::with_capacity(limit.min(self.len as usize));
@@ -216,7 +226,7 @@ impl Timeline {
         nodes: &N,
         mut visit: impl FnMut(u32),
     ) -> Result<(), String> {
-        let mut prev: Option<(u64, u32)> = None;
+        let mut prev: Option<(u64, u64)> = None;
         let mut count = 0u32;
         let limits = (u32::MAX, self.len);
         check_subtree(nodes, self.root, limits, &mut prev, &mut count, &mut visit)?;
@@ -237,7 +247,7 @@ fn check_subtree<N: RunNodes + ?Sized>(
     nodes: &N,
     n: u32,
     limits: (u32, u32),
-    prev: &mut Option<(u64, u32)>,
+    prev: &mut Option<(u64, u64)>,
     count: &mut u32,
     visit: &mut impl FnMut(u32),
 ) -> Result<(), String> {
@@ -267,8 +277,10 @@ fn check_subtree<N: RunNodes + ?Sized>(
     check_subtree(nodes, node.right, below, prev, count, visit)
 }
 
-fn key<N: RunNodes + ?Sized>(nodes: &N, i: u32) -> (u64, u32) {
-    (deadline_order(nodes.run_node(i).deadline), i)
+/// The order key: the deadline, then the insertion number.
+fn key<N: RunNodes + ?Sized>(nodes: &N, i: u32) -> (u64, u64) {
+    let n = nodes.run_node(i);
+    (deadline_order(n.deadline), n.seq)
 }
 
 /// The position of a deadline in the timeline's order. The kernel orders by
@@ -320,7 +332,7 @@ fn update<N: RunNodes + ?Sized>(nodes: &mut N, i: u32) {
 }
 
 /// Splits the subtree at `t` into keys below `k` and keys from `k` on.
-fn split<N: RunNodes + ?Sized>(nodes: &mut N, t: u32, k: (u64, u32)) -> (u32, u32) {
+fn split<N: RunNodes + ?Sized>(nodes: &mut N, t: u32, k: (u64, u64)) -> (u32, u32) {
     if t == NIL {
         return (NIL, NIL);
     }
@@ -363,7 +375,7 @@ fn insert_at<N: RunNodes + ?Sized>(
     nodes: &mut N,
     t: u32,
     id: u32,
-    k: (u64, u32),
+    k: (u64, u64),
     prio: u32,
 ) -> u32 {
     if t == NIL {
@@ -388,7 +400,7 @@ fn insert_at<N: RunNodes + ?Sized>(
     t
 }
 
-fn remove_at<N: RunNodes + ?Sized>(nodes: &mut N, t: u32, id: u32, k: (u64, u32)) -> u32 {
+fn remove_at<N: RunNodes + ?Sized>(nodes: &mut N, t: u32, id: u32, k: (u64, u64)) -> u32 {
     assert!(t != NIL, "timeline: entity {id} is not in the tree");
     if t == id {
         let (l, r) = (nodes.run_node(t).left, nodes.run_node(t).right);
@@ -573,19 +585,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A plain model of the timeline: a vector of (deadline, id, vruntime, slice).
+    /// A plain model of the timeline: a vector of (deadline, id, vruntime,
+    /// slice) in insertion order.
     #[derive(Default)]
     struct Model(Vec<(u64, u32, u64, u64)>);
 
     impl Model {
-        /// In (deadline, id) order, deadlines compared as the kernel does:
-        /// by their signed difference.
+        /// In deadline order, deadlines compared as the kernel does (by their
+        /// signed difference), equal deadlines in insertion order (a stable
+        /// sort of the insertion-ordered vector).
         fn in_order(&self) -> Vec<(u64, u32, u64, u64)> {
             let mut v = self.0.clone();
-            v.sort_by(|a, b| {
-                let d = a.0.wrapping_sub(b.0) as i64;
-                d.cmp(&0).then(a.1.cmp(&b.1))
-            });
+            v.sort_by(|a, b| (a.0.wrapping_sub(b.0) as i64).cmp(&0));
             v
         }
         fn sorted(&self) -> Vec<u32> {

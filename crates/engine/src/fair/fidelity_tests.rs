@@ -384,7 +384,8 @@ fn eevdf_pick_order_and_lag_after_sleep() {
     for &t in &ids {
         s.enqueue_task(0, t, EnqueueKind::New);
     }
-    // All start at V = 0 with half a slice to their deadline; ties by id.
+    // All start at V = 0 with half a slice to their deadline; equal
+    // deadlines go in enqueue order.
     for &t in &ids {
         assert_eq!(s.tasks[t as usize].se.vruntime, 0);
         assert_eq!(s.tasks[t as usize].se.deadline, 1_400_000);
