@@ -369,6 +369,7 @@ impl Sim {
                 }
                 Step::Sleep { ns } => {
                     self.tasks[t as usize].activity = Activity::Idle;
+                    self.note_sleep_timer(t, self.now + ns);
                     self.block_current(t, false);
                     // Blocking bumped the generation: the timer carries the new one.
                     let gen = self.tasks[t as usize].gen;
@@ -1035,6 +1036,7 @@ impl Sim {
             return Flow::Next;
         }
         tk.activity = Activity::Idle;
+        self.note_sleep_timer(t, next);
         self.block_current(t, false);
         let gen = self.tasks[t as usize].gen;
         self.q.push(next, EventKind::Timer { task: t, gen });

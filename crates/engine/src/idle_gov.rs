@@ -6,21 +6,20 @@
 //! What is modelled:
 //! - the last eight idle durations of the CPU and get_typical_interval()'s
 //!   outlier rejection;
-//! - the correction factor that scales the time to the next timer event;
+//! - the time to the CPU's next timer event (the caller's: the sleep timers
+//!   armed on the CPU and its kthread's next wakeup) and the per-bucket
+//!   correction factor that scales it;
 //! - the stop rule: the tick keeps running while the predicted idle time is
 //!   below one tick (the machines model one shallow idle state, so no deeper
 //!   state's target residency enters the choice);
-//! - an idle period ended by the tick counts as a long one (90% of
-//!   MAX_INTERESTING), so that a CPU that stays idle stops its tick after a
-//!   few ticks.
-//!
-//! What is not: kernel timers. Nothing arms a timer on an idle CPU in the
-//! model except the tick, so the next timer event is taken to be
-//! [`FAR_TIMER_NS`] away and one of menu's six buckets (by that distance)
-//! is used.
+//! - an idle period ended by the tick, with no timer due within the tick,
+//!   counts as a long one (90% of MAX_INTERESTING), so that a CPU that stays
+//!   idle stops its tick after a few ticks.
 
 /// Idle periods remembered (`INTERVALS`).
 const INTERVALS: usize = 8;
+/// Buckets of the correction factor, by the time to the next timer.
+const BUCKETS: usize = 6;
 /// Fixed-point unit of the correction factor (`RESOLUTION`) and its decay
 /// (`DECAY`: a new sample weighs 1/8).
 const RESOLUTION: u64 = 1024;
@@ -31,74 +30,104 @@ const MAX_INTERESTING_NS: u64 = 50_000_000;
 /// Below this predicted idle time the next timer is not looked at
 /// (`RESIDENCY_THRESHOLD_NS`, gov.h).
 const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
-/// The time to the next timer event of an idle CPU. ESTIMATE: no kernel
-/// timers are modelled; housekeeping timers of an idle server CPU are
-/// hundreds of ms to seconds apart. Any value above MAX_INTERESTING gives
-/// the same decisions for idle periods shorter than it.
-pub const FAR_TIMER_NS: u64 = 1_000_000_000;
+/// "No timer": the time to the next timer when nothing is armed
+/// (`KTIME_MAX`).
+pub const NO_TIMER_NS: u64 = i64::MAX as u64;
 
-/// One CPU's governor state (`struct menu_device`, one bucket).
+/// One CPU's governor state (`struct menu_device`).
 #[derive(Clone, Copy, Debug)]
 pub struct MenuState {
     /// Recent idle durations, µs (`intervals`), a ring from `ptr`.
     pub intervals_us: [u32; INTERVALS],
     pub ptr: u8,
-    /// `correction_factor` of the bucket FAR_TIMER_NS falls in.
-    pub correction: u32,
+    /// `correction_factor` per bucket.
+    pub correction: [u32; BUCKETS],
+    /// The time to the next timer and its bucket at the last selection
+    /// (`next_timer_ns`, `bucket`), which the next update uses.
+    pub next_timer_ns: u64,
+    pub bucket: u8,
 }
 
 impl Default for MenuState {
-    /// As menu_enable_device() leaves it: no history, factor 1.0.
+    /// As menu_enable_device() leaves it: no history, every factor 1.0.
     fn default() -> Self {
         MenuState {
             intervals_us: [0; INTERVALS],
             ptr: 0,
-            correction: (RESOLUTION * DECAY) as u32,
+            correction: [(RESOLUTION * DECAY) as u32; BUCKETS],
+            next_timer_ns: NO_TIMER_NS,
+            bucket: (BUCKETS - 1) as u8,
         }
+    }
+}
+
+/// The correction bucket of a time to the next timer (mirrors
+/// which_bucket()): decades from 10 µs to 100 ms.
+fn which_bucket(duration_ns: u64) -> usize {
+    match duration_ns {
+        d if d < 10_000 => 0,
+        d if d < 100_000 => 1,
+        d if d < 1_000_000 => 2,
+        d if d < 10_000_000 => 3,
+        d if d < 100_000_000 => 4,
+        _ => 5,
     }
 }
 
 impl MenuState {
     /// Records the idle period that just ended (mirrors menu_update()):
     /// `idle_ns` long, or ended by the tick (`tick_wakeup`), which counts as
-    /// 90% of MAX_INTERESTING since the next timer lies beyond the tick.
-    pub fn update(&mut self, idle_ns: u64, tick_wakeup: bool) {
-        let measured = if tick_wakeup {
+    /// 90% of MAX_INTERESTING when the next timer lay beyond the tick
+    /// (`tick_ns`); the bucket of the last selection learns the ratio of the
+    /// idle time to the time the timer was away.
+    pub fn update(&mut self, idle_ns: u64, tick_wakeup: bool, tick_ns: u64) {
+        let measured = if tick_wakeup && self.next_timer_ns > tick_ns {
             9 * MAX_INTERESTING_NS / 10
         } else {
             idle_ns
         }
-        .min(FAR_TIMER_NS);
-        let mut f = self.correction as u64;
+        .min(self.next_timer_ns);
+        let b = self.bucket as usize;
+        let mut f = self.correction[b] as u64;
         f -= f / DECAY;
-        f += if measured < MAX_INTERESTING_NS {
-            RESOLUTION * measured / FAR_TIMER_NS
+        f += if self.next_timer_ns > 0 && measured < MAX_INTERESTING_NS {
+            (RESOLUTION as u128 * measured as u128 / self.next_timer_ns as u128) as u64
         } else {
             RESOLUTION
         };
-        self.correction = f as u32;
+        self.correction[b] = f as u32;
         self.intervals_us[self.ptr as usize] = (measured / 1000).min(u32::MAX as u64) as u32;
         self.ptr = ((self.ptr as usize + 1) % INTERVALS) as u8;
     }
 
-    /// The idle time the governor expects, ns (mirrors menu_select()'s
-    /// prediction with the tick running): the typical recent interval,
-    /// capped by the corrected time to the next timer.
-    pub fn predicted_ns(&self) -> u64 {
+    /// The idle time the governor expects, ns, with the tick running and
+    /// the next timer `next_timer_ns` away (mirrors menu_select()'s
+    /// prediction): the typical recent interval, capped by the corrected
+    /// time to the next timer. Remembers the timer distance and bucket for
+    /// the next update.
+    pub fn select(&mut self, next_timer_ns: u64) -> u64 {
         let typical_us = typical_interval_us(&self.intervals_us);
         let mut predicted = typical_us as u64 * 1000;
         if predicted > RESIDENCY_THRESHOLD_NS {
-            let unit = RESOLUTION * DECAY * 1000;
-            let timer_us = (unit / 2 + FAR_TIMER_NS * self.correction as u64) / unit;
-            predicted = predicted.min(timer_us * 1000);
+            let b = which_bucket(next_timer_ns);
+            self.next_timer_ns = next_timer_ns;
+            self.bucket = b as u8;
+            let unit = (RESOLUTION * DECAY * 1000) as u128;
+            let timer_us =
+                ((unit / 2 + next_timer_ns as u128 * self.correction[b] as u128) / unit) as u64;
+            predicted = predicted.min(timer_us.saturating_mul(1000));
+        } else {
+            // The timer is not looked at: "far", last bucket.
+            self.next_timer_ns = NO_TIMER_NS;
+            self.bucket = (BUCKETS - 1) as u8;
         }
         predicted
     }
 
     /// Does the governor stop the tick for the idle period starting now
     /// (menu_select()'s `stop_tick`)? Only when it expects at least a tick.
-    pub fn stop_tick(&self, tick_ns: u64) -> bool {
-        self.predicted_ns() >= tick_ns
+    pub fn stop_tick(&mut self, next_timer_ns: u64, tick_ns: u64) -> bool {
+        self.select(next_timer_ns) >= tick_ns
     }
 }
 
@@ -152,24 +181,43 @@ mod tests {
     use super::*;
 
     const TICK_NS: u64 = 4_000_000;
+    /// A timer 1 s away: beyond anything these tests measure.
+    const FAR_NS: u64 = 1_000_000_000;
 
     #[test]
     fn steady_short_idles_are_typical_and_keep_the_tick() {
         let mut m = MenuState::default();
         for _ in 0..8 {
-            m.update(200_000, false);
+            m.update(200_000, false, TICK_NS);
         }
         assert_eq!(typical_interval_us(&m.intervals_us), 200);
-        assert_eq!(m.predicted_ns(), 200_000);
-        assert!(!m.stop_tick(TICK_NS));
+        assert_eq!(m.select(FAR_NS), 200_000);
+        assert!(!m.stop_tick(FAR_NS, TICK_NS));
     }
 
     #[test]
-    fn no_history_predicts_from_the_far_timer_and_stops_the_tick() {
-        let m = MenuState::default();
+    fn no_history_predicts_the_timer_and_stops_the_tick_only_if_it_is_far() {
+        let mut m = MenuState::default();
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
-        assert_eq!(m.predicted_ns(), FAR_TIMER_NS);
-        assert!(m.stop_tick(TICK_NS));
+        assert_eq!(m.select(FAR_NS), FAR_NS);
+        assert!(m.stop_tick(FAR_NS, TICK_NS));
+        assert!(m.stop_tick(NO_TIMER_NS, TICK_NS));
+        // A timer due within the tick keeps it.
+        assert_eq!(m.select(1_000_000), 1_000_000);
+        assert!(!m.stop_tick(1_000_000, TICK_NS));
+    }
+
+    #[test]
+    fn a_near_timer_caps_a_long_typical_interval() {
+        // The CPU used to idle for 30 ms; a timer armed 2 ms away now caps
+        // the prediction below the tick.
+        let mut m = MenuState::default();
+        for _ in 0..8 {
+            m.update(30_000_000, false, TICK_NS);
+        }
+        assert_eq!(typical_interval_us(&m.intervals_us), 30_000);
+        assert!(m.stop_tick(FAR_NS, TICK_NS));
+        assert!(!m.stop_tick(2_000_000, TICK_NS));
     }
 
     #[test]
@@ -180,11 +228,11 @@ mod tests {
         // tick wakeup tips it.
         let mut m = MenuState::default();
         for _ in 0..8 {
-            m.update(200_000, false);
+            m.update(200_000, false, TICK_NS);
         }
         let mut ticks = 0;
-        while !m.stop_tick(TICK_NS) {
-            m.update(0, true);
+        while !m.stop_tick(FAR_NS, TICK_NS) {
+            m.update(0, true, TICK_NS);
             ticks += 1;
             assert!(ticks < 8);
         }
@@ -203,18 +251,21 @@ mod tests {
     }
 
     #[test]
-    fn the_correction_factor_follows_short_idles() {
+    fn the_correction_factor_scales_the_timer_to_the_idle_times_seen() {
         // With no typical interval, the corrected timer distance predicts:
-        // after many idle periods of 1 ms each, about 1 ms.
+        // after many idle periods averaging 1 ms with the timer 1 s away,
+        // about 1 ms.
         let mut m = MenuState::default();
-        // Spread widely so that no typical interval forms; mean 1 ms.
         let cycle_us = [50u64, 2_000, 300, 1_700, 900, 120, 2_530, 400];
         for i in 0..200 {
-            m.update(cycle_us[i % 8] * 1000, false);
+            m.select(FAR_NS);
+            m.update(cycle_us[i % 8] * 1000, false, TICK_NS);
         }
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
-        let p = m.predicted_ns();
+        let p = m.select(FAR_NS);
         assert!((800_000..=1_200_000).contains(&p), "predicted {p}");
-        assert!(!m.stop_tick(TICK_NS));
+        assert!(!m.stop_tick(FAR_NS, TICK_NS));
+        assert_eq!(which_bucket(FAR_NS), 5);
+        assert_eq!(which_bucket(2_000_000), 3);
     }
 }

@@ -75,6 +75,12 @@ pub struct Rq {
     /// period began for it (idle entry or the last idle tick).
     pub menu: crate::idle_gov::MenuState,
     pub menu_since_ns: u64,
+    /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
+    /// the CPU of the task that arms it. Entries of tasks that woke are
+    /// dropped when looked at.
+    pub timers: std::collections::BinaryHeap<std::cmp::Reverse<(u64, TaskId)>>,
+    /// When this CPU's system kthread next wakes (its timer), if noise runs.
+    pub noise_next_ns: Option<u64>,
     /// The HRTICK timer's expiry while it is queued (`rq->hrtick_timer`),
     /// `None` when it is not; `hrtick_gen` drops the events of timers that
     /// were re-armed or cancelled.

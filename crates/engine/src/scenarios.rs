@@ -377,6 +377,43 @@ fn the_idle_governor_keeps_the_tick_through_short_idles_and_stops_it_in_a_long_o
 }
 
 #[test]
+fn the_governor_sees_the_sleep_timers_armed_on_its_cpu() {
+    // A thread pinned to CPU 5 runs 1 ms and sleeps 30 ms, five times. Mid-
+    // sleep, CPU 5's next timer is the thread's wakeup; once the history
+    // says 30 ms the tick stops at each sleep. CPU 6 has no timer.
+    let steps = vec![
+        Step::RunWall { ns: 1_000_000 },
+        Step::Sleep { ns: 30_000_000 },
+        Step::Loop {
+            start: 0,
+            count: 5,
+            slot: 0,
+        },
+        Step::Exit,
+    ];
+    let spec = WorkloadSpec {
+        name: "sleeper".into(),
+        templates: vec![thread("sleeper", Some(CpuMask::from_cpus([5])), steps)],
+        initial: vec![0],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 400_000_000,
+    };
+    let mut s = sim("kunpeng920", false, spec, 1);
+    s.cfg.noise = false;
+    s.run_until(11_000_000);
+    assert!(s.rqs[5].curr.is_none());
+    // The thread started a few µs after 0 (its fork).
+    let next = s.next_timer_in(5);
+    assert!((20_000_000..20_100_000).contains(&next), "{next}");
+    assert_eq!(s.next_timer_in(6), crate::idle_gov::NO_TIMER_NS);
+    s.run_until(140_000_000);
+    assert!(s.rqs[5].curr.is_none());
+    assert!(!s.rqs[5].tick_running && s.nohz_idle.test(5));
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+#[test]
 fn a_full_exynos_stops_scanning_its_asym_domain() {
     // Eight hogs on the Exynos 5422: the PKG level's periodic balance sees
     // every CPU busy and cuts its scan depth (SIS_UTIL, update_idle_cpu_scan()

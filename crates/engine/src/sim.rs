@@ -528,6 +528,7 @@ impl Sim {
                 self.tasks.push(t);
                 let first = self.rng_noise.gen_range(0..NOISE_PERIOD_MEAN_NS);
                 self.q.push(first, EventKind::NoiseWake { task: id });
+                self.rqs[c].noise_next_ns = Some(first);
             }
         }
         let initial = self.spec.initial.clone();
@@ -592,6 +593,8 @@ impl Sim {
                 }
                 let gap = self.rng_noise.gen_range(1..2 * NOISE_PERIOD_MEAN_NS);
                 self.q.push(self.now + gap, EventKind::NoiseWake { task });
+                let cpu = self.tasks[task as usize].cpu;
+                self.rqs[cpu as usize].noise_next_ns = Some(self.now + gap);
             }
         }
     }
@@ -672,7 +675,7 @@ impl Sim {
         rq.idle_stamp = 0;
         // The governor learns how long this idle period lasted.
         let menu_idle = now - rq.menu_since_ns;
-        rq.menu.update(menu_idle, false);
+        rq.menu.update(menu_idle, false, self.tick_ns);
         // The CPU stays in the nohz idle mask until its first busy tick
         // (nohz_balance_exit_idle()); S2 counts it busy at once.
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
@@ -695,6 +698,7 @@ impl Sim {
         let (cluster, llc) = (c.cluster as usize, c.llc as usize);
         self.placement_change(cluster, llc, false);
         let governor = self.feat(Feat::IDLE_GOV_TICK);
+        let next_timer = if governor { self.next_timer_in(cpu) } else { 0 };
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;
@@ -703,7 +707,7 @@ impl Sim {
         rq.menu_since_ns = now;
         // do_idle(): the governor decides whether the tick stops (before
         // 4.17, and with IDLE_GOV_TICK off, it always does).
-        let stop = !governor || rq.menu.stop_tick(self.tick_ns);
+        let stop = !governor || rq.menu.stop_tick(next_timer, self.tick_ns);
         if stop {
             rq.tick_gen = rq.tick_gen.wrapping_add(1);
             rq.tick_running = false;
@@ -833,7 +837,7 @@ impl Sim {
     fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
-        rq.menu.update(now - rq.menu_since_ns, true);
+        rq.menu.update(now - rq.menu_since_ns, true, self.tick_ns);
         rq.menu_since_ns = now;
         if now >= rq.next_balance {
             self.update_rq_clock(cpu);
@@ -843,14 +847,52 @@ impl Sim {
         }
         self.hmp_tick();
         let stays_idle = self.is_idle_cpu(cpu);
+        let next_timer = self.next_timer_in(cpu);
         let rq = &mut self.rqs[cpu as usize];
-        if stays_idle && rq.menu.stop_tick(self.tick_ns) {
+        if stays_idle && rq.menu.stop_tick(next_timer, self.tick_ns) {
             rq.tick_running = false;
             self.nohz_balance_enter_idle(cpu);
         } else {
             let gen = rq.tick_gen;
             self.q
                 .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        }
+    }
+
+    /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
+    /// (do_nanosleep() starts the hrtimer before schedule(), and an hrtimer
+    /// started by a running task lands on that task's CPU), so the governor
+    /// of that CPU sees it when the CPU goes idle.
+    pub(crate) fn note_sleep_timer(&mut self, t: TaskId, expiry_ns: u64) {
+        self.tasks[t as usize].sleep_timer_ns = Some(expiry_ns);
+        let cpu = self.tasks[t as usize].cpu;
+        // Drop expired entries first, so a CPU that never idles keeps only
+        // its pending timers.
+        self.next_timer_in(cpu);
+        self.rqs[cpu as usize]
+            .timers
+            .push(std::cmp::Reverse((expiry_ns, t)));
+    }
+
+    /// The time from now to `cpu`'s next timer event, what the idle governor
+    /// reads (tick_nohz_get_sleep_length() without the tick): the earliest
+    /// sleep timer still armed there or its kthread's next wakeup;
+    /// `NO_TIMER_NS` when there is none. Drops the entries of tasks that
+    /// woke.
+    pub(crate) fn next_timer_in(&mut self, cpu: CpuId) -> u64 {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        while let Some(&std::cmp::Reverse((expiry, t))) = rq.timers.peek() {
+            let tk = &self.tasks[t as usize];
+            if expiry >= now && tk.sleep_timer_ns == Some(expiry) {
+                break;
+            }
+            rq.timers.pop();
+        }
+        let sleep = rq.timers.peek().map(|r| r.0 .0);
+        match (sleep, rq.noise_next_ns.filter(|&n| n >= now)) {
+            (None, None) => crate::idle_gov::NO_TIMER_NS,
+            (a, b) => a.into_iter().chain(b).min().unwrap_or(now) - now,
         }
     }
 
@@ -1079,6 +1121,7 @@ impl Sim {
             return;
         }
         let (delayed, prev) = (task.se.sched_delayed, task.cpu);
+        self.tasks[t as usize].sleep_timer_ns = None;
         self.trace_waking(waker_cpu, t);
         self.counters.wakeups += 1;
         self.tasks[t as usize].stats.wakeups += 1;

@@ -149,6 +149,9 @@ pub struct Task {
     pub timers: Vec<(u32, u64)>,
     /// When a synchronisation object last woke this task, ns.
     pub woken_at_ns: u64,
+    /// The expiry of the sleep timer this task is blocked on, if any (the
+    /// idle governor of its CPU sees it as a timer there).
+    pub sleep_timer_ns: Option<u64>,
     /// The per-CPU mutex held since the last `LockPerCpu`.
     pub percpu_lock: Option<u32>,
     /// Mutexes the task owns right now (a preempted owner is counted in
@@ -232,6 +235,7 @@ impl Task {
             prog_start_ns: None,
             timers: Vec::new(),
             woken_at_ns: 0,
+            sleep_timer_ns: None,
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
             locks_held: 0,

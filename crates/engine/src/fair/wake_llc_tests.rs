@@ -138,11 +138,13 @@ fn pinned_runner() -> WorkloadSpec {
 fn nr_busy_cpus_follows_the_tick_in_vanilla_and_idle_entry_with_the_series() {
     // Vanilla: CPU 0 runs from t = 0 but stays in the nohz idle mask, and out
     // of its LLC's busy count, until its first busy tick
-    // (nohz_balance_exit_idle()); it rejoins both at once when it sleeps.
+    // (nohz_balance_exit_idle()); it rejoins both at once when it sleeps and
+    // its tick stops (here always: IDLE_GOV_TICK off).
     let mut v = s2_sim("power10", "vanilla", pinned_runner());
     for f in S2 {
         v.cfg.features.set(f, false).unwrap();
     }
+    v.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
     let first_tick = match v.tick_phase_ns[0] {
         0 => v.tick_ns,
         phase => phase,
@@ -159,6 +161,16 @@ fn nr_busy_cpus_follows_the_tick_in_vanilla_and_idle_entry_with_the_series() {
     assert!(v.nohz_idle.test(0));
     assert_eq!(v.llc[0].nr_busy_cpus, 0);
     assert_eq!(v.run(), StopReason::Finished);
+    // With the idle governor the 1 ms sleep timer is due within the tick:
+    // the tick keeps running, and the CPU stays out of the mask and counted.
+    let mut g = s2_sim("power10", "vanilla", pinned_runner());
+    for f in S2 {
+        g.cfg.features.set(f, false).unwrap();
+    }
+    g.run_until(10_500_000);
+    assert!(g.rqs[0].curr.is_none() && g.rqs[0].tick_running);
+    assert!(!g.nohz_idle.test(0));
+    assert_eq!(g.llc[0].nr_busy_cpus, 1);
     // With the series' accounting the count follows idle exit at once; the
     // nohz mask still waits for the tick.
     let mut s = s2_sim("power10", "patchset", pinned_runner());
