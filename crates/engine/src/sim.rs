@@ -859,6 +859,27 @@ impl Sim {
         }
     }
 
+    /// An idle CPU woke (an IPI) and found nothing to run (mirrors the next
+    /// turn of do_idle()'s loop): for its governor one idle period ends and
+    /// another starts, and a CPU that kept its tick may stop it now; one
+    /// whose tick is stopped keeps it stopped.
+    pub(crate) fn idle_rewake(&mut self, cpu: CpuId) {
+        if !self.feat(Feat::IDLE_GOV_TICK) {
+            return;
+        }
+        let now = self.now;
+        let next_timer = self.next_timer_in(cpu);
+        let rq = &mut self.rqs[cpu as usize];
+        rq.menu.update(now - rq.menu_since_ns, false, self.tick_ns);
+        rq.menu_since_ns = now;
+        let stop = rq.menu.stop_tick(next_timer, self.tick_ns);
+        if rq.tick_running && stop {
+            rq.tick_gen = rq.tick_gen.wrapping_add(1);
+            rq.tick_running = false;
+            self.nohz_balance_enter_idle(cpu);
+        }
+    }
+
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
     /// (do_nanosleep() starts the hrtimer before schedule(), and an hrtimer
     /// started by a running task lands on that task's CPU), so the governor

@@ -742,6 +742,11 @@ impl Sim {
             }
         }
         self.nohz_next_balance = if next == u64::MAX { 0 } else { next };
+        // The kick's IPI woke the kicked CPU; with nothing to run it idles
+        // again.
+        if self.is_idle_cpu(ilb) {
+            self.idle_rewake(ilb);
+        }
     }
 
     /// mirrors sched_use_asym_prio(): between SMT siblings the priority always

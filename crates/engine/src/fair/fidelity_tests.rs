@@ -607,6 +607,24 @@ fn the_asym_capacity_domain_keeps_its_own_scan_depth() {
 }
 
 #[test]
+fn an_ipi_that_finds_nothing_to_run_ends_an_idle_period_for_the_governor() {
+    // CPU 3 idles from boot with its tick stopped; a nohz kick's IPI at 5 ms
+    // wakes it and it idles again: the governor records 5 ms, and the tick
+    // stays stopped.
+    let mut s = bare("kunpeng920");
+    s.now = 5_000_000;
+    s.idle_rewake(3);
+    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000);
+    assert_eq!(s.rqs[3].menu.ptr, 1);
+    assert!(!s.rqs[3].tick_running && s.nohz_idle.test(3));
+    // Without the governor's say nothing is recorded.
+    s.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
+    s.now = 6_000_000;
+    s.idle_rewake(3);
+    assert_eq!(s.rqs[3].menu.ptr, 1);
+}
+
+#[test]
 fn sched_asym_needs_an_idle_core_between_cores() {
     let s = bare("alderlake");
     let mc = s.domains.cpus[0].domains[1].flags;
