@@ -653,6 +653,11 @@ fn sched_idle_tasks_weigh_3_and_leave_their_cpu_idle_for_placement() {
         }
     }
     assert_eq!(s.select_idle_sibling(p, 2, 3, 3, None), 2);
+    // A SCHED_IDLE wakee does not count that CPU as idle
+    // (choose_sched_idle_rq()): with nothing idle it stays on the target.
+    let q = add_task(&mut s, 2);
+    s.tasks[q as usize].idle_policy = true;
+    assert_eq!(s.select_idle_sibling(q, 2, 3, 3, None), 3);
     // A normal task preempts SCHED_IDLE curr at once.
     s.set_next_entity(2, bg);
     s.rqs[2].curr = Some(bg);

@@ -242,6 +242,18 @@ impl Sim {
         self.is_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
 
+    /// mirrors choose_sched_idle_rq(): `cpu` runs only SCHED_IDLE tasks and
+    /// `t` is not one (a SCHED_IDLE task would only share the CPU).
+    fn choose_sched_idle_rq(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.sched_idle_cpu(cpu) && !self.tasks[t as usize].idle_policy
+    }
+
+    /// mirrors choose_idle_cpu(): `cpu` is idle, or runs only SCHED_IDLE
+    /// tasks and `t` is not one.
+    pub(crate) fn choose_idle_cpu(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.is_idle_cpu(cpu) || self.choose_sched_idle_rq(cpu, t)
+    }
+
     /// Finds an idle CPU near `target` (mirrors select_idle_sibling()).
     pub(crate) fn select_idle_sibling(
         &mut self,
@@ -253,14 +265,14 @@ impl Sim {
     ) -> CpuId {
         let cluster_active = self.domains.cluster_active;
         let util = self.tasks[t as usize].util_est();
-        if self.idle_or_sched_idle(target) && self.asym_fits_cpu(util, target) {
+        if self.choose_idle_cpu(target, t) && self.asym_fits_cpu(util, target) {
             self.counters.sis_target += 1;
             return target;
         }
         let mut prev_aff: Option<CpuId> = None;
         if prev != target
             && self.cpus_share_cache(prev, target)
-            && self.idle_or_sched_idle(prev)
+            && self.choose_idle_cpu(prev, t)
             && self.asym_fits_cpu(util, prev)
         {
             if !cluster_active || self.cpus_share_resources(prev, target) {
@@ -285,7 +297,7 @@ impl Sim {
         if recent != prev
             && recent != target
             && self.cpus_share_cache(recent, target)
-            && self.idle_or_sched_idle(recent)
+            && self.choose_idle_cpu(recent, t)
             && self.tasks[t as usize].affinity.test(recent)
             && self.asym_fits_cpu(util, recent)
         {
@@ -370,7 +382,7 @@ impl Sim {
                 }
             }
             scanned += 1;
-            if !self.idle_or_sched_idle(c) {
+            if !self.choose_idle_cpu(c, t) {
                 continue;
             }
             let cap = self.capacity_of(c);
@@ -401,7 +413,7 @@ impl Sim {
         let aff = self.tasks[t as usize].affinity;
         self.smt_masks[prev as usize]
             .iter()
-            .find(|&c| c != prev && aff.test(c) && self.idle_or_sched_idle(c))
+            .find(|&c| c != prev && aff.test(c) && self.choose_idle_cpu(c, t))
     }
 
     /// A core whose every SMT thread is idle (mirrors select_idle_core()):
@@ -409,6 +421,7 @@ impl Sim {
     /// and removes a busy core's threads from `cpus` so it is checked once.
     fn select_idle_core(
         &self,
+        t: TaskId,
         core_cpu: CpuId,
         cpus: &mut CpuMask,
         idle_cpu: &mut Option<CpuId>,
@@ -418,7 +431,7 @@ impl Sim {
             if !self.is_idle_cpu(s) {
                 idle = false;
                 if idle_cpu.is_none() {
-                    if self.sched_idle_cpu(s) && cpus.test(s) {
+                    if self.choose_sched_idle_rq(s, t) && cpus.test(s) {
                         *idle_cpu = Some(s);
                         break;
                     }
@@ -471,7 +484,7 @@ impl Sim {
                     }
                     scanned += 1;
                     if has_idle_core {
-                        if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
+                        if let Some(i) = self.select_idle_core(t, c, &mut cpus, &mut idle_cpu) {
                             self.counters.sis_scanned += scanned;
                             if self.feat(Feat::IDLE_CORE_ID) {
                                 self.idle_core_found(llc_id, i);
@@ -484,7 +497,7 @@ impl Sim {
                             self.counters.sis_scanned += scanned;
                             return None;
                         }
-                        if self.idle_or_sched_idle(c) {
+                        if self.choose_idle_cpu(c, t) {
                             self.counters.sis_scanned += scanned;
                             return Some(c);
                         }
@@ -502,7 +515,7 @@ impl Sim {
             }
             scanned += 1;
             if has_idle_core {
-                if let Some(i) = self.select_idle_core(c, &mut cpus, &mut idle_cpu) {
+                if let Some(i) = self.select_idle_core(t, c, &mut cpus, &mut idle_cpu) {
                     found = Some(i);
                     if self.feat(Feat::IDLE_CORE_ID) {
                         self.idle_core_found(llc_id, i);
@@ -514,7 +527,7 @@ impl Sim {
                 if nr <= 0 {
                     break;
                 }
-                if self.idle_or_sched_idle(c) {
+                if self.choose_idle_cpu(c, t) {
                     idle_cpu = Some(c);
                     break;
                 }
@@ -737,7 +750,7 @@ impl Sim {
         let mut least: Option<CpuId> = None;
         let mut min_load = u64::MAX;
         for c in span.and(&aff).iter() {
-            if self.sched_idle_cpu(c) {
+            if self.choose_sched_idle_rq(c, t) {
                 return c;
             }
             if self.is_idle_cpu(c) {
