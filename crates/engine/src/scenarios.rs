@@ -414,6 +414,65 @@ fn the_governor_sees_the_sleep_timers_armed_on_its_cpu() {
 }
 
 #[test]
+fn a_timer_wakeup_counts_as_a_wakee_of_the_task_it_interrupts() {
+    // Two hogs pinned to CPUs 0 and 1; a sleeper allowed on both sleeps
+    // 1 ms at a time. Its timer fires on its previous CPU, in an interrupt of
+    // the hog running there: that hog is `current` for the wakeup, and
+    // record_wakee() makes the sleeper its last wakee.
+    let hog = |cpu: u16| {
+        thread(
+            "hog",
+            Some(CpuMask::from_cpus([cpu])),
+            vec![
+                Step::Compute {
+                    work_ns: 50_000_000,
+                },
+                Step::Exit,
+            ],
+        )
+    };
+    let sleeper = thread(
+        "sleeper",
+        Some(CpuMask::from_cpus([0, 1])),
+        vec![
+            Step::Compute { work_ns: 100_000 },
+            Step::Sleep { ns: 1_000_000 },
+            Step::Loop {
+                start: 0,
+                count: 5,
+                slot: 0,
+            },
+            Step::Exit,
+        ],
+    );
+    let spec = WorkloadSpec {
+        name: "timer-waker".into(),
+        templates: vec![hog(0), hog(1), sleeper],
+        initial: vec![0, 1, 2],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 100_000_000,
+    };
+    let mut s = sim("kunpeng920", false, spec, 1);
+    s.cfg.noise = false;
+    // Beside a hog the sleeper goes to sleep ineligible; with delayed
+    // dequeue it would often still be queued when its timer fires, and
+    // ttwu_runnable() requeues it without select_task_rq().
+    s.cfg.features.set("DELAY_DEQUEUE", false).unwrap();
+    s.run_until(20_000_000);
+    let ids = workload_tasks(&s);
+    let sl = ids[2];
+    let hogs = [ids[0], ids[1]];
+    assert!(s.tasks[sl as usize].stats.wakeups >= 2);
+    assert!(
+        hogs.iter()
+            .any(|&h| s.tasks[h as usize].last_wakee == Some(sl)),
+        "a hog recorded the sleeper"
+    );
+    assert!(hogs.iter().all(|&h| s.tasks[h as usize].wakee_flips <= 5));
+}
+
+#[test]
 fn a_full_exynos_stops_scanning_its_asym_domain() {
     // Eight hogs on the Exynos 5422: the PKG level's periodic balance sees
     // every CPU busy and cuts its scan depth (SIS_UTIL, update_idle_cpu_scan()

@@ -574,6 +574,7 @@ impl Sim {
             EventKind::Timer { task, gen } => {
                 if self.tasks[task as usize].gen == gen {
                     let waker = self.tasks[task as usize].cpu;
+                    self.timer_interrupts(waker, task);
                     self.try_to_wake_up(task, waker, None, 0);
                 }
             }
@@ -1230,6 +1231,24 @@ impl Sim {
         self.counters.migrations += 1;
         self.note_migration(from, to);
         self.attach_entity_load(to, t);
+    }
+
+    /// A sleep timer fires on `cpu` and wakes `t` from the interrupt: the
+    /// task the interrupt found running is `current` for the wakeup, so
+    /// select_task_rq_fair()'s record_wakee() counts `t` as its wakee (not
+    /// for a wakee allowed on one CPU, which skips the class's placement, nor
+    /// for one still queued with its dequeue delayed, which ttwu_runnable()
+    /// requeues). Nothing else of the wakeup changes: the CPU is the wakee's
+    /// previous one, so wake_affine() has no choice to make, and the kthread
+    /// stacking rule does not apply in an interrupt.
+    fn timer_interrupts(&mut self, cpu: CpuId, t: TaskId) {
+        let tk = &self.tasks[t as usize];
+        if tk.state != TaskState::Blocked || tk.se.sched_delayed || tk.affinity.weight() == 1 {
+            return;
+        }
+        if let Some(current) = self.rqs[cpu as usize].curr {
+            self.record_wakee(current, t);
+        }
     }
 
     /// record_wakee(): count how often the waker switches wakee; decays by
