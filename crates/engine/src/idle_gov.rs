@@ -184,12 +184,18 @@ mod tests {
     /// A timer 1 s away: beyond anything these tests measure.
     const FAR_NS: u64 = 1_000_000_000;
 
-    #[test]
-    fn steady_short_idles_are_typical_and_keep_the_tick() {
+    /// A governor whose last eight idle periods lasted `idle_ns` each.
+    fn after_eight_idles_of(idle_ns: u64) -> MenuState {
         let mut m = MenuState::default();
         for _ in 0..8 {
-            m.update(200_000, false, TICK_NS);
+            m.update(idle_ns, false, TICK_NS);
         }
+        m
+    }
+
+    #[test]
+    fn steady_short_idles_are_typical_and_keep_the_tick() {
+        let mut m = after_eight_idles_of(200_000);
         assert_eq!(typical_interval_us(&m.intervals_us), 200);
         assert_eq!(m.select(FAR_NS), 200_000);
         assert!(!m.stop_tick(FAR_NS, TICK_NS));
@@ -211,10 +217,7 @@ mod tests {
     fn a_near_timer_caps_a_long_typical_interval() {
         // The CPU used to idle for 30 ms; a timer armed 2 ms away now caps
         // the prediction below the tick.
-        let mut m = MenuState::default();
-        for _ in 0..8 {
-            m.update(30_000_000, false, TICK_NS);
-        }
+        let mut m = after_eight_idles_of(30_000_000);
         assert_eq!(typical_interval_us(&m.intervals_us), 30_000);
         assert!(m.stop_tick(FAR_NS, TICK_NS));
         assert!(!m.stop_tick(2_000_000, TICK_NS));
@@ -226,10 +229,7 @@ mod tests {
         // period records 45 ms. The outlier rejection keeps predicting the
         // short interval while four of eight samples are short; the fifth
         // tick wakeup tips it.
-        let mut m = MenuState::default();
-        for _ in 0..8 {
-            m.update(200_000, false, TICK_NS);
-        }
+        let mut m = after_eight_idles_of(200_000);
         let mut ticks = 0;
         while !m.stop_tick(FAR_NS, TICK_NS) {
             m.update(0, true, TICK_NS);

@@ -16,6 +16,38 @@ pub(crate) fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) ->
     }
 }
 
+/// One thread, allowed only on `cpu`, running `steps` from the start; the run
+/// ends at `max_time_ns` at the latest.
+pub(crate) fn pinned_thread(
+    name: &str,
+    cpu: u16,
+    steps: Vec<Step>,
+    max_time_ns: u64,
+) -> WorkloadSpec {
+    WorkloadSpec {
+        name: name.into(),
+        templates: vec![thread(name, Some(CpuMask::from_cpus([cpu])), steps)],
+        initial: vec![0],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+/// `count` rounds of `run_ns` busy (wall time) and `sleep_ns` asleep, the
+/// first steps of a program (the loop jumps back to step 0).
+pub(crate) fn run_sleep_rounds(run_ns: u64, sleep_ns: u64, count: u32) -> Vec<Step> {
+    vec![
+        Step::RunWall { ns: run_ns },
+        Step::Sleep { ns: sleep_ns },
+        Step::Loop {
+            start: 0,
+            count,
+            slot: 0,
+        },
+    ]
+}
+
 /// A checked simulator on a preset with the default topology and the named
 /// features switched on.
 pub(crate) fn sim_with_features(
@@ -312,25 +344,9 @@ fn misfit_task_on_a_little_cpu_moves_to_a_big_cpu() {
 /// One thread pinned to CPU 5 of Kunpeng 920: 60 rounds of 200 µs busy and
 /// 300 µs asleep, then 100 ms asleep.
 fn short_idles_then_a_long_one(gov: bool) -> Sim {
-    let steps = vec![
-        Step::RunWall { ns: 200_000 },
-        Step::Sleep { ns: 300_000 },
-        Step::Loop {
-            start: 0,
-            count: 60,
-            slot: 0,
-        },
-        Step::Sleep { ns: 100_000_000 },
-        Step::Exit,
-    ];
-    let spec = WorkloadSpec {
-        name: "blink".into(),
-        templates: vec![thread("blink", Some(CpuMask::from_cpus([5])), steps)],
-        initial: vec![0],
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 200_000_000,
-    };
+    let mut steps = run_sleep_rounds(200_000, 300_000, 60);
+    steps.extend([Step::Sleep { ns: 100_000_000 }, Step::Exit]);
+    let spec = pinned_thread("blink", 5, steps, 200_000_000);
     let mut s = sim("kunpeng920", false, spec, 1);
     s.cfg.features.set("IDLE_GOV_TICK", gov).unwrap();
     s
@@ -381,24 +397,9 @@ fn the_governor_sees_the_sleep_timers_armed_on_its_cpu() {
     // A thread pinned to CPU 5 runs 1 ms and sleeps 30 ms, five times. Mid-
     // sleep, CPU 5's next timer is the thread's wakeup; once the history
     // says 30 ms the tick stops at each sleep. CPU 6 has no timer.
-    let steps = vec![
-        Step::RunWall { ns: 1_000_000 },
-        Step::Sleep { ns: 30_000_000 },
-        Step::Loop {
-            start: 0,
-            count: 5,
-            slot: 0,
-        },
-        Step::Exit,
-    ];
-    let spec = WorkloadSpec {
-        name: "sleeper".into(),
-        templates: vec![thread("sleeper", Some(CpuMask::from_cpus([5])), steps)],
-        initial: vec![0],
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 400_000_000,
-    };
+    let mut steps = run_sleep_rounds(1_000_000, 30_000_000, 5);
+    steps.push(Step::Exit);
+    let spec = pinned_thread("sleeper", 5, steps, 400_000_000);
     let mut s = sim("kunpeng920", false, spec, 1);
     s.cfg.noise = false;
     s.run_until(11_000_000);

@@ -668,6 +668,17 @@ fn sched_idle_tasks_weigh_3_and_leave_their_cpu_idle_for_placement() {
     assert!(!s.sched_idle_cpu(2));
 }
 
+/// A new task on `cpu` asks for a slice of `slice_ns` (sched_setattr) and
+/// is enqueued there as a wakeup, without a preemption check.
+fn wake_with_slice(s: &mut Sim, cpu: u16, slice_ns: u64) -> TaskId {
+    let t = add_task(s, cpu);
+    s.set_custom_slice(t, slice_ns);
+    s.tasks[t as usize].stats.wakeups = 1;
+    s.enqueue_task(cpu, t, EnqueueKind::Wakeup);
+    s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+    t
+}
+
 /// Enqueues `t` on `cpu`; the first task of an empty CPU becomes curr.
 fn put(s: &mut Sim, cpu: u16, t: TaskId) {
     s.update_rq_clock(cpu);
@@ -846,13 +857,10 @@ fn a_short_custom_slice_preempts_with_preempt_short() {
         s.update_curr(0);
         // B asks for a 0.3 ms slice (sched_setattr sched_runtime); a 10 µs
         // request would be clamped to 0.1 ms.
-        let b = add_task(&mut s, 0);
-        s.set_custom_slice(b, 10_000);
-        assert_eq!(s.tasks[b as usize].se.slice, 100_000);
-        s.set_custom_slice(b, 300_000);
-        s.tasks[b as usize].stats.wakeups = 1;
-        s.enqueue_task(0, b, EnqueueKind::Wakeup);
-        s.tasks[b as usize].state = crate::task::TaskState::Runnable;
+        let probe = add_task(&mut s, 0);
+        s.set_custom_slice(probe, 10_000);
+        assert_eq!(s.tasks[probe as usize].se.slice, 100_000);
+        let b = wake_with_slice(&mut s, 0, 300_000);
         // Its deadline is one custom slice past its vruntime.
         let se = s.tasks[b as usize].se;
         assert_eq!(se.deadline - se.vruntime, 300_000);
@@ -884,16 +892,8 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
         put(&mut s, 0, a);
         s.now = 500_000;
         s.update_curr(0);
-        let wake = |s: &mut Sim, slice_ns: u64| {
-            let t = add_task(s, 0);
-            s.set_custom_slice(t, slice_ns);
-            s.tasks[t as usize].stats.wakeups = 1;
-            s.enqueue_task(0, t, EnqueueKind::Wakeup);
-            s.tasks[t as usize].state = crate::task::TaskState::Runnable;
-            t
-        };
-        let c = wake(&mut s, 100_000);
-        let b = wake(&mut s, 300_000);
+        let c = wake_with_slice(&mut s, 0, 100_000);
+        let b = wake_with_slice(&mut s, 0, 300_000);
         assert_eq!(s.pick_eevdf(0, false), Some(c));
         s.rqs[0].need_resched = false;
         s.wakeup_preempt(0, b, 0);
@@ -902,7 +902,7 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
         let want = if pick_buddy { b } else { c };
         assert_eq!(s.pick_eevdf(0, true), Some(want), "PICK_BUDDY {pick_buddy}");
         // A wakee with a longer slice than the buddy's does not replace it.
-        let d = wake(&mut s, 1_000_000);
+        let d = wake_with_slice(&mut s, 0, 1_000_000);
         s.wakeup_preempt(0, d, 0);
         assert_eq!(s.rqs[0].cfs.next, Some(b));
         // The buddy is cache hot for a balancer whose CPU has work, long

@@ -236,16 +236,8 @@ fn linaro_load_ratio_is_the_wall_clock_runnable_fraction() {
     // sleeps 4 ms: runnable 60% of the time. Linaro's 3.10 signal sees 60%;
     // the 7.3 runnable_avg, whose PELT clock runs at 377/1024 speed while the
     // CPU is busy and catches up when it idles, sees far less.
-    let steps = vec![
-        Step::RunWall { ns: 6_000_000 },
-        Step::Sleep { ns: 4_000_000 },
-        Step::Loop {
-            start: 0,
-            count: 100,
-            slot: 0,
-        },
-        Step::Exit,
-    ];
+    let mut steps = crate::scenarios::run_sleep_rounds(6_000_000, 4_000_000, 100);
+    steps.push(Step::Exit);
     let little = 0; // CPUs 0-3 are the A7s
     let mut s = sim_pinned(
         "HMP_LINARO",

@@ -5,10 +5,11 @@
 
 use super::wake_llc::IdlerLlc;
 use super::*;
+use crate::scenarios::pinned_thread;
 use crate::sim::{EnqueueKind, Sim, SimConfig, StopReason, WF_SYNC};
 use crate::task::Task;
-use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
-use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
+use schedlab_topo::{build_domains, preset, DomainConfig};
+use schedlab_workload::{Step, WorkloadSpec};
 
 const S2: [&str; 4] = [
     "IDLE_CORE_ID",
@@ -68,25 +69,13 @@ fn run_on(s: &mut Sim, cpu: u16) -> TaskId {
 fn idle_core_is_set_on_idle_entry_and_cleared_when_the_core_runs() {
     // POWER10: CPU 0's LLC is its 4-thread small core {0, 2, 4, 6}. One
     // thread pinned to CPU 0 runs 1 ms, sleeps 1 ms, runs 1 ms.
-    let spec = WorkloadSpec {
-        name: "blink".into(),
-        templates: vec![ThreadTemplate {
-            idle_policy: false,
-            name: "blink".into(),
-            nice: 0,
-            affinity: Some(CpuMask::from_cpus([0])),
-            steps: vec![
-                Step::RunWall { ns: 1_000_000 },
-                Step::Sleep { ns: 1_000_000 },
-                Step::RunWall { ns: 1_000_000 },
-                Step::Exit,
-            ],
-        }],
-        initial: vec![0],
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 10_000_000,
-    };
+    let steps = vec![
+        Step::RunWall { ns: 1_000_000 },
+        Step::Sleep { ns: 1_000_000 },
+        Step::RunWall { ns: 1_000_000 },
+        Step::Exit,
+    ];
+    let spec = pinned_thread("blink", 0, steps, 10_000_000);
     let mut s = s2_sim("power10", "patchset", spec);
     s.run_until(500_000);
     assert!(s.rqs[0].curr.is_some());
@@ -113,25 +102,13 @@ fn idle_core_is_set_on_idle_entry_and_cleared_when_the_core_runs() {
 /// One thread pinned to CPU 0 of POWER10 runs 10 ms, sleeps 1 ms and
 /// runs 10 ms.
 fn pinned_runner() -> WorkloadSpec {
-    WorkloadSpec {
-        name: "runner".into(),
-        templates: vec![ThreadTemplate {
-            idle_policy: false,
-            name: "runner".into(),
-            nice: 0,
-            affinity: Some(CpuMask::from_cpus([0])),
-            steps: vec![
-                Step::RunWall { ns: 10_000_000 },
-                Step::Sleep { ns: 1_000_000 },
-                Step::RunWall { ns: 10_000_000 },
-                Step::Exit,
-            ],
-        }],
-        initial: vec![0],
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 100_000_000,
-    }
+    let steps = vec![
+        Step::RunWall { ns: 10_000_000 },
+        Step::Sleep { ns: 1_000_000 },
+        Step::RunWall { ns: 10_000_000 },
+        Step::Exit,
+    ];
+    pinned_thread("runner", 0, steps, 100_000_000)
 }
 
 #[test]
