@@ -675,13 +675,11 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         // The governor learns how long this idle period lasted.
-        let menu_idle = now - rq.menu_since_ns;
-        rq.menu.update(menu_idle, false, self.tick_ns);
+        self.menu_period_end(cpu, false);
         // The CPU stays in the nohz idle mask until its first busy tick
         // (nohz_balance_exit_idle()); S2 counts it busy at once.
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
-            let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-            self.llc[llc].nr_busy_cpus += 1;
+            self.llc_busy_count(cpu, true);
         }
         if self.feat(Feat::IDLE_CORE_ID) {
             self.idle_core_busy(cpu);
@@ -709,13 +707,8 @@ impl Sim {
         // do_idle(): the governor decides whether the tick stops (before
         // 4.17, and with IDLE_GOV_TICK off, it always does).
         let stop = !governor || rq.menu.stop_tick(next_timer, self.tick_ns);
-        if stop {
-            rq.tick_gen = rq.tick_gen.wrapping_add(1);
-            rq.tick_running = false;
-        }
-        let llc = self.domains.cpus[cpu as usize].llc_id as usize;
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
-            self.llc[llc].nr_busy_cpus -= 1;
+            self.llc_busy_count(cpu, false);
         }
         // set_idle_cores(): the whole core is idle now.
         if self.smt_masks[cpu as usize]
@@ -728,9 +721,40 @@ impl Sim {
             }
         }
         if stop {
-            self.nohz_balance_enter_idle(cpu);
+            self.stop_idle_tick(cpu);
         }
         self.smt_sibling_changed(cpu);
+    }
+
+    /// The idle CPU stops its tick (a pending tick event is dropped by its
+    /// generation) and joins the nohz idle mask.
+    fn stop_idle_tick(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        rq.tick_running = false;
+        self.nohz_balance_enter_idle(cpu);
+    }
+
+    /// One more CPU of `cpu`'s LLC counts as busy (`busy`) or one fewer
+    /// (`nr_busy_cpus`).
+    fn llc_busy_count(&mut self, cpu: CpuId, busy: bool) {
+        let llc = &mut self.llc[self.domains.cpus[cpu as usize].llc_id as usize];
+        if busy {
+            llc.nr_busy_cpus += 1;
+        } else {
+            llc.nr_busy_cpus -= 1;
+        }
+    }
+
+    /// For `cpu`'s idle governor the idle period that began at
+    /// `menu_since_ns` ends now, by the tick or by something else, and the
+    /// next one begins.
+    fn menu_period_end(&mut self, cpu: CpuId, tick_wakeup: bool) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.menu
+            .update(now - rq.menu_since_ns, tick_wakeup, self.tick_ns);
+        rq.menu_since_ns = now;
     }
 
     /// The tick stopped on an idle CPU: it joins the nohz idle mask unless it
@@ -741,8 +765,7 @@ impl Sim {
             self.nohz_idle.set(cpu);
             self.nr_nohz_idle += 1;
             if !self.feat(Feat::NR_BUSY_ON_IDLE) {
-                let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-                self.llc[llc].nr_busy_cpus -= 1;
+                self.llc_busy_count(cpu, false);
             }
         }
         let nb = self.rqs[cpu as usize].next_balance;
@@ -837,10 +860,8 @@ impl Sim {
     /// as a long idle period and may stop the tick now).
     fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
-        let rq = &mut self.rqs[cpu as usize];
-        rq.menu.update(now - rq.menu_since_ns, true, self.tick_ns);
-        rq.menu_since_ns = now;
-        if now >= rq.next_balance {
+        self.menu_period_end(cpu, true);
+        if now >= self.rqs[cpu as usize].next_balance {
             self.update_rq_clock(cpu);
             self.counters.idle_tick_balance += 1;
             self.linaro_force_migration();
@@ -849,14 +870,12 @@ impl Sim {
         self.hmp_tick();
         let stays_idle = self.is_idle_cpu(cpu);
         let next_timer = self.next_timer_in(cpu);
-        let rq = &mut self.rqs[cpu as usize];
-        if stays_idle && rq.menu.stop_tick(next_timer, self.tick_ns) {
-            rq.tick_running = false;
-            self.nohz_balance_enter_idle(cpu);
+        let tick_ns = self.tick_ns;
+        if stays_idle && self.rqs[cpu as usize].menu.stop_tick(next_timer, tick_ns) {
+            self.stop_idle_tick(cpu);
         } else {
-            let gen = rq.tick_gen;
-            self.q
-                .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+            let gen = self.rqs[cpu as usize].tick_gen;
+            self.q.push(now + tick_ns, EventKind::Tick { cpu, gen });
         }
     }
 
@@ -868,16 +887,12 @@ impl Sim {
         if !self.feat(Feat::IDLE_GOV_TICK) {
             return;
         }
-        let now = self.now;
+        self.menu_period_end(cpu, false);
         let next_timer = self.next_timer_in(cpu);
+        let tick_ns = self.tick_ns;
         let rq = &mut self.rqs[cpu as usize];
-        rq.menu.update(now - rq.menu_since_ns, false, self.tick_ns);
-        rq.menu_since_ns = now;
-        let stop = rq.menu.stop_tick(next_timer, self.tick_ns);
-        if rq.tick_running && stop {
-            rq.tick_gen = rq.tick_gen.wrapping_add(1);
-            rq.tick_running = false;
-            self.nohz_balance_enter_idle(cpu);
+        if rq.menu.stop_tick(next_timer, tick_ns) && rq.tick_running {
+            self.stop_idle_tick(cpu);
         }
     }
 
@@ -890,7 +905,7 @@ impl Sim {
         let cpu = self.tasks[t as usize].cpu;
         // Drop expired entries first, so a CPU that never idles keeps only
         // its pending timers.
-        self.next_timer_in(cpu);
+        self.prune_timers(cpu);
         self.rqs[cpu as usize]
             .timers
             .push(std::cmp::Reverse((expiry_ns, t)));
@@ -903,18 +918,25 @@ impl Sim {
     /// woke.
     pub(crate) fn next_timer_in(&mut self, cpu: CpuId) -> u64 {
         let now = self.now;
-        let rq = &mut self.rqs[cpu as usize];
-        while let Some(&std::cmp::Reverse((expiry, t))) = rq.timers.peek() {
-            let tk = &self.tasks[t as usize];
-            if expiry >= now && tk.sleep_timer_ns == Some(expiry) {
-                break;
-            }
-            rq.timers.pop();
-        }
+        self.prune_timers(cpu);
+        let rq = &self.rqs[cpu as usize];
         let sleep = rq.timers.peek().map(|r| r.0 .0);
         match (sleep, rq.noise_next_ns.filter(|&n| n >= now)) {
             (None, None) => crate::idle_gov::NO_TIMER_NS,
             (a, b) => a.into_iter().chain(b).min().unwrap_or(now) - now,
+        }
+    }
+
+    /// Drops the timer entries at the top of `cpu`'s heap that fired or
+    /// whose task woke otherwise.
+    fn prune_timers(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        while let Some(&std::cmp::Reverse((expiry, t))) = rq.timers.peek() {
+            if expiry >= now && self.tasks[t as usize].sleep_timer_ns == Some(expiry) {
+                break;
+            }
+            rq.timers.pop();
         }
     }
 
@@ -929,8 +951,7 @@ impl Sim {
         self.nohz_idle.clear(cpu);
         self.nr_nohz_idle -= 1;
         if !self.feat(Feat::NR_BUSY_ON_IDLE) {
-            let llc = self.domains.cpus[cpu as usize].llc_id as usize;
-            self.llc[llc].nr_busy_cpus += 1;
+            self.llc_busy_count(cpu, true);
         }
     }
 
