@@ -96,6 +96,16 @@ pub struct Rq {
     /// Load of a running task that does not fit this CPU (`rq->misfit_task_load`),
     /// set only when capacities are asymmetric.
     pub misfit_task_load: u64,
+    /// The CPU may still carry decaying (blocked) load and utilisation
+    /// (`rq->has_blocked_load`): set when its tick stops, cleared once an
+    /// update finds both at zero.
+    pub has_blocked_load: bool,
+    /// The jiffy of its last blocked-average update
+    /// (`rq->last_blocked_load_update_tick`).
+    pub last_blocked_load_update_j: u64,
+    /// Idle-balance work asked of this CPU by a kick whose IPI has not
+    /// arrived yet (`nohz_flags()`: `NOHZ_STATS_KICK`, `NOHZ_BALANCE_KICK`).
+    pub nohz_flags: u8,
     /// Linaro MP: when an HMP migration last targeted this CPU moving up
     /// (resp. down) a task, ns; setting one clears the other
     /// (`rq->avg.hmp_last_up_migration` / `hmp_last_down_migration`, where

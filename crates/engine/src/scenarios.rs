@@ -1100,3 +1100,54 @@ fn a_lazy_preemption_in_another_llc_comes_with_the_wakeup_ipi() {
         assert_eq!(ran - woke, ipi, "lazy {lazy}: woke {woke} ran {ran}");
     }
 }
+
+/// A CPU that ran a task for 60 ms and then idles with its tick stopped
+/// keeps only decaying (blocked) utilisation: while another CPU is busy, its
+/// ticks send stats kicks every LOAD_AVG_PERIOD and the kicked CPU decays
+/// the idle CPUs' averages (nohz_balancer_kick() → update_nohz_stats()), so
+/// 240 ms later, 7.5 half-lives, little is left; without these updates the
+/// idle CPU would show the ~73% it had when its task slept.
+#[test]
+fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
+    let spec = WorkloadSpec {
+        name: "blocked".into(),
+        templates: vec![
+            thread(
+                "hog",
+                Some(CpuMask::from_cpus([0])),
+                vec![Step::Compute { work_ns: 400_000_000 }],
+            ),
+            thread(
+                "burst",
+                Some(CpuMask::from_cpus([1])),
+                vec![
+                    Step::RunWall { ns: 60_000_000 },
+                    Step::Sleep { ns: 10_000_000_000 },
+                ],
+            ),
+        ],
+        initial: vec![0, 1],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 1_000_000_000,
+    };
+    // Without OS noise: a kworker waking on CPU 1 would update its averages
+    // by its own enqueue.
+    let m = preset("kunpeng920").unwrap();
+    let d = build_domains(&m, &DomainConfig::default()).unwrap();
+    let cfg = SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        ..SimConfig::default()
+    };
+    let mut s = Sim::new(m, d, spec, cfg);
+    s.run_until(61_000_000);
+    let slept = s.rqs[1].cfs.avg.util_avg;
+    assert!(slept > 600, "util when the burst slept: {slept}");
+    s.run_until(300_000_000);
+    assert!(s.rqs[0].curr.is_some(), "the hog still runs");
+    let left = s.rqs[1].cfs.avg.util_avg;
+    assert!(left < 20, "blocked util 240 ms later: {left}");
+    assert!(s.nohz_idle.test(1), "CPU 1's tick is stopped");
+}

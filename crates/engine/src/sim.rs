@@ -199,6 +199,14 @@ pub struct Sim {
     pub(crate) rng_fork: Pcg64,
     /// Nohz: earliest `next_balance` among idle CPUs.
     pub(crate) nohz_next_balance: u64,
+    /// Some tick-stopped CPU may carry blocked load (`nohz.has_blocked_load`).
+    pub(crate) nohz_has_blocked: bool,
+    /// The jiffy after which a kick also updates the idle CPUs' blocked
+    /// averages (`nohz.next_blocked`).
+    pub(crate) nohz_next_blocked_j: u64,
+    /// `rd->overloaded`: set when a runqueue reaches two tasks, recomputed
+    /// only by balancing at the root domain.
+    pub(crate) rd_overloaded: bool,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
@@ -408,6 +416,9 @@ impl Sim {
             tick_ns,
             tick_phase_ns,
             nohz_next_balance: 0,
+            nohz_has_blocked: false,
+            nohz_next_blocked_j: 0,
+            rd_overloaded: false,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
             placement: PlacementSums::default(),
@@ -584,7 +595,7 @@ impl Sim {
                 }
             }
             EventKind::ActiveBalance { src, dst } => self.active_balance_stop(src, dst),
-            EventKind::NohzBalance { ilb } => self.nohz_idle_balance(ilb),
+            EventKind::NohzBalance { ilb } => self.nohz_kick_arrives(ilb),
             EventKind::NoiseWake { task } => {
                 let t = &self.tasks[task as usize];
                 if t.state == TaskState::Blocked && !t.se.on_rq {
@@ -761,6 +772,10 @@ impl Sim {
     /// never left it, and without S2's accounting leaves its LLC's busy count
     /// (mirrors nohz_balance_enter_idle() and set_cpu_sd_state_idle()).
     fn nohz_balance_enter_idle(&mut self, cpu: CpuId) {
+        // Each time: the CPU may carry blocked load, and the idle CPUs'
+        // averages need periodic updates again.
+        self.rqs[cpu as usize].has_blocked_load = true;
+        self.nohz_has_blocked = true;
         if !self.nohz_idle.test(cpu) {
             self.nohz_idle.set(cpu);
             self.nr_nohz_idle += 1;
@@ -843,8 +858,9 @@ impl Sim {
             self.task_tick_cache(cpu, t);
         }
         if self.now >= self.rqs[cpu as usize].next_balance {
-            // The balancing softirq (run_rebalance_domains()).
+            // The balancing softirq (sched_balance_softirq()).
             self.linaro_force_migration();
+            self.update_blocked_averages(cpu);
             self.sched_balance_domains(cpu, false);
         }
         self.hmp_tick();
@@ -865,6 +881,7 @@ impl Sim {
             self.update_rq_clock(cpu);
             self.counters.idle_tick_balance += 1;
             self.linaro_force_migration();
+            self.update_blocked_averages(cpu);
             self.sched_balance_domains(cpu, true);
         }
         self.hmp_tick();
@@ -1115,8 +1132,10 @@ impl Sim {
                 if prev.is_some() {
                     self.idle_enter(cpu);
                 }
+                self.nohz_run_idle_balance(cpu);
             }
         }
+        self.rqs[cpu as usize].nohz_flags &= !crate::fair::balance::NOHZ_NEWILB_KICK;
     }
 
     /// Makes the picked `next` run on `cpu` after `prev` (set_next_task_fair(),

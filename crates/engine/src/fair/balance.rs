@@ -15,6 +15,14 @@ use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
 /// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
 pub const MIGRATION_COST_NS: u64 = 500_000;
+
+/// Idle-balance work a kick asks for (`NOHZ_STATS_KICK`,
+/// `NOHZ_BALANCE_KICK`).
+pub const NOHZ_STATS_KICK: u8 = 1;
+pub const NOHZ_BALANCE_KICK: u8 = 2;
+/// A CPU going idle asks itself for a blocked-average update
+/// (`NOHZ_NEWILB_KICK`).
+pub const NOHZ_NEWILB_KICK: u8 = 4;
 /// sysctl_sched_nr_migrate.
 pub const NR_MIGRATE: u32 = 32;
 /// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
@@ -71,7 +79,10 @@ pub struct GroupStats {
     pub group_weight: u32,
     pub group_type: GroupType,
     pub misfit_task_load: u64,
-    pub overloaded_cpu: bool,
+    /// Some CPU of the group runs more than one task, or (outside the
+    /// local group, on asymmetric capacities) a misfit task: what makes
+    /// balancing at the root domain set `rd->overloaded`.
+    pub overloads_rd: bool,
     /// `sgs->group_asym_packing`: an idle dst of higher priority can take the work.
     pub asym_packing: bool,
     /// `sgs->group_smt_balance`: an SMT group running more than one task.
@@ -607,17 +618,14 @@ impl Sim {
         }
         // Going idle: the CPU's next periodic balance uses idle intervals.
         let mut next_balance = self.now + self.tick_ns * self.cfg.hz as u64;
-        // rd->overloaded: some CPU has more than one task, or a misfit task.
-        let overloaded = self
-            .rqs
-            .iter()
-            .any(|rq| rq.nr_running() > 1 || rq.misfit_task_load > 0);
-        if !overloaded || avg_idle < self.sd[cpu as usize][0].max_newidle_lb_cost_ns {
+        if !self.rd_overloaded || avg_idle < self.sd[cpu as usize][0].max_newidle_lb_cost_ns {
             self.update_next_balance(cpu, 0, &mut next_balance);
             let rq = &mut self.rqs[cpu as usize];
             rq.next_balance = rq.next_balance.min(next_balance);
+            self.nohz_newidle_balance(cpu);
             return 0;
         }
+        self.update_blocked_averages(cpu);
         let mut curr_cost = 0u64;
         let mut pulled = 0;
         for level in 0..n {
@@ -659,41 +667,74 @@ impl Sim {
         if pulled == 0 && self.rqs[cpu as usize].nr_running() > 0 {
             pulled = 1;
         }
+        if pulled == 0 {
+            self.nohz_newidle_balance(cpu);
+        }
         pulled
     }
 
     /// Decides whether the busy tick should kick an idle CPU to balance on
-    /// behalf of tick-stopped CPUs (mirrors nohz_balancer_kick()): two or more
-    /// tasks; an idle CPU of higher asym-packing priority; a misfit task on
-    /// asymmetric capacities; else more than one busy CPU in the LLC.
+    /// behalf of tick-stopped CPUs (mirrors nohz_balancer_kick()): when the
+    /// idle CPUs' blocked averages are due for an update (every
+    /// LOAD_AVG_PERIOD), a stats kick; when their balance is due, a balance
+    /// kick for two or more tasks, an idle CPU of higher asym-packing
+    /// priority, a misfit task on asymmetric capacities, else more than one
+    /// busy CPU in the LLC.
     pub(crate) fn nohz_balancer_kick(&mut self, cpu: CpuId) {
-        // No tick-stopped CPU: nothing to balance on anyone's behalf.
-        if self.nr_nohz_idle == 0 || self.now < self.nohz_next_balance {
-            return;
+        let mut flags = 0u8;
+        if self.nohz_has_blocked && self.jiffies() > self.nohz_next_blocked_j {
+            flags = NOHZ_STATS_KICK;
         }
-        let Some(ilb) = self.find_new_ilb(cpu) else {
+        if self.now >= self.nohz_next_balance && self.nr_nohz_idle > 0 && self.balance_kick_wanted(cpu) {
+            flags |= NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
+        }
+        if flags != 0 {
+            self.kick_ilb(cpu, flags);
+        }
+    }
+
+    /// The balance part of nohz_balancer_kick()'s decision.
+    fn balance_kick_wanted(&self, cpu: CpuId) -> bool {
+        let cd = &self.domains.cpus[cpu as usize];
+        if self.rqs[cpu as usize].nr_running() >= 2 {
+            return true;
+        }
+        if let Some(l) = cd.sd_asym_packing {
+            let d = &cd.domains[l];
+            if d.span.iter().any(|i| {
+                i != cpu && self.nohz_idle.test(i) && self.sched_asym(d.flags, i, cpu)
+            }) {
+                return true;
+            }
+        }
+        if cd.sd_asym_cpucapacity.is_some() {
+            self.rqs[cpu as usize].misfit_task_load > 0
+        } else {
+            self.llc[cd.llc_id as usize].nr_busy_cpus > 1
+        }
+    }
+
+    /// Sends the idle-balance work `flags` to an idle CPU (mirrors
+    /// kick_ilb()): a balance kick holds further balance kicks back until
+    /// the kicked CPU has run; work already asked of that CPU is not asked
+    /// again, and one IPI carries all that is asked before it arrives.
+    fn kick_ilb(&mut self, kicker: CpuId, flags: u8) {
+        if flags & NOHZ_BALANCE_KICK != 0 {
+            self.nohz_next_balance = u64::MAX;
+        }
+        let Some(ilb) = self.find_new_ilb(kicker) else {
+            if flags & NOHZ_BALANCE_KICK != 0 {
+                self.nohz_next_balance = self.now + self.tick_ns;
+            }
             return;
         };
-        let cd = &self.domains.cpus[cpu as usize];
-        let mut kick = self.rqs[cpu as usize].nr_running() >= 2;
-        if !kick {
-            if let Some(l) = cd.sd_asym_packing {
-                let d = &cd.domains[l];
-                kick = d.span.iter().any(|i| {
-                    i != cpu && self.nohz_idle.test(i) && self.sched_asym(d.flags, i, cpu)
-                });
-            }
+        let rq = &mut self.rqs[ilb as usize];
+        let old = rq.nohz_flags;
+        if old & flags == flags {
+            return;
         }
-        if !kick {
-            if cd.sd_asym_cpucapacity.is_some() {
-                kick = self.rqs[cpu as usize].misfit_task_load > 0;
-            } else {
-                let llc = cd.llc_id as usize;
-                kick = self.llc[llc].nr_busy_cpus > 1;
-            }
-        }
-        if kick {
-            self.nohz_next_balance = u64::MAX;
+        rq.nohz_flags |= flags;
+        if old & (NOHZ_STATS_KICK | NOHZ_BALANCE_KICK) == 0 {
             let delay = self.machine.wakeup.ipi_ns as u64;
             self.q
                 .push(self.now + delay, EventKind::NohzBalance { ilb });
@@ -717,36 +758,138 @@ impl Sim {
         fallback
     }
 
-    /// The kicked CPU balances every idle CPU whose balance is due, itself
-    /// last (mirrors _nohz_idle_balance()).
-    pub(crate) fn nohz_idle_balance(&mut self, ilb: CpuId) {
+    /// The kick's IPI reaches `ilb` (mirrors nohz_csd_func() and
+    /// nohz_idle_balance()): if it is still idle, its balancing softirq does
+    /// the work the kicks asked for; if not, the work is dropped.
+    pub(crate) fn nohz_kick_arrives(&mut self, ilb: CpuId) {
+        let flags = std::mem::take(&mut self.rqs[ilb as usize].nohz_flags);
+        if !self.is_idle_cpu(ilb) {
+            if flags & NOHZ_BALANCE_KICK != 0 && self.nohz_next_balance == u64::MAX {
+                self.nohz_next_balance = self.now;
+            }
+            return;
+        }
         // The kicked CPU's balancing softirq starts like any other.
         self.linaro_force_migration();
-        let mut next = u64::MAX;
-        let idle = self.nohz_idle;
-        for c in idle
-            .iter()
-            .filter(|&c| c != ilb)
-            .chain(std::iter::once(ilb))
-        {
-            if !self.is_idle_cpu(c) {
-                continue;
-            }
-            if self.now >= self.rqs[c as usize].next_balance {
-                self.update_rq_clock(c);
-                self.counters.nohz_balance += 1;
-                self.sched_balance_domains(c, true);
-            }
-            if self.is_idle_cpu(c) {
-                next = next.min(self.rqs[c as usize].next_balance);
-            }
-        }
-        self.nohz_next_balance = if next == u64::MAX { 0 } else { next };
+        self.nohz_idle_balance(ilb, flags);
         // The kick's IPI woke the kicked CPU; with nothing to run it idles
         // again.
         if self.is_idle_cpu(ilb) {
             self.idle_rewake(ilb);
         }
+    }
+
+    /// For every tick-stopped idle CPU, from the one after `this_cpu` round
+    /// to `this_cpu` itself (mirrors _nohz_idle_balance()): with
+    /// `NOHZ_STATS_KICK` its blocked averages are brought up to date, and
+    /// with `NOHZ_BALANCE_KICK` its domains are balanced when due.
+    pub(crate) fn nohz_idle_balance(&mut self, this_cpu: CpuId, flags: u8) {
+        let stats = flags & NOHZ_STATS_KICK != 0;
+        if stats {
+            self.nohz_has_blocked = false;
+        }
+        let now_j = self.jiffies();
+        let mut has_blocked = false;
+        let mut next = u64::MAX;
+        let idle = self.nohz_idle;
+        let n = self.nr_cpus() as CpuId;
+        for k in 1..=n {
+            let c = (this_cpu + k) % n;
+            if !idle.test(c) || !self.is_idle_cpu(c) {
+                continue;
+            }
+            if stats {
+                has_blocked |= self.update_nohz_stats(c);
+            }
+            if self.now >= self.rqs[c as usize].next_balance {
+                self.update_rq_clock(c);
+                if flags & NOHZ_BALANCE_KICK != 0 {
+                    self.counters.nohz_balance += 1;
+                    self.sched_balance_domains(c, true);
+                }
+            }
+            next = next.min(self.rqs[c as usize].next_balance);
+        }
+        if next != u64::MAX {
+            self.nohz_next_balance = next;
+        } else if self.nohz_next_balance == u64::MAX {
+            self.nohz_next_balance = 0;
+        }
+        if stats {
+            self.nohz_next_blocked_j = now_j + self.load_avg_period_jiffies();
+        }
+        if has_blocked {
+            self.nohz_has_blocked = true;
+        }
+    }
+
+    /// Updates a tick-stopped CPU's blocked averages if it has some and
+    /// they were not updated this jiffy (mirrors update_nohz_stats());
+    /// returns whether it may still carry blocked load.
+    fn update_nohz_stats(&mut self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu as usize];
+        if !rq.has_blocked_load || !self.nohz_idle.test(cpu) {
+            return false;
+        }
+        if self.jiffies() <= rq.last_blocked_load_update_j {
+            return true;
+        }
+        self.update_blocked_averages(cpu);
+        self.rqs[cpu as usize].has_blocked_load
+    }
+
+    /// Decays `cpu`'s runqueue averages up to now (mirrors
+    /// sched_balance_update_blocked_averages(): the fair class's only, as
+    /// no RT, deadline or IRQ time is modelled); a CPU whose load and
+    /// utilisation reached zero has no blocked load left.
+    pub(crate) fn update_blocked_averages(&mut self, cpu: CpuId) {
+        self.update_rq_clock(cpu);
+        self.rqs[cpu as usize].last_blocked_load_update_j = self.jiffies();
+        self.update_cfs_avg(cpu);
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.cfs.avg.load_avg == 0 && rq.cfs.avg.util_avg == 0 {
+            rq.has_blocked_load = false;
+        }
+    }
+
+    /// A CPU about to idle after a newidle balance that pulled nothing asks
+    /// itself to update the tick-stopped CPUs' blocked averages when they
+    /// are due and it expects to stay idle long enough (mirrors
+    /// nohz_newidle_balance()); `nohz_run_idle_balance()` does it once the
+    /// CPU is idle.
+    fn nohz_newidle_balance(&mut self, cpu: CpuId) {
+        if self.rqs[cpu as usize].avg_idle < MIGRATION_COST_NS
+            || !self.nohz_has_blocked
+            || self.jiffies() < self.nohz_next_blocked_j
+        {
+            return;
+        }
+        self.rqs[cpu as usize].nohz_flags |= NOHZ_NEWILB_KICK;
+    }
+
+    /// The CPU entered idle (mirrors nohz_run_idle_balance() in do_idle()):
+    /// if its own newidle balance asked for it and no kick is pending, it
+    /// updates the tick-stopped CPUs' blocked averages now.
+    pub(crate) fn nohz_run_idle_balance(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        let flags = rq.nohz_flags;
+        if flags & NOHZ_NEWILB_KICK == 0 {
+            return;
+        }
+        rq.nohz_flags &= !NOHZ_NEWILB_KICK;
+        if flags == NOHZ_NEWILB_KICK && self.is_idle_cpu(cpu) {
+            self.nohz_idle_balance(cpu, NOHZ_STATS_KICK);
+        }
+    }
+
+    /// `jiffies`.
+    pub(crate) fn jiffies(&self) -> u64 {
+        self.now / self.tick_ns
+    }
+
+    /// msecs_to_jiffies(LOAD_AVG_PERIOD): 32 ms, rounded up to jiffies.
+    fn load_avg_period_jiffies(&self) -> u64 {
+        (32 * self.cfg.hz as u64).div_ceil(1000)
     }
 
     /// mirrors sched_use_asym_prio(): between SMT siblings the priority always
@@ -867,17 +1010,17 @@ impl Sim {
                 continue;
             }
             if nr > 1 {
-                s.overloaded_cpu = true;
+                s.overloads_rd = true;
             }
             if local {
                 continue;
             }
-            // Misfit load counts only if dst is clearly bigger than the group.
-            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY)
-                && rq.misfit_task_load > 0
-                && capacity_greater(dst_cap, s.max_capacity)
-            {
-                s.misfit_task_load = s.misfit_task_load.max(rq.misfit_task_load);
+            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY) && rq.misfit_task_load > 0 {
+                s.overloads_rd = true;
+                // Misfit load counts only if dst is clearly bigger than the group.
+                if capacity_greater(dst_cap, s.max_capacity) {
+                    s.misfit_task_load = s.misfit_task_load.max(rq.misfit_task_load);
+                }
             }
         }
         if !local {
@@ -930,6 +1073,7 @@ impl Sim {
         let mut sds = SdLbStats::default();
         let mut busiest: Option<usize> = None;
         let mut sum_util = 0u64;
+        let mut sg_overloaded = false;
         let dst_core_idle = !self.smt_active || self.is_core_idle(env.dst);
         // The local group comes first, so its type is known for the others.
         for gi in 0..n_groups {
@@ -937,6 +1081,7 @@ impl Sim {
             sds.total_load += s.group_load;
             sds.total_capacity += s.group_capacity;
             sum_util += s.group_util;
+            sg_overloaded |= s.overloads_rd;
             if self.sched_cache_enabled() {
                 let first = self.domains.cpus[cpu as usize].domains[env.level].groups[gi]
                     .span
@@ -966,6 +1111,10 @@ impl Sim {
                 busiest = Some(gi);
                 sds.busiest = s;
             }
+        }
+        // Balancing at the root domain recomputes rd->overloaded.
+        if env.level + 1 == self.domains.cpus[cpu as usize].domains.len() {
+            self.rd_overloaded = sg_overloaded;
         }
         // SIS_UTIL: the periodic balance of a domain with shared state (the
         // LLC, or an asym-capacity domain with its own) sets its scan depth

@@ -505,9 +505,14 @@ impl Sim {
         let idle = u32::from(self.tasks[t as usize].idle_policy);
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_queued += 1;
+        // add_nr_running(): a second task overloads the root domain.
+        let overloads = cfs.nr_queued == 2;
         cfs.nr_idle += idle;
         cfs.load_weight += w;
         cfs.util_est += util_est;
+        if overloads {
+            self.rd_overloaded = true;
+        }
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
         self.account_llc_enqueue(cpu, t);
