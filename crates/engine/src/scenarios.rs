@@ -1115,7 +1115,9 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
             thread(
                 "hog",
                 Some(CpuMask::from_cpus([0])),
-                vec![Step::Compute { work_ns: 400_000_000 }],
+                vec![Step::Compute {
+                    work_ns: 400_000_000,
+                }],
             ),
             thread(
                 "burst",

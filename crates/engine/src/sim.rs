@@ -207,6 +207,9 @@ pub struct Sim {
     /// `rd->overloaded`: set when a runqueue reaches two tasks, recomputed
     /// only by balancing at the root domain.
     pub(crate) rd_overloaded: bool,
+    /// While a timer interrupt on an idle CPU wakes a task: that CPU's idle
+    /// exit latency, which comes before anything the wakeup starts.
+    irq_exit_delay_ns: u64,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
@@ -419,6 +422,7 @@ impl Sim {
             nohz_has_blocked: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
+            irq_exit_delay_ns: 0,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
             placement: PlacementSums::default(),
@@ -586,7 +590,7 @@ impl Sim {
                 if self.tasks[task as usize].gen == gen {
                     let waker = self.tasks[task as usize].cpu;
                     self.timer_interrupts(waker, task);
-                    self.try_to_wake_up(task, waker, None, 0);
+                    self.irq_wakeup(task, waker);
                 }
             }
             EventKind::SpinEnd { task, gen } => {
@@ -601,7 +605,7 @@ impl Sim {
                 if t.state == TaskState::Blocked && !t.se.on_rq {
                     let cpu = t.cpu;
                     self.tasks[task as usize].remaining = NOISE_BURST_NS as f64;
-                    self.try_to_wake_up(task, cpu, None, 0);
+                    self.irq_wakeup(task, cpu);
                 }
                 let gap = self.rng_noise.gen_range(1..2 * NOISE_PERIOD_MEAN_NS);
                 self.q.push(self.now + gap, EventKind::NoiseWake { task });
@@ -1227,16 +1231,31 @@ impl Sim {
         self.resched_lazy_honour(waker_cpu);
     }
 
+    /// A timer interrupt on `cpu` wakes `t`. If `cpu` was idle, the
+    /// interrupt runs only once the CPU has left its idle state, and so does
+    /// whatever the wakeup starts there or sends on.
+    fn irq_wakeup(&mut self, t: TaskId, cpu: CpuId) {
+        self.irq_exit_delay_ns = if self.rqs[cpu as usize].curr.is_none() {
+            self.machine.wakeup.idle_exit_ns as u64
+        } else {
+            0
+        };
+        self.try_to_wake_up(t, cpu, None, 0);
+        self.irq_exit_delay_ns = 0;
+    }
+
     /// After enqueueing a woken/new task on `cpu`: an idle CPU is woken (IPI +
-    /// idle exit when remote), a busy one gets a preemption check.
+    /// idle exit when remote; after an interrupt on an idle waker CPU, that
+    /// CPU's idle exit first), a busy one gets a preemption check.
     fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId) {
         if self.rqs[cpu as usize].curr.is_none() {
             let w = &self.machine.wakeup;
-            let delay = if cpu == waker_cpu {
-                0
-            } else {
-                (w.ipi_ns + w.idle_exit_ns) as u64
-            };
+            let delay = self.irq_exit_delay_ns
+                + if cpu == waker_cpu {
+                    0
+                } else {
+                    (w.ipi_ns + w.idle_exit_ns) as u64
+                };
             self.rqs[cpu as usize].ttwu_pending += 1;
             self.resched_after(cpu, delay);
         } else {
@@ -1258,8 +1277,8 @@ impl Sim {
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors
     /// set_task_cpu() with migrate_task_rq_fair()): its load leaves `from`
-    /// and joins `to`, and the migration is counted and traced. The same CPU
-    /// is no migration and changes nothing.
+    /// and joins `to`, it stops being cache hot, and the migration is
+    /// counted and traced. The same CPU is no migration and changes nothing.
     pub(crate) fn set_task_cpu(&mut self, t: TaskId, from: CpuId, to: CpuId) {
         if from == to {
             return;
@@ -1267,6 +1286,9 @@ impl Sim {
         self.detach_entity_load(from, t);
         self.trace_migrate(t, from, to);
         self.tasks[t as usize].cpu = to;
+        // enqueue_entity() with ENQUEUE_MIGRATED: a task that moved is no
+        // longer cache hot until it runs again (task_hot()).
+        self.tasks[t as usize].se.exec_start = 0;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
         self.note_migration(from, to);

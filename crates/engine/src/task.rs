@@ -107,11 +107,11 @@ pub struct Task {
     pub idle_policy: bool,
     pub se: SchedEntity,
     pub avg: SchedAvg,
-    /// util_est: EWMA of util at dequeue, and the last dequeue value.
+    /// util_est: the EWMA of util at dequeue (`se.avg.util_est`, what
+    /// `_task_util_est()` reads and the runqueue's sum adds up).
     pub util_est_ewma: u64,
-    pub util_est_enqueued: u64,
     /// UTIL_AVG_UNCHANGED: util_avg has not been recomputed since the last
-    /// util_est update (the fair class leaves `util_est_enqueued` at 0).
+    /// util_est update.
     pub util_est_unchanged: bool,
     // Wakeup bookkeeping (record_wakee()).
     pub wakee_flips: u32,
@@ -210,7 +210,6 @@ impl Task {
             },
             avg: SchedAvg::default(),
             util_est_ewma: 0,
-            util_est_enqueued: 0,
             util_est_unchanged: false,
             wakee_flips: 0,
             wakee_flip_decay_ns: 0,
@@ -246,9 +245,7 @@ impl Task {
 
     /// task_util_est(): max of the running average and the estimate.
     pub fn util_est(&self) -> u64 {
-        self.avg
-            .util_avg
-            .max(self.util_est_ewma.max(self.util_est_enqueued))
+        self.avg.util_avg.max(self.util_est_ewma)
     }
 }
 

@@ -405,13 +405,9 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                 // "BUG: arch topology borken" fix-up: a domain covers its child.
                 span = span.or(&child.span);
             }
+            // (7.3's sd_init() no longer takes SD_PREFER_SIBLING off the
+            // child of an asymmetric-capacity domain; only NUMA levels lose it.)
             let mut d = sd_init(l, li, span, mask.weight(), &caps);
-            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY) {
-                // Don't attempt to spread across CPUs of different capacities.
-                if let Some(child) = chain.last_mut() {
-                    child.flags = child.flags.without(SdFlags::PREFER_SIBLING);
-                }
-            }
             if l.overlap {
                 d.flags = d.flags | SdFlags::OVERLAP;
             }
@@ -961,8 +957,9 @@ mod tests {
             assert!(pkg
                 .flags
                 .contains(SdFlags::ASYM_CPUCAPACITY | SdFlags::ASYM_CPUCAPACITY_FULL));
-            // sd_init() takes SD_PREFER_SIBLING off the child of an asym domain.
-            assert!(!d.cpus[0].domains[0].flags.contains(SdFlags::PREFER_SIBLING));
+            // 7.3's sd_init() leaves SD_PREFER_SIBLING on the child of an
+            // asym domain.
+            assert!(d.cpus[0].domains[0].flags.contains(SdFlags::PREFER_SIBLING));
             assert_eq!(d.cpus[0].sd_asym_cpucapacity, Some(1));
             assert!(d.asym_cpucapacity);
             assert_eq!(d.cpus[4].llc_id, 1);

@@ -108,7 +108,7 @@ pub fn has_capacity(pct: u32, s: &GroupStats) -> bool {
     if s.sum_nr_running < s.group_weight {
         return true;
     }
-    if s.group_capacity * pct as u64 <= s.group_runnable * 100 {
+    if s.group_capacity * (pct as u64) < s.group_runnable * 100 {
         return false;
     }
     s.group_capacity * 100 > s.group_util * pct as u64
@@ -386,9 +386,17 @@ pub fn calculate_imbalance(ctx: &DecideCtx, sds: &SdLbStats) -> (MigrationType, 
             return (MigrationType::Load, 0);
         }
     }
-    let imb = (b.avg_load.saturating_sub(avg_load) * b.group_capacity)
-        .min(avg_load.saturating_sub(local_avg) * l.group_capacity)
-        / SCHED_CAPACITY_SCALE;
+    // The kernel computes both terms in unsigned long: a busiest group below
+    // the domain average wraps to a huge first term, so the second decides.
+    let imb = (b
+        .avg_load
+        .wrapping_sub(avg_load)
+        .wrapping_mul(b.group_capacity))
+    .min(
+        avg_load
+            .wrapping_sub(local_avg)
+            .wrapping_mul(l.group_capacity),
+    ) / SCHED_CAPACITY_SCALE;
     (MigrationType::Load, imb)
 }
 
@@ -489,7 +497,9 @@ impl Sim {
     pub(crate) fn sched_balance_domains(&mut self, cpu: CpuId, idle_cpu: bool) {
         let now = self.now;
         let jiffy = self.tick_ns;
-        // A CPU running only SCHED_IDLE tasks balances with idle intervals.
+        // A CPU running only SCHED_IDLE tasks balances with idle intervals,
+        // but as a busy CPU (its tick saw idle_cpu() false).
+        let mut idle_cpu = idle_cpu;
         let mut busy = !idle_cpu && !self.sched_idle_cpu(cpu);
         let mut next_balance = now + 60 * jiffy * self.cfg.hz as u64;
         let n = self.domains.cpus[cpu as usize].domains.len();
@@ -509,15 +519,16 @@ impl Sim {
             let interval = self.balance_interval_ns(cpu, level, busy, ncpus);
             let st = self.sd[cpu as usize][level];
             if now >= st.last_balance_ns + interval {
-                let idle = if busy {
-                    IdleType::NotIdle
-                } else {
+                let idle = if idle_cpu {
                     IdleType::Idle
+                } else {
+                    IdleType::NotIdle
                 };
                 let (moved, cont) = self.sched_balance_rq(cpu, level, idle);
                 continue_balancing = cont;
                 if moved > 0 {
-                    busy = !self.is_idle_cpu(cpu) && !self.sched_idle_cpu(cpu);
+                    idle_cpu = self.is_idle_cpu(cpu);
+                    busy = !idle_cpu && !self.sched_idle_cpu(cpu);
                 }
                 self.sd[cpu as usize][level].last_balance_ns = now;
             }
@@ -685,7 +696,10 @@ impl Sim {
         if self.nohz_has_blocked && self.jiffies() > self.nohz_next_blocked_j {
             flags = NOHZ_STATS_KICK;
         }
-        if self.now >= self.nohz_next_balance && self.nr_nohz_idle > 0 && self.balance_kick_wanted(cpu) {
+        if self.now >= self.nohz_next_balance
+            && self.nr_nohz_idle > 0
+            && self.balance_kick_wanted(cpu)
+        {
             flags |= NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
         }
         if flags != 0 {
@@ -701,9 +715,10 @@ impl Sim {
         }
         if let Some(l) = cd.sd_asym_packing {
             let d = &cd.domains[l];
-            if d.span.iter().any(|i| {
-                i != cpu && self.nohz_idle.test(i) && self.sched_asym(d.flags, i, cpu)
-            }) {
+            if d.span
+                .iter()
+                .any(|i| i != cpu && self.nohz_idle.test(i) && self.sched_asym(d.flags, i, cpu))
+            {
                 return true;
             }
         }
@@ -1187,7 +1202,7 @@ impl Sim {
                     }
                 }
                 MigrationType::Util => {
-                    let util = self.cpu_util(c);
+                    let util = self.cpu_util_boost(c);
                     if nr <= 1 {
                         continue;
                     }
@@ -1495,10 +1510,10 @@ impl Sim {
         {
             return true;
         }
-        let delta = self
-            .now
-            .saturating_sub(self.tasks[t as usize].se.exec_start);
-        delta < MIGRATION_COST_NS
+        // A task that migrated and has not run since has exec_start 0 (on a
+        // real machine seconds after boot, so never within the cost).
+        let exec_start = self.tasks[t as usize].se.exec_start;
+        exec_start != 0 && self.now.saturating_sub(exec_start) < MIGRATION_COST_NS
     }
 
     /// Detaches tasks from the source runqueue's tail and attaches them to the
@@ -1524,6 +1539,7 @@ impl Sim {
         let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
         let lb_min = self.feat(Feat::LB_MIN);
         let mut moved = 0;
+        let mut detached = [(0 as TaskId, false); NR_MIGRATE as usize];
         let mut next = self.rqs[src as usize].cfs_tasks.tail();
         let mut i = 0u32;
         while let Some(t) = next {
@@ -1584,19 +1600,17 @@ impl Sim {
                     .move_to_head(self.group_links.as_mut_slice(), t);
                 continue;
             }
-            self.move_queued_task(t, src, dst);
+            detached[moved as usize] = (t, self.detach_task(t, src, dst));
             moved += 1;
             if env.idle == IdleType::NewlyIdle || env.imbalance == 0 {
                 break;
             }
         }
-        if moved > 0 && self.rqs[dst as usize].curr.is_none() {
-            self.resched_cpu(dst, env.this_cpu);
-        } else if moved > 0 {
-            let first = self.rqs[dst as usize].cfs.timeline.first();
-            if let Some(f) = first {
-                self.wakeup_preempt(dst, f, env.this_cpu);
-            }
+        // attach_tasks(): the last detached first, each with its preemption
+        // check on dst (attach_task()).
+        for &(t, delayed) in detached[..moved as usize].iter().rev() {
+            self.attach_task(t, dst, delayed);
+            self.wakeup_preempt(dst, t, env.this_cpu);
         }
         moved
     }
@@ -1607,9 +1621,22 @@ impl Sim {
     /// CPU itself as the new destination; set_task_cpu() to the same CPU is
     /// no migration, so the task is only dequeued and enqueued again.
     pub(crate) fn move_queued_task(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
+        let delayed = self.detach_task(t, src, dst);
+        self.attach_task(t, dst, delayed);
+    }
+
+    /// Takes a queued task off `src` for `dst` (mirrors detach_task());
+    /// returns whether its dequeue was delayed.
+    fn detach_task(&mut self, t: TaskId, src: CpuId, dst: CpuId) -> bool {
         let delayed = self.tasks[t as usize].se.sched_delayed;
         self.dequeue_task(src, t, false);
         self.set_task_cpu(t, src, dst);
+        delayed
+    }
+
+    /// Queues a detached task on `dst` (mirrors attach_task() without its
+    /// preemption check).
+    fn attach_task(&mut self, t: TaskId, dst: CpuId, delayed: bool) {
         self.enqueue_task(dst, t, EnqueueKind::Migrated);
         if delayed {
             // A delayed task moved for load (migrate_load) stays delayed on

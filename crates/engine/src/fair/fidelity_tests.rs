@@ -1015,3 +1015,55 @@ fn a_pending_lazy_reschedule_is_acted_on_when_the_parent_returns_from_clone() {
         "clone()'s return to user space reschedules"
     );
 }
+
+#[test]
+fn calculate_imbalance_wraps_like_unsigned_long() {
+    // Both overloaded, a third group (not shown) makes the domain average
+    // 2048 while busiest sits at 1792 and local at 1280: the kernel's first
+    // term (1792 − 2048)·cap wraps to a huge value, so the second,
+    // (2048 − 1280)·4096/1024 = 3072, is the imbalance.
+    let mut l = g(5, 4, 4096, 4096);
+    l.group_load = 5 * 1024;
+    let mut b = g(7, 4, 4096, 4096);
+    b.group_load = 7 * 1024;
+    let (l, b) = (typed(l), typed(b));
+    assert_eq!((l.avg_load, b.avg_load), (1280, 1792));
+    let mut st = sds(l, b);
+    st.total_load = 24 * 1024;
+    st.total_capacity = 3 * 4096;
+    assert_eq!(
+        calculate_imbalance(&dctx(SdFlags::empty(), false), &st),
+        (MigrationType::Load, 3072)
+    );
+}
+
+#[test]
+fn a_migrated_task_is_cache_cold_until_it_runs() {
+    let mut s = bare("kunpeng920");
+    let t = add_task(&mut s, 0);
+    // It last ran on CPU 0 until 5 ms.
+    s.tasks[t as usize].se.exec_start = 5_000_000;
+    s.now = 5_100_000;
+    // It ran 0.1 ms ago: hot for a move between clusters.
+    assert!(s.task_hot(SdFlags::SHARE_LLC, 0, 8, t));
+    // Moved to CPU 4 (a wakeup migration): enqueue_entity() with
+    // ENQUEUE_MIGRATED zeroes exec_start, so it is cold there at once.
+    s.set_task_cpu(t, 0, 4);
+    assert!(!s.task_hot(SdFlags::SHARE_LLC, 4, 8, t));
+}
+
+#[test]
+fn the_runqueue_util_est_sum_adds_and_removes_the_ewma_only() {
+    let mut s = bare("kunpeng920");
+    let t = add_task(&mut s, 2);
+    s.tasks[t as usize].util_est_ewma = 300;
+    s.tasks[t as usize].avg.util_avg = 200;
+    s.rqs[2].cfs.util_est = 100;
+    s.enqueue_task(2, t, EnqueueKind::Wakeup);
+    assert_eq!(s.rqs[2].cfs.util_est, 400);
+    // util_avg rose above the EWMA while queued: the dequeue still takes
+    // away only the EWMA (util_est_dequeue() subtracts _task_util_est()).
+    s.tasks[t as usize].avg.util_avg = 700;
+    s.dequeue_task(2, t, false);
+    assert_eq!(s.rqs[2].cfs.util_est, 100);
+}

@@ -493,7 +493,8 @@ impl Sim {
         // Sleeping time decays the task's signals; its blocked contribution is
         // already part of the runqueue's.
         self.update_load_avg(cpu, t);
-        let util_est = self.tasks[t as usize].util_est();
+        // util_est_enqueue()/util_est_dequeue(): the EWMA alone.
+        let util_est = self.tasks[t as usize].util_est_ewma;
         let w = self.tasks[t as usize].se.weight;
         self.tasks[t as usize].se.on_rq = true;
         // account_entity_enqueue(): list_add() at the head of cfs_tasks.
@@ -596,7 +597,8 @@ impl Sim {
         self.rqs[cpu as usize]
             .cfs_tasks
             .remove(self.group_links.as_mut_slice(), t);
-        let util_est = self.tasks[t as usize].util_est();
+        // util_est_enqueue()/util_est_dequeue(): the EWMA alone.
+        let util_est = self.tasks[t as usize].util_est_ewma;
         let idle = u32::from(self.tasks[t as usize].idle_policy);
         let se = &mut self.tasks[t as usize].se;
         se.on_rq = false;
@@ -644,7 +646,8 @@ impl Sim {
         debug_assert!(se.sched_delayed);
         se.sched_delayed = false;
         // enqueue_task_fair(ENQUEUE_DELAYED): the estimate is back in the sum.
-        let util_est = self.tasks[t as usize].util_est();
+        // util_est_enqueue()/util_est_dequeue(): the EWMA alone.
+        let util_est = self.tasks[t as usize].util_est_ewma;
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_delayed -= 1;
         cfs.util_est += util_est;
@@ -657,7 +660,8 @@ impl Sim {
     /// (util_est_dequeue()). [`Sim::requeue_delayed`] undoes both.
     pub(crate) fn set_delayed(&mut self, cpu: CpuId, t: TaskId) {
         self.tasks[t as usize].se.sched_delayed = true;
-        let util_est = self.tasks[t as usize].util_est();
+        // util_est_enqueue()/util_est_dequeue(): the EWMA alone.
+        let util_est = self.tasks[t as usize].util_est_ewma;
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_delayed += 1;
         cfs.util_est = cfs.util_est.saturating_sub(util_est);
@@ -690,8 +694,10 @@ impl Sim {
         }
     }
 
-    /// Makes `t` the runqueue's current entity (mirrors set_next_entity()).
+    /// Makes `t` the runqueue's current entity (mirrors set_next_task_fair()
+    /// → set_next_entity()): a picked buddy stops being the buddy.
     pub(crate) fn set_next_entity(&mut self, cpu: CpuId, t: TaskId) {
+        self.clear_buddies(cpu, t);
         if self.rqs[cpu as usize].cfs.curr != Some(t) {
             self.queue_remove(cpu, t);
         }
@@ -1012,8 +1018,22 @@ impl Sim {
 
     /// `cpu_util_cfs()`: max of util_avg and util_est, capped at capacity.
     pub(crate) fn cpu_util(&self, cpu: CpuId) -> u64 {
+        self.cpu_util_boosted(cpu, false)
+    }
+
+    /// `cpu_util_cfs_boost()`: as `cpu_util_cfs()`, with runnable_avg
+    /// counted as utilisation (queued tasks waiting show as demand).
+    pub(crate) fn cpu_util_boost(&self, cpu: CpuId) -> u64 {
+        self.cpu_util_boosted(cpu, true)
+    }
+
+    /// cpu_util() with no task to add or remove.
+    fn cpu_util_boosted(&self, cpu: CpuId, boost: bool) -> u64 {
         let cfs = &self.rqs[cpu as usize].cfs;
         let mut u = cfs.avg.util_avg;
+        if boost {
+            u = u.max(cfs.avg.runnable_avg);
+        }
         if self.feat(Feat::UTIL_EST) {
             u = u.max(cfs.util_est);
         }
@@ -1056,7 +1076,7 @@ impl Sim {
         if self.feat(Feat::UTIL_EST) {
             let mut e = cfs.util_est;
             if self.counted_on(cpu, t) && tk.se.on_rq {
-                e = e.saturating_sub(tk.util_est());
+                e = e.saturating_sub(tk.util_est_ewma);
             }
             u = u.max(e);
         }
