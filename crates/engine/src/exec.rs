@@ -157,6 +157,11 @@ const MAX_TASKS: usize = 200_000;
 /// treated as broken and exits (guards against `Loop` misuse).
 const MAX_INSTANT_STEPS: u32 = 1_000_000;
 
+/// A fair task's timer slack (`timer_slack_ns`, init_task.c's default): a
+/// nanosleep() hrtimer may fire this much after the requested time, and on a
+/// CPU with no other timer in that range it does.
+pub(crate) const TIMER_SLACK_NS: u64 = 50_000;
+
 impl Sim {
     /// Runs the task's program from its program counter until a step takes
     /// time or the task blocks. The task must be running.
@@ -368,13 +373,11 @@ impl Sim {
                     }
                 }
                 Step::Sleep { ns } => {
-                    self.tasks[t as usize].activity = Activity::Idle;
-                    self.note_sleep_timer(t, self.now + ns);
-                    self.block_current(t, false);
-                    // Blocking bumped the generation: the timer carries the new one.
-                    let gen = self.tasks[t as usize].gen;
-                    self.q
-                        .push(self.now + ns, EventKind::Timer { task: t, gen });
+                    self.sleep_for(t, ns);
+                    return;
+                }
+                Step::Nanosleep { ns } => {
+                    self.sleep_for(t, ns + TIMER_SLACK_NS);
                     return;
                 }
                 Step::Barrier { id, spin_ns } => {
@@ -1016,6 +1019,17 @@ impl Sim {
     }
 
     /// rt-app's periodic timer: sleep until the next expiry.
+    /// The running task `t` sleeps for `ns`: it arms its timer on its CPU
+    /// and blocks; the timer carries the generation blocking gave it.
+    fn sleep_for(&mut self, t: TaskId, ns: u64) {
+        self.tasks[t as usize].activity = Activity::Idle;
+        self.note_sleep_timer(t, self.now + ns);
+        self.block_current(t, false);
+        let gen = self.tasks[t as usize].gen;
+        self.q
+            .push(self.now + ns, EventKind::Timer { task: t, gen });
+    }
+
     fn timer_wait(&mut self, t: TaskId, id: u32, period_ns: u64, absolute: bool) -> Flow {
         let now = self.now;
         let tk = &mut self.tasks[t as usize];
@@ -1036,10 +1050,12 @@ impl Sim {
             return Flow::Next;
         }
         tk.activity = Activity::Idle;
-        self.note_sleep_timer(t, next);
+        // clock_nanosleep(): the timer fires at the end of its slack.
+        let expiry = next + TIMER_SLACK_NS;
+        self.note_sleep_timer(t, expiry);
         self.block_current(t, false);
         let gen = self.tasks[t as usize].gen;
-        self.q.push(next, EventKind::Timer { task: t, gen });
+        self.q.push(expiry, EventKind::Timer { task: t, gen });
         Flow::Stop
     }
 }
@@ -1106,6 +1122,37 @@ mod tests {
         assert_eq!(stop, StopReason::Finished, "seed {seed}: {stop:?}");
         assert_eq!(sim.ipc.nr_waiters(), 0, "seed {seed}");
         sim
+    }
+
+    /// nanosleep() wakes at the end of the task's 50 µs timer slack (on an
+    /// otherwise quiet CPU), plus the CPU's idle exit; a modelled wait
+    /// (`Sleep`) has no slack.
+    #[test]
+    fn a_nanosleep_ends_after_the_timer_slack() {
+        let woke_after = |sleep: Step| {
+            let t = pinned(
+                "s",
+                1,
+                vec![Step::Mark { tag: 0 }, sleep, Step::Mark { tag: 1 }],
+            );
+            let m = preset("kunpeng920").unwrap();
+            let d = build_domains(&m, &DomainConfig::default()).unwrap();
+            let cfg = SimConfig {
+                seed: 1,
+                checked: true,
+                noise: false,
+                ..SimConfig::default()
+            };
+            let mut sim = Sim::new(m, d, spec(vec![t], vec![]), cfg);
+            assert_eq!(sim.run(), StopReason::Finished);
+            sim.marks[1].2 - sim.marks[0].2
+        };
+        let exit = preset("kunpeng920").unwrap().wakeup.idle_exit_ns as u64;
+        assert_eq!(woke_after(Step::Sleep { ns: 1_000_000 }), 1_000_000 + exit);
+        assert_eq!(
+            woke_after(Step::Nanosleep { ns: 1_000_000 }),
+            1_000_000 + super::TIMER_SLACK_NS + exit
+        );
     }
 
     /// Random work between 0 and `max` µs (sometimes none).

@@ -53,8 +53,12 @@ pub struct Rq {
     pub curr: Option<TaskId>,
     /// `rq->clock`, ns.
     pub clock: u64,
-    /// `rq->clock_pelt`: runs at capacity speed while busy, resyncs when idle.
+    /// `rq_clock_pelt()`: runs at capacity speed while busy, resyncs when
+    /// idle to `clock` less the lost idle time.
     pub clock_pelt: u64,
+    /// `rq->lost_idle_time`: the catch-up a saturated runqueue did not get
+    /// when it went idle (no idle time is stolen from an always-running rq).
+    pub lost_idle_time_ns: u64,
     /// When this CPU last went idle (`rq->idle_stamp`), 0 when busy.
     pub idle_stamp: u64,
     /// When it last entered idle (for the idle-time counter).

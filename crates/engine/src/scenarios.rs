@@ -1153,3 +1153,36 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
     assert!(left < 20, "blocked util 240 ms later: {left}");
     assert!(s.nohz_idle.test(1), "CPU 1's tick is stopped");
 }
+
+/// An always-running LITTLE CPU (Exynos A7, capacity 377) whose PELT clock
+/// ran at 37% of wall time for 2 s loses that lag when it goes idle with its
+/// utilisation saturated (update_idle_rq_clock_pelt()): its signals do not
+/// decay over the 63% catch-up, which would make a saturated CPU look idle.
+#[test]
+fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
+    let steps = vec![
+        Step::RunWall { ns: 2_000_000_000 },
+        Step::Sleep { ns: 1_000_000_000 },
+    ];
+    let m = preset("exynos5422").unwrap();
+    let d = build_domains(&m, &DomainConfig::default()).unwrap();
+    let cfg = SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        ..SimConfig::default()
+    };
+    let mut s = Sim::new(m, d, pinned_thread("hog", 0, steps, 3_000_000_000), cfg);
+    s.run_until(2_001_000_000);
+    let rq = &s.rqs[0];
+    assert!(rq.curr.is_none());
+    // 2 s at 377/1024 leaves the PELT clock ~1.26 s behind.
+    assert!(
+        rq.lost_idle_time_ns > 1_200_000_000,
+        "lost {}",
+        rq.lost_idle_time_ns
+    );
+    assert_eq!(rq.clock_pelt, rq.clock - rq.lost_idle_time_ns);
+    let util = rq.cfs.avg.util_avg;
+    assert!(util > 900, "util {util}");
+}

@@ -629,10 +629,24 @@ impl Sim {
         let delta = now.saturating_sub(rq.clock);
         rq.clock = now;
         if rq.curr.is_none() {
-            rq.clock_pelt = now;
+            rq.clock_pelt = now - rq.lost_idle_time_ns;
         } else {
             rq.clock_pelt += delta * cap / 1024;
         }
+    }
+
+    /// The runqueue is about to idle (mirrors update_idle_rq_clock_pelt()):
+    /// if its utilisation is saturated it counted as always running, so the
+    /// PELT clock's lag behind `clock` is lost rather than caught up; then
+    /// the PELT clock resyncs.
+    fn update_idle_rq_clock_pelt(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        let divider =
+            ((crate::fair::pelt::LOAD_AVG_MAX - 1024) << 10) - crate::fair::pelt::LOAD_AVG_MAX;
+        if rq.cfs.avg.util_sum >= divider {
+            rq.lost_idle_time_ns = rq.clock.saturating_sub(rq.clock_pelt);
+        }
+        rq.clock_pelt = rq.clock - rq.lost_idle_time_ns;
     }
 
     // ----- idle entry/exit and placement statistics ----------------------
@@ -1131,6 +1145,7 @@ impl Sim {
             Some(n) => self.switch_to(cpu, prev, n),
             None => {
                 self.trace_switch(cpu);
+                self.update_idle_rq_clock_pelt(cpu);
                 self.update_misfit_status(cpu, None);
                 self.hrtick_cancel(cpu);
                 if prev.is_some() {

@@ -26,8 +26,14 @@ pub enum Step {
     /// own (the `Compute` that goes with it is the cost); otherwise it
     /// streams from memory exactly like `Memory { bytes }`.
     Sweep { bytes: u64, footprint_bytes: u64 },
-    /// Sleep for a fixed time.
+    /// Sleep for a fixed time (a wait the program does not time itself: I/O,
+    /// a network round trip, a modelled external delay).
     Sleep { ns: u64 },
+    /// Sleep through nanosleep()/usleep()/clock_nanosleep(): the hrtimer
+    /// expires `ns` later plus the task's timer slack (hrtimer_nanosleep()
+    /// sets the range [ns, ns + timer_slack_ns], and on an otherwise quiet CPU
+    /// the timer fires at its end).
+    Nanosleep { ns: u64 },
     /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait,
     /// PARSEC's spin barrier), then block; the last arrival wakes every sleeper.
     /// Spin loops are bounded by an iteration count, so `spin_ns` is work (ns on

@@ -519,7 +519,7 @@ fn parse_task(
             "delay" => {
                 let ns = us(v, &p)?;
                 if ns > 0 {
-                    def.steps.push(Step::Sleep { ns });
+                    def.steps.push(Step::Nanosleep { ns });
                 }
             }
             "loop" => task_loop = loop_count(v, &p)?,
@@ -661,7 +661,8 @@ fn events(
                 work_ns: us(v, &p)?,
             }),
             "runtime" => steps.push(Step::RunWall { ns: us(v, &p)? }),
-            "sleep" => steps.push(Step::Sleep { ns: us(v, &p)? }),
+            // rt-app's sleep event is a clock_nanosleep().
+            "sleep" => steps.push(Step::Nanosleep { ns: us(v, &p)? }),
             "timer" => {
                 let to = object(v, &p)?;
                 let tref = match field(to, "ref") {

@@ -175,7 +175,8 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
                 Step::Mark { tag: TAG_AWAKE },
             ];
             if p.sleep_us > 0 {
-                s.push(Step::Sleep {
+                // usleep(): an hrtimer with the task's timer slack.
+                s.push(Step::Nanosleep {
                     ns: p.sleep_us * 1000,
                 });
             }
@@ -236,7 +237,8 @@ fn legacy(
             nice: 0,
             affinity,
             steps: vec![
-                Step::Sleep {
+                // The messenger's usleep().
+                Step::Nanosleep {
                     ns: p.sleep_us.max(1) * 1000,
                 },
                 Step::Broadcast { cond: 2 * i + 1 },

@@ -42,7 +42,7 @@ fn every_event_is_supported() {
     let has = |f: &dyn Fn(&Step) -> bool| steps.iter().any(|s| f(s));
     assert!(has(&|s| matches!(s, Step::Compute { .. })));
     assert!(has(&|s| matches!(s, Step::RunWall { ns: 100_000 })));
-    assert!(has(&|s| matches!(s, Step::Sleep { .. })));
+    assert!(has(&|s| matches!(s, Step::Nanosleep { .. })));
     assert!(has(&|s| matches!(s, Step::Timer { absolute: true, .. })));
     assert!(has(&|s| matches!(
         s,
@@ -106,7 +106,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     .unwrap();
     let steps = &r.spec.templates[0].steps;
     assert_eq!(steps[0], Step::SetSlice { ns: 300_000 });
-    assert_eq!(steps[1], Step::Sleep { ns: 10_000 });
+    assert_eq!(steps[1], Step::Nanosleep { ns: 10_000 });
     // Phase level: applied at each phase start; a phase without one returns
     // to the task's slice (here none: 0 = the base slice).
     let r = rtapp::parse(
@@ -134,9 +134,9 @@ fn duplicate_keys_keep_their_order() {
         r.spec.templates[0].steps[..4],
         [
             Step::Compute { work_ns: 100_000 },
-            Step::Sleep { ns: 100_000 },
+            Step::Nanosleep { ns: 100_000 },
             Step::Compute { work_ns: 300_000 },
-            Step::Sleep { ns: 200_000 },
+            Step::Nanosleep { ns: 200_000 },
         ]
     );
 }
