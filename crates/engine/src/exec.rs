@@ -1135,15 +1135,7 @@ mod tests {
                 1,
                 vec![Step::Mark { tag: 0 }, sleep, Step::Mark { tag: 1 }],
             );
-            let m = preset("kunpeng920").unwrap();
-            let d = build_domains(&m, &DomainConfig::default()).unwrap();
-            let cfg = SimConfig {
-                seed: 1,
-                checked: true,
-                noise: false,
-                ..SimConfig::default()
-            };
-            let mut sim = Sim::new(m, d, spec(vec![t], vec![]), cfg);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![t], vec![]));
             assert_eq!(sim.run(), StopReason::Finished);
             sim.marks[1].2 - sim.marks[0].2
         };

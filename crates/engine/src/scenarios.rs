@@ -34,6 +34,20 @@ pub(crate) fn pinned_thread(
     }
 }
 
+/// A checked simulator of `machine` running `spec` with seed 1 and without
+/// OS noise (no kworker wakes up to disturb what a test measures).
+pub(crate) fn quiet_sim(machine: &str, spec: WorkloadSpec) -> Sim {
+    let m = preset(machine).expect("preset");
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let cfg = SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        ..SimConfig::default()
+    };
+    Sim::new(m, d, spec, cfg)
+}
+
 /// `count` rounds of `run_ns` busy (wall time) and `sleep_ns` asleep, the
 /// first steps of a program (the loop jumps back to step 0).
 pub(crate) fn run_sleep_rounds(run_ns: u64, sleep_ns: u64, count: u32) -> Vec<Step> {
@@ -1135,15 +1149,7 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
     };
     // Without OS noise: a kworker waking on CPU 1 would update its averages
     // by its own enqueue.
-    let m = preset("kunpeng920").unwrap();
-    let d = build_domains(&m, &DomainConfig::default()).unwrap();
-    let cfg = SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        ..SimConfig::default()
-    };
-    let mut s = Sim::new(m, d, spec, cfg);
+    let mut s = quiet_sim("kunpeng920", spec);
     s.run_until(61_000_000);
     let slept = s.rqs[1].cfs.avg.util_avg;
     assert!(slept > 600, "util when the burst slept: {slept}");
@@ -1164,15 +1170,7 @@ fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
         Step::RunWall { ns: 2_000_000_000 },
         Step::Sleep { ns: 1_000_000_000 },
     ];
-    let m = preset("exynos5422").unwrap();
-    let d = build_domains(&m, &DomainConfig::default()).unwrap();
-    let cfg = SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        ..SimConfig::default()
-    };
-    let mut s = Sim::new(m, d, pinned_thread("hog", 0, steps, 3_000_000_000), cfg);
+    let mut s = quiet_sim("exynos5422", pinned_thread("hog", 0, steps, 3_000_000_000));
     s.run_until(2_001_000_000);
     let rq = &s.rqs[0];
     assert!(rq.curr.is_none());
