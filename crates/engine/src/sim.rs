@@ -210,6 +210,8 @@ pub struct Sim {
     /// While a timer interrupt on an idle CPU wakes a task: that CPU's idle
     /// exit latency, which comes before anything the wakeup starts.
     irq_exit_delay_ns: u64,
+    /// While wake_up_new_task() checks preemption (WF_FORK).
+    pub(crate) wf_fork: bool,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
@@ -423,6 +425,7 @@ impl Sim {
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
             irq_exit_delay_ns: 0,
+            wf_fork: false,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
             placement: PlacementSums::default(),
@@ -777,10 +780,16 @@ impl Sim {
 
     /// For `cpu`'s idle governor the idle period that began at
     /// `menu_since_ns` ends now, by the tick or by something else, and the
-    /// next one begins.
+    /// next one begins. A period that ends where it began never entered an
+    /// idle state (do_idle() leaves its loop on need_resched before asking
+    /// the governor, e.g. when a tick's balance pulled a task), so the
+    /// governor learns nothing from it.
     fn menu_period_end(&mut self, cpu: CpuId, tick_wakeup: bool) {
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
+        if now == rq.menu_since_ns {
+            return;
+        }
         rq.menu
             .update(now - rq.menu_since_ns, tick_wakeup, self.tick_ns);
         rq.menu_since_ns = now;
@@ -875,16 +884,20 @@ impl Sim {
             self.update_misfit_status(cpu, Some(t));
             self.task_tick_cache(cpu, t);
         }
-        if self.now >= self.rqs[cpu as usize].next_balance {
+        // sched_balance_trigger(): raise the balancing softirq when due, and
+        // decide the nohz kick now; the softirq runs as the tick's interrupt
+        // returns, after that decision.
+        let due = self.now >= self.rqs[cpu as usize].next_balance;
+        if self.feat(Feat::NOHZ_BALANCE) {
+            self.nohz_balancer_kick(cpu);
+        }
+        if due {
             // The balancing softirq (sched_balance_softirq()).
             self.linaro_force_migration();
             self.update_blocked_averages(cpu);
             self.sched_balance_domains(cpu, false);
         }
         self.hmp_tick();
-        if self.feat(Feat::NOHZ_BALANCE) {
-            self.nohz_balancer_kick(cpu);
-        }
     }
 
     /// The tick of an idle CPU whose governor kept it (mirrors sched_tick()
@@ -1387,11 +1400,17 @@ impl Sim {
         t.idle_policy = tmpl.idle_policy;
         // dup_task_struct() copies the parent and __sched_fork() leaves the
         // wakee history alone: the child starts with its parent's flips.
+        // It also keeps the parent's sched_setattr() slice (only
+        // sched_reset_on_fork, not modelled, would reset it).
         if let Some(p) = parent {
             let pt = &self.tasks[p as usize];
             t.wakee_flips = pt.wakee_flips;
             t.wakee_flip_decay_ns = pt.wakee_flip_decay_ns;
             t.last_wakee = pt.last_wakee;
+            t.se.custom_slice = pt.se.custom_slice;
+            if pt.se.custom_slice {
+                t.se.slice = pt.se.slice;
+            }
         }
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;
@@ -1410,7 +1429,9 @@ impl Sim {
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(parent_cpu, id, cpu, true);
+        self.wf_fork = true;
         self.kick_or_preempt(cpu, id, parent_cpu);
+        self.wf_fork = false;
         if parent.is_some() {
             // The parent returns to user space from clone().
             self.resched_lazy_honour(parent_cpu);

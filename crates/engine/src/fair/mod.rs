@@ -762,8 +762,9 @@ impl Sim {
             return;
         }
         let wk = &self.tasks[wakee as usize];
-        // A task that never ran nor woke is being forked (WF_FORK).
-        let forked = wk.stats.nr_switches == 0 && wk.stats.wakeups == 0;
+        // wake_up_new_task() passes WF_FORK; other callers (a wakeup, the
+        // balancer's attach_task()) pass none.
+        let forked = self.wf_fork;
         let normal = !wk.se.sched_delayed && !p_idle && !c_idle;
         let short = normal
             && self.feat(Feat::PREEMPT_SHORT)
@@ -861,21 +862,21 @@ impl Sim {
         self.rqs[cpu as usize].cfs.avg.detach(&avg, w);
     }
 
-    /// Adds a task's signals to its new runqueue.
+    /// Adds a task's signals to its new runqueue (attach_entity_load_avg()
+    /// after the runqueue's own update).
     pub(crate) fn attach_entity_load(&mut self, cpu: CpuId, t: TaskId) {
-        let now = self.rqs[cpu as usize].clock_pelt;
         self.update_cfs_avg(cpu);
         let tk = &mut self.tasks[t as usize];
-        tk.avg.last_update_time = now;
-        let (avg, w) = (tk.avg, tk.se.weight);
-        self.rqs[cpu as usize].cfs.avg.attach(&avg, w);
+        let w = tk.se.weight;
+        self.rqs[cpu as usize].cfs.avg.attach(&mut tk.avg, w);
     }
 
     /// Initial signals of a new task (mirrors init_entity_runnable_average()
     /// and post_init_entity_util_avg()): full load, and half the spare
     /// capacity of the runqueue as utilisation.
     pub(crate) fn init_entity_util(&mut self, cpu: CpuId, t: TaskId) {
-        self.update_cfs_avg(cpu);
+        // wake_up_new_task() updates the rq clock, not the runqueue's
+        // averages: post_init_entity_util_avg() reads them as last updated.
         let cap = self.capacity_of(cpu);
         let rq_avg = self.rqs[cpu as usize].cfs.avg;
         let tk = &mut self.tasks[t as usize];

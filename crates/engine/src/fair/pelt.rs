@@ -6,6 +6,8 @@
 
 /// Maximum of the geometric series for a signal that is always 1.
 pub const LOAD_AVG_MAX: u64 = 47742;
+/// `PELT_MIN_DIVIDER`: the smallest divider a sum can have (no partial period).
+pub const PELT_MIN_DIVIDER: u64 = LOAD_AVG_MAX - 1024;
 /// Periods after which a contribution has halved.
 pub const LOAD_AVG_PERIOD: u64 = 32;
 const CAP_SHIFT: u32 = 10;
@@ -116,35 +118,52 @@ impl SchedAvg {
         LOAD_AVG_MAX - 1024 + self.period_contrib as u64
     }
 
-    /// Adds an entity's averages to a runqueue's (attach_entity_load_avg()).
-    pub fn attach(&mut self, se: &SchedAvg, se_weight: u64) {
+    /// Adds an entity's averages to a runqueue's (mirrors
+    /// attach_entity_load_avg() with enqueue_load_avg()): the entity's
+    /// window is aligned to the runqueue's and its sums rebuilt from its
+    /// averages; the runqueue's load sum, which is weighted, grows by the
+    /// entity's weight times its (unweighted) load sum.
+    pub fn attach(&mut self, se: &mut SchedAvg, se_weight: u64) {
         let div = self.divider();
-        self.util_avg += se.util_avg;
-        self.util_sum += se.util_avg * div;
-        self.runnable_avg += se.runnable_avg;
-        self.runnable_sum += se.runnable_avg * div;
-        let _ = se_weight;
+        se.last_update_time = self.last_update_time;
+        se.period_contrib = self.period_contrib;
+        se.util_sum = se.util_avg * div;
+        se.runnable_sum = se.runnable_avg * div;
+        let load_sum = se.load_avg * div;
+        se.load_sum = if se_weight < load_sum {
+            load_sum / se_weight
+        } else {
+            1
+        };
         self.load_avg += se.load_avg;
-        self.load_sum += se.load_avg * div / se_weight.max(1);
+        self.load_sum =
+            (self.load_sum + se_weight * se.load_sum).max(self.load_avg * PELT_MIN_DIVIDER);
+        self.util_avg += se.util_avg;
+        self.util_sum += se.util_sum;
+        self.runnable_avg += se.runnable_avg;
+        self.runnable_sum += se.runnable_sum;
     }
 
-    /// Removes an entity's averages from a runqueue's (detach_entity_load_avg()).
+    /// Removes an entity's averages from a runqueue's (mirrors
+    /// detach_entity_load_avg() with dequeue_load_avg()): each average and
+    /// sum loses the entity's, clipped at zero, and a sum never drops below
+    /// its average times the smallest divider (__update_sa()).
     pub fn detach(&mut self, se: &SchedAvg, se_weight: u64) {
-        let div = self.divider();
-        self.util_avg = self.util_avg.saturating_sub(se.util_avg);
-        self.util_sum = self
-            .util_sum
-            .saturating_sub(se.util_avg * div)
-            .max(self.util_avg * 1024);
-        self.runnable_avg = self.runnable_avg.saturating_sub(se.runnable_avg);
-        self.runnable_sum = self
-            .runnable_sum
-            .saturating_sub(se.runnable_avg * div)
-            .max(self.runnable_avg * 1024);
         self.load_avg = self.load_avg.saturating_sub(se.load_avg);
         self.load_sum = self
             .load_sum
-            .saturating_sub(se.load_avg * div / se_weight.max(1));
+            .saturating_sub(se_weight * se.load_sum)
+            .max(self.load_avg * PELT_MIN_DIVIDER);
+        self.util_avg = self.util_avg.saturating_sub(se.util_avg);
+        self.util_sum = self
+            .util_sum
+            .saturating_sub(se.util_sum)
+            .max(self.util_avg * PELT_MIN_DIVIDER);
+        self.runnable_avg = self.runnable_avg.saturating_sub(se.runnable_avg);
+        self.runnable_sum = self
+            .runnable_sum
+            .saturating_sub(se.runnable_sum)
+            .max(self.runnable_avg * PELT_MIN_DIVIDER);
     }
 }
 
@@ -185,6 +204,40 @@ mod tests {
             sa.util_avg,
             u
         );
+    }
+
+    /// A runqueue's load sum is weighted: attaching or detaching a task
+    /// moves it by the task's weight times its (unweighted) sum, so the load
+    /// average recomputed at the next period boundary keeps the change
+    /// (enqueue_load_avg()/dequeue_load_avg()).
+    #[test]
+    fn attach_and_detach_survive_the_next_period() {
+        let (mut rq, mut se) = (SchedAvg::default(), SchedAvg::default());
+        let mut t = 0;
+        for _ in 0..400 {
+            t += 1_000_000;
+            se.update_sum(t, 1, 1, true);
+            se.update_avg(1024);
+            rq.update_sum(t, 1024, 1, true);
+            rq.update_avg(1);
+        }
+        assert!(rq.load_avg > 1000 && se.load_avg > 1000);
+        // The task leaves: the runqueue, now empty, stays near zero.
+        rq.detach(&se, 1024);
+        assert!(rq.load_avg < 30, "{}", rq.load_avg);
+        rq.update_sum(t + 2_000_000, 0, 0, false);
+        rq.update_avg(1);
+        assert!(rq.load_avg < 30, "after 2 ms: {}", rq.load_avg);
+        // It joins another, empty runqueue: its load is there a period later.
+        let mut other = SchedAvg {
+            last_update_time: t,
+            ..SchedAvg::default()
+        };
+        other.attach(&mut se, 1024);
+        assert_eq!(se.last_update_time, other.last_update_time);
+        other.update_sum(t + 1_100_000, 1024, 1, true);
+        other.update_avg(1);
+        assert!(other.load_avg > 1000, "after 1.1 ms: {}", other.load_avg);
     }
 
     #[test]
