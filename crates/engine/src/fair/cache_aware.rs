@@ -1,8 +1,9 @@
 //! Cache-aware scheduling, SCHED_CACHE as in Linux 7.3 (patch set S4).
 //!
 //! Per process (tgid) the recent CPU time of its threads on every CPU is kept
-//! in 10 ms epochs with halving decay, next to each runqueue's own recent CPU
-//! time; occupancy = NICE_0_LOAD · process runtime / (runqueue runtime + 1).
+//! in epochs of HZ/100 jiffies (8 ms at HZ=250) with halving decay, next to
+//! each runqueue's own recent CPU time; occupancy = NICE_0_LOAD (2^20 on
+//! 64-bit) · process runtime / (runqueue runtime + 1).
 //! Once per epoch one thread of the process scans every LLC and moves the
 //! process's preferred LLC to the best LLC's max-occupancy CPU when that LLC's
 //! summed occupancy is more than twice the current one's. The preference is
@@ -15,8 +16,15 @@
 //!
 //! 7.3 has no wakeup hook (no `select_cache_cpu()`): only the balancer acts.
 //! No NUMA balancing is modelled, so the scan covers all CPUs
-//! (`get_scan_cpumasks()` without NUMA balancing) and `exceed_llc_capacity()`
-//! is always false (it needs NUMA-balancing fault footprints).
+//! (`get_scan_cpumasks()` without NUMA balancing), `exceed_llc_capacity()`
+//! is always false (it needs NUMA-balancing fault footprints), get_pref_llc()
+//! never drops a preferred LLC outside the NUMA-preferred node, and
+//! migrate_degrades_locality() never refuses a move.
+//!
+//! 7.3 builds SCHED_CACHE by default (Kconfig `default y`, debugfs
+//! `llc_balancing/enabled` 1); the engine's feature is off by default, so
+//! every configuration but `cache-aware` is 7.3 with `enabled=0`, the
+//! kernels the published S1-S4 baselines ran having no SCHED_CACHE.
 //!
 //! Enable rule (7.3, `sd_in_multi_llcs()`): some CPU's topmost SD_SHARE_LLC
 //! domain has more than one CPU and an ancestor with a larger span. The v4
@@ -25,12 +33,13 @@
 
 use crate::event::TaskId;
 use crate::fair::balance::{GroupStats, IdleType, MigrationType};
-use crate::fair::{fits_capacity, NICE_0_LOAD};
+use crate::fair::fits_capacity;
 use crate::sim::Sim;
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
-/// EPOCH_PERIOD: HZ/100 jiffies = 10 ms.
-pub const EPOCH_NS: u64 = 10_000_000;
+/// NICE_0_LOAD of a 64-bit kernel (scale_load(1024) = 2^20): the scale of
+/// fraction_mm_sched()'s occupancy.
+pub const OCCUPANCY_SCALE: u64 = 1 << 20;
 /// EPOCH_LLC_AFFINITY_TIMEOUT: epochs without a scan before the preference lapses.
 pub const EPOCH_LLC_AFFINITY_TIMEOUT: u64 = 5;
 /// llc_aggr_tolerance (debugfs default 1; 0 = off, ≥ 100 = unlimited).
@@ -61,8 +70,8 @@ pub struct CacheGroup {
     pub cpu: Option<CpuId>,
     /// Epoch of the last queued scan (`grp->epoch`).
     pub scan_epoch: u64,
-    /// Earliest time of the next scan, ns (`grp->next_scan`).
-    pub next_scan_ns: u64,
+    /// Earliest jiffy of the next scan (`grp->next_scan`).
+    pub next_scan_j: u64,
     /// EWMA of the process's running threads (`grp->nr_running_avg`).
     pub nr_running_avg: i64,
     /// Scans done (schedlab statistic).
@@ -267,6 +276,19 @@ impl Sim {
         })
     }
 
+    /// Creates the group of `tgid` if it has none yet, as mm_init_sched()
+    /// does when the process's memory is set up on `cpu`: its scan epoch is
+    /// that CPU's current epoch, so its first scan waits for the next one.
+    fn ensure_cache_group(&mut self, tgid: usize, cpu: CpuId) {
+        if self.cache_group(tgid).is_none() {
+            let epoch = self.cache.cpu_epoch[cpu as usize];
+            let now = self.jiffies();
+            let g = self.cache_group_mut(tgid);
+            g.scan_epoch = epoch;
+            g.next_scan_j = now;
+        }
+    }
+
     pub(crate) fn cache_group(&self, tgid: usize) -> Option<&CacheGroup> {
         self.cache.groups.get(tgid).and_then(|g| g.as_ref())
     }
@@ -285,17 +307,24 @@ impl Sim {
         )
     }
 
-    /// mirrors __update_mm_sched(): advance `cpu`'s epoch to now, halving its
-    /// runtime per elapsed epoch, then bring the group's per-CPU runtime to the
-    /// same epoch.
+    /// EPOCH_PERIOD (`llc_epoch_period`): HZ/100 jiffies, at least one
+    /// (8 ms at HZ=250, 10 ms at HZ=200).
+    pub(crate) fn epoch_period_j(&self) -> u64 {
+        (self.cfg.hz as u64 / 100).max(1)
+    }
+
+    /// mirrors __update_mm_sched(): advance `cpu`'s epoch to now (in
+    /// jiffies), halving its runtime per elapsed epoch, then bring the
+    /// group's per-CPU runtime to the same epoch.
     fn update_mm_sched(&mut self, cpu: CpuId, tgid: usize) {
         let c = cpu as usize;
-        let now = self.now;
+        let now = self.jiffies();
+        let period = self.epoch_period_j();
         let next = self.cache.cpu_epoch_next[c];
         if now > next {
-            let n = (now - next).div_ceil(EPOCH_NS);
+            let n = (now - next).div_ceil(period);
             self.cache.cpu_epoch[c] += n;
-            self.cache.cpu_epoch_next[c] += n * EPOCH_NS;
+            self.cache.cpu_epoch_next[c] += n * period;
             self.cache.cpu_runtime[c] = shr(self.cache.cpu_runtime[c], n);
         }
         let e = self.cache.cpu_epoch[c];
@@ -312,7 +341,7 @@ impl Sim {
     fn fraction_mm_sched(&mut self, cpu: CpuId, tgid: usize) -> u64 {
         self.update_mm_sched(cpu, tgid);
         let g = self.cache_group(tgid).expect("group exists");
-        NICE_0_LOAD * g.runtime[cpu as usize] / (self.cache.cpu_runtime[cpu as usize] + 1)
+        OCCUPANCY_SCALE * g.runtime[cpu as usize] / (self.cache.cpu_runtime[cpu as usize] + 1)
     }
 
     /// The preferred LLC of a group (mirrors get_pref_llc() without NUMA balancing).
@@ -332,7 +361,7 @@ impl Sim {
         let Some(tgid) = self.cache_tgid(t) else {
             return;
         };
-        self.cache_group_mut(tgid);
+        self.ensure_cache_group(tgid, cpu);
         self.update_mm_sched(cpu, tgid);
         let c = cpu as usize;
         self.cache.cpu_runtime[c] += delta;
@@ -382,6 +411,7 @@ impl Sim {
         let Some(tgid) = self.cache_tgid(t) else {
             return;
         };
+        self.ensure_cache_group(tgid, cpu);
         let epoch = self.cache.cpu_epoch[cpu as usize];
         let g = self.cache_group_mut(tgid);
         if g.scan_epoch >= epoch {
@@ -396,13 +426,14 @@ impl Sim {
     /// LLC's total occupancy exceeds twice the current LLC's, and updates
     /// nr_running_avg.
     fn task_cache_work(&mut self, t: TaskId, tgid: usize) {
-        let now = self.now;
+        let now = self.jiffies();
+        let period = self.epoch_period_j();
         {
             let g = self.cache_group_mut(tgid);
-            if now < g.next_scan_ns {
+            if now < g.next_scan_j {
                 return;
             }
-            g.next_scan_ns = now + EPOCH_NS;
+            g.next_scan_j = now + period;
             g.scans += 1;
         }
         let curr_cpu = self.tasks[t as usize].cpu;
@@ -899,7 +930,7 @@ mod tests {
         assert_eq!(s.cache_group(1).unwrap().cpu, Some(0), "1.975x: stay");
         {
             let g = s.cache_group_mut(1);
-            g.next_scan_ns = 0;
+            g.next_scan_j = 0;
             g.runtime[16] = 900_000; // 2.25x
         }
         s.task_cache_work(t, 1);
@@ -915,12 +946,34 @@ mod tests {
         assert_eq!(s.cache_group(1).unwrap().cpu, Some(20));
     }
 
+    /// EPOCH_PERIOD is HZ/100 jiffies: at HZ=250 an epoch is 2 ticks (8 ms),
+    /// and a process is scanned at most once per epoch, so a tick-driven
+    /// scanner scans every 8 ms, not every other 10 ms epoch.
+    #[test]
+    fn epochs_are_hz_over_100_jiffies() {
+        let (mut s, t) = bare("genoa");
+        assert_eq!(s.tick_ns, 4_000_000);
+        assert_eq!(s.epoch_period_j(), 2);
+        s.cache_group_mut(1).runtime[0] = 1_000;
+        let mut scans = 0;
+        for tick in 1..=25u64 {
+            s.now = tick * s.tick_ns;
+            s.update_mm_sched(0, 1);
+            let before = s.cache_group(1).unwrap().scans;
+            s.task_tick_cache(0, t);
+            scans += s.cache_group(1).unwrap().scans - before;
+        }
+        // 25 ticks (100 ms) begin epochs 1 to 13: one scan in each.
+        assert_eq!(scans, 13, "scans in 100 ms");
+    }
+
     #[test]
     fn runtimes_halve_per_epoch() {
         let (mut s, _) = bare("genoa");
         s.cache_group_mut(1).runtime[3] = 800;
         s.cache.cpu_runtime[3] = 1600;
-        s.now = 3 * EPOCH_NS - 1; // three epochs begun since 0
+        // Three epochs begun since 0 (epochs of HZ/100 jiffies).
+        s.now = 3 * s.epoch_period_j() * s.tick_ns - 1;
         s.update_mm_sched(3, 1);
         assert_eq!(s.cache.cpu_epoch[3], 3);
         assert_eq!(s.cache.cpu_runtime[3], 200);
