@@ -74,7 +74,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
 /// feature switches, `NAME+FEATURE=on|off[+FEATURE=on|off...]` (e.g.
 /// `cluster+CLUSTER_SCAN=off`: a policy variant of a named kernel). Errors
 /// list the valid names or name the bad switch. Features start from what a
-/// 7.3 build for `arch` enables ([`Features::for_arch`]: HRTICK on x86).
+/// 7.3 build for `arch` enables ([`Features::for_arch`]: HRTICK on x86),
+/// except SCHED_CACHE, which 7.3 builds on but every configuration other
+/// than `cache-aware` runs switched off (debugfs `llc_balancing/enabled=0`),
+/// as the published baselines' kernels did not have it.
 pub fn resolve(spec: &str, arch: Arch) -> Result<RunConfig, String> {
     let mut parts = spec.split('+');
     let name = parts.next().unwrap_or_default();

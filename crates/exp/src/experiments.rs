@@ -542,7 +542,7 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
 
 /// Messages each hackbench thread passes in the S4 runs (full, quick): loops =
 /// this / fds, so every point runs for a comparable time per thread (long
-/// enough for several 10 ms SCHED_CACHE epochs and periodic balances above
+/// enough for several 8 ms SCHED_CACHE epochs and periodic balances above
 /// the LLC) while the event count grows only with the number of threads.
 const S4_HACKBENCH_MSGS_PER_THREAD: (u32, u32) = (60_000, 40_000);
 
