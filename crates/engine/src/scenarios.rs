@@ -1184,3 +1184,37 @@ fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
     let util = rq.cfs.avg.util_avg;
     assert!(util > 900, "util {util}");
 }
+
+/// A forked child keeps its parent's sched_setattr() slice (__sched_fork()
+/// leaves se.slice and se.custom_slice alone).
+#[test]
+fn a_forked_child_keeps_its_parents_custom_slice() {
+    let spec = WorkloadSpec {
+        name: "slice".into(),
+        templates: vec![
+            thread(
+                "parent",
+                None,
+                vec![
+                    Step::SetSlice { ns: 300_000 },
+                    Step::Spawn { template: 1 },
+                    Step::Compute { work_ns: 1_000_000 },
+                ],
+            ),
+            thread("child", None, vec![Step::Compute { work_ns: 1_000_000 }]),
+        ],
+        initial: vec![0],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 100_000_000,
+    };
+    let mut s = quiet_sim("kunpeng920", spec);
+    s.run_until(500_000);
+    let child = s
+        .tasks
+        .iter()
+        .find(|t| &*t.name == "child")
+        .expect("the child was forked");
+    assert!(child.se.custom_slice);
+    assert_eq!(child.se.slice, 300_000);
+}

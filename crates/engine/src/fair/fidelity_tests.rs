@@ -1067,3 +1067,27 @@ fn the_runqueue_util_est_sum_adds_and_removes_the_ewma_only() {
     s.dequeue_task(2, t, false);
     assert_eq!(s.rqs[2].cfs.util_est, 100);
 }
+
+#[test]
+fn group_has_capacity_at_exactly_the_runnable_limit() {
+    // sum_nr_running = weight; runnable·100 = capacity·pct exactly: the
+    // kernel's strict `<` keeps capacity, util decides (util below → true).
+    let mut s = g(4, 4, 2000, 409_600);
+    s.group_runnable = 4096 * 117;
+    assert!(has_capacity(117, &s), "equal is not over the limit");
+    s.group_runnable += 1;
+    assert!(!has_capacity(117, &s));
+}
+
+#[test]
+fn cpu_util_boost_counts_runnable_as_demand() {
+    let mut s = bare("kunpeng920");
+    s.rqs[3].cfs.avg.util_avg = 300;
+    s.rqs[3].cfs.avg.runnable_avg = 900;
+    s.rqs[3].cfs.util_est = 100;
+    assert_eq!(s.cpu_util(3), 300);
+    assert_eq!(s.cpu_util_boost(3), 900);
+    // Capped at the CPU's capacity.
+    s.rqs[3].cfs.avg.runnable_avg = 5000;
+    assert_eq!(s.cpu_util_boost(3), 1024);
+}
