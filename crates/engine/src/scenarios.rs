@@ -51,8 +51,18 @@ pub(crate) fn quiet_sim(machine: &str, spec: WorkloadSpec) -> Sim {
 /// `count` rounds of `run_ns` busy (wall time) and `sleep_ns` asleep, the
 /// first steps of a program (the loop jumps back to step 0).
 pub(crate) fn run_sleep_rounds(run_ns: u64, sleep_ns: u64, count: u32) -> Vec<Step> {
+    sleep_rounds(Step::RunWall { ns: run_ns }, sleep_ns, count)
+}
+
+/// `count` rounds of `work_ns` of calibrated work and `sleep_ns` asleep, the
+/// first steps of a program (the loop jumps back to step 0).
+pub(crate) fn compute_sleep_rounds(work_ns: u64, sleep_ns: u64, count: u32) -> Vec<Step> {
+    sleep_rounds(Step::Compute { work_ns }, sleep_ns, count)
+}
+
+fn sleep_rounds(work: Step, sleep_ns: u64, count: u32) -> Vec<Step> {
     vec![
-        Step::RunWall { ns: run_ns },
+        work,
         Step::Sleep { ns: sleep_ns },
         Step::Loop {
             start: 0,
@@ -209,16 +219,8 @@ fn a_waking_task_finds_an_idle_cpu_in_its_llc() {
     // A periodic task whose previous CPU is taken by a pinned hog must wake on
     // another idle CPU of the same LLC instead of queueing behind the hog.
     let hog_cpu = CpuMask::from_cpus([0]);
-    let periodic = vec![
-        Step::Compute { work_ns: 200_000 },
-        Step::Sleep { ns: 1_000_000 },
-        Step::Loop {
-            start: 0,
-            count: 200,
-            slot: 0,
-        },
-        Step::Exit,
-    ];
+    let mut periodic = compute_sleep_rounds(200_000, 1_000_000, 200);
+    periodic.push(Step::Exit);
     let spec = WorkloadSpec {
         name: "wake".into(),
         templates: vec![
@@ -446,20 +448,9 @@ fn a_timer_wakeup_counts_as_a_wakee_of_the_task_it_interrupts() {
             ],
         )
     };
-    let sleeper = thread(
-        "sleeper",
-        Some(CpuMask::from_cpus([0, 1])),
-        vec![
-            Step::Compute { work_ns: 100_000 },
-            Step::Sleep { ns: 1_000_000 },
-            Step::Loop {
-                start: 0,
-                count: 5,
-                slot: 0,
-            },
-            Step::Exit,
-        ],
-    );
+    let mut rounds = compute_sleep_rounds(100_000, 1_000_000, 5);
+    rounds.push(Step::Exit);
+    let sleeper = thread("sleeper", Some(CpuMask::from_cpus([0, 1])), rounds);
     let spec = WorkloadSpec {
         name: "timer-waker".into(),
         templates: vec![hog(0), hog(1), sleeper],

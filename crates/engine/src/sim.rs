@@ -210,8 +210,6 @@ pub struct Sim {
     /// While a timer interrupt on an idle CPU wakes a task: that CPU's idle
     /// exit latency, which comes before anything the wakeup starts.
     irq_exit_delay_ns: u64,
-    /// While wake_up_new_task() checks preemption (WF_FORK).
-    pub(crate) wf_fork: bool,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
@@ -425,7 +423,6 @@ impl Sim {
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
             irq_exit_delay_ns: 0,
-            wf_fork: false,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
             placement: PlacementSums::default(),
@@ -1229,7 +1226,7 @@ impl Sim {
             tk.stats.wait_start_ns = self.now;
             self.counters.wakeups_delayed += 1;
             self.trace_wakeup(waker_cpu, t, cpu, false);
-            self.wakeup_preempt(cpu, t, waker_cpu);
+            self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
             self.resched_lazy_honour(waker_cpu);
             return;
         }
@@ -1253,7 +1250,7 @@ impl Sim {
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(waker_cpu, t, cpu, false);
-        self.kick_or_preempt(cpu, t, waker_cpu);
+        self.kick_or_preempt(cpu, t, waker_cpu, wake_flags);
         // The waker's CPU was in the kernel (a system call or an interrupt)
         // and returns to user space.
         self.resched_lazy_honour(waker_cpu);
@@ -1275,7 +1272,7 @@ impl Sim {
     /// After enqueueing a woken/new task on `cpu`: an idle CPU is woken (IPI +
     /// idle exit when remote; after an interrupt on an idle waker CPU, that
     /// CPU's idle exit first), a busy one gets a preemption check.
-    fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId) {
+    fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId, wake_flags: u32) {
         if self.rqs[cpu as usize].curr.is_none() {
             let w = &self.machine.wakeup;
             let delay = self.irq_exit_delay_ns
@@ -1292,7 +1289,7 @@ impl Sim {
             // it, so the preemption check's reschedule is local there.
             let queued = self.feat(Feat::TTWU_QUEUE) && !self.cpus_share_cache(waker_cpu, cpu);
             self.wakelist_cpu = queued.then_some(cpu);
-            self.wakeup_preempt(cpu, t, waker_cpu);
+            self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
             self.wakelist_cpu = None;
         }
     }
@@ -1429,9 +1426,7 @@ impl Sim {
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(parent_cpu, id, cpu, true);
-        self.wf_fork = true;
-        self.kick_or_preempt(cpu, id, parent_cpu);
-        self.wf_fork = false;
+        self.kick_or_preempt(cpu, id, parent_cpu, WF_FORK);
         if parent.is_some() {
             // The parent returns to user space from clone().
             self.resched_lazy_honour(parent_cpu);

@@ -1610,7 +1610,7 @@ impl Sim {
         // check on dst (attach_task()).
         for &(t, delayed) in detached[..moved as usize].iter().rev() {
             self.attach_task(t, dst, delayed);
-            self.wakeup_preempt(dst, t, env.this_cpu);
+            self.wakeup_preempt(dst, t, env.this_cpu, 0);
         }
         moved
     }
@@ -1710,7 +1710,7 @@ impl Sim {
                 if self.rqs[dst as usize].curr.is_none() {
                     self.resched_cpu(dst, src);
                 } else {
-                    self.wakeup_preempt(dst, t, src);
+                    self.wakeup_preempt(dst, t, src, 0);
                 }
             }
         }

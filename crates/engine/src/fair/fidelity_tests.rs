@@ -500,11 +500,10 @@ fn wakeup_preemption_picks_past_a_delayed_task() {
     assert_eq!(s.pick_eevdf(0, true), Some(a));
     // W wakes with no lag: v = V = 1.25 ms, deadline 4.05 ms.
     let w = add_task(&mut s, 0);
-    s.tasks[w as usize].stats.wakeups = 1;
     s.enqueue_task(0, w, EnqueueKind::Wakeup);
     assert_eq!(s.tasks[w as usize].se.deadline, 4_050_000);
     s.rqs[0].need_resched = false;
-    s.wakeup_preempt(0, w, 0);
+    s.wakeup_preempt(0, w, 0, 0);
     assert!(!s.tasks[a as usize].se.on_rq, "A's dequeue finished");
     assert!(s.rqs[0].need_resched, "B is preempted for W");
 }
@@ -663,7 +662,7 @@ fn sched_idle_tasks_weigh_3_and_leave_their_cpu_idle_for_placement() {
     s.rqs[2].curr = Some(bg);
     s.enqueue_task(2, p, EnqueueKind::Wakeup);
     s.rqs[2].need_resched = false;
-    s.wakeup_preempt(2, p, 2);
+    s.wakeup_preempt(2, p, 2, 0);
     assert!(s.rqs[2].need_resched);
     assert!(!s.sched_idle_cpu(2));
 }
@@ -673,7 +672,6 @@ fn sched_idle_tasks_weigh_3_and_leave_their_cpu_idle_for_placement() {
 fn wake_with_slice(s: &mut Sim, cpu: u16, slice_ns: u64) -> TaskId {
     let t = add_task(s, cpu);
     s.set_custom_slice(t, slice_ns);
-    s.tasks[t as usize].stats.wakeups = 1;
     s.enqueue_task(cpu, t, EnqueueKind::Wakeup);
     s.tasks[t as usize].state = crate::task::TaskState::Runnable;
     t
@@ -832,11 +830,10 @@ fn run_to_parity_protection_shrinks_after_a_wakeup() {
     // protected pick, so A keeps running, with its protection cut to
     // min(v, V) + slice = 0.1 + 2.8 ms (> its deadline: unchanged).
     let b = add_task(&mut s, 0);
-    s.tasks[b as usize].stats.wakeups = 1;
     s.enqueue_task(0, b, EnqueueKind::Wakeup);
     s.tasks[b as usize].state = crate::task::TaskState::Runnable;
     s.rqs[0].need_resched = false;
-    s.wakeup_preempt(0, b, 0);
+    s.wakeup_preempt(0, b, 0, 0);
     assert!(!s.rqs[0].need_resched);
     assert_eq!(s.tasks[a as usize].se.vprot, 1_400_000);
     // Without RUN_TO_PARITY the next pick protects A only up to the point
@@ -865,7 +862,7 @@ fn a_short_custom_slice_preempts_with_preempt_short() {
         let se = s.tasks[b as usize].se;
         assert_eq!(se.deadline - se.vruntime, 300_000);
         s.rqs[0].need_resched = false;
-        s.wakeup_preempt(0, b, 0);
+        s.wakeup_preempt(0, b, 0, 0);
         // A (base slice 2.8 ms, protected to 1.4 ms) is preempted only
         // through PREEMPT_SHORT: B is eligible and has the shorter slice.
         assert_eq!(s.rqs[0].need_resched, preempt_short, "{preempt_short}");
@@ -896,14 +893,14 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
         let b = wake_with_slice(&mut s, 0, 300_000);
         assert_eq!(s.pick_eevdf(0, false), Some(c));
         s.rqs[0].need_resched = false;
-        s.wakeup_preempt(0, b, 0);
+        s.wakeup_preempt(0, b, 0, 0);
         assert!(s.rqs[0].need_resched, "B preempts A");
         assert_eq!(s.rqs[0].cfs.next, Some(b));
         let want = if pick_buddy { b } else { c };
         assert_eq!(s.pick_eevdf(0, true), Some(want), "PICK_BUDDY {pick_buddy}");
         // A wakee with a longer slice than the buddy's does not replace it.
         let d = wake_with_slice(&mut s, 0, 1_000_000);
-        s.wakeup_preempt(0, d, 0);
+        s.wakeup_preempt(0, d, 0, 0);
         assert_eq!(s.rqs[0].cfs.next, Some(b));
         // The buddy is cache hot for a balancer whose CPU has work, long
         // after it last ran (CACHE_HOT_BUDDY); C, as long ago, is not.

@@ -415,7 +415,7 @@ impl Sim {
             if self.rqs[dst as usize].curr.is_none() {
                 self.resched_cpu(dst, src);
             } else {
-                self.wakeup_preempt(dst, t, src);
+                self.wakeup_preempt(dst, t, src, 0);
             }
         }
         if running {

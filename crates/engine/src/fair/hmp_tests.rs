@@ -138,19 +138,13 @@ fn hperf_idle_big_cpu_pulls_from_little() {
 #[test]
 fn linaro_light_task_moves_down_and_cpu_bound_task_moves_up() {
     // 30 periods of 1 ms work + 9 ms sleep (load ratio ~10%), then CPU bound.
-    let steps = vec![
-        Step::Compute { work_ns: 1_000_000 },
-        Step::Sleep { ns: 9_000_000 },
-        Step::Loop {
-            start: 0,
-            count: 30,
-            slot: 0,
-        },
+    let mut steps = crate::scenarios::compute_sleep_rounds(1_000_000, 9_000_000, 30);
+    steps.extend([
         Step::Compute {
             work_ns: 3_000_000_000,
         },
         Step::Exit,
-    ];
+    ]);
     let mut s = sim("HMP_LINARO", vec![steps], 3);
     // A new task starts on a big CPU (full initial load).
     s.run_until(5_000_000);

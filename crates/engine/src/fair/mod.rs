@@ -731,7 +731,13 @@ impl Sim {
     /// the wakee. The picks are pick_next_entity()'s: delayed tasks they meet
     /// are dequeued for good on the way. Without preemption, curr's
     /// protection shrinks to the shortest slice (update_protect_slice()).
-    pub(crate) fn wakeup_preempt(&mut self, cpu: CpuId, wakee: TaskId, from: CpuId) {
+    pub(crate) fn wakeup_preempt(
+        &mut self,
+        cpu: CpuId,
+        wakee: TaskId,
+        from: CpuId,
+        wake_flags: u32,
+    ) {
         let Some(curr) = self.rqs[cpu as usize].curr else {
             self.resched_cpu(cpu, from);
             return;
@@ -762,9 +768,9 @@ impl Sim {
             return;
         }
         let wk = &self.tasks[wakee as usize];
-        // wake_up_new_task() passes WF_FORK; other callers (a wakeup, the
-        // balancer's attach_task()) pass none.
-        let forked = self.wf_fork;
+        // wake_up_new_task() passes WF_FORK; the balancer's attach_task()
+        // passes no flags.
+        let forked = wake_flags & crate::sim::WF_FORK != 0;
         let normal = !wk.se.sched_delayed && !p_idle && !c_idle;
         let short = normal
             && self.feat(Feat::PREEMPT_SHORT)
