@@ -677,6 +677,18 @@ fn wake_with_slice(s: &mut Sim, cpu: u16, slice_ns: u64) -> TaskId {
     t
 }
 
+/// A kunpeng920 with `feature` switched `on` whose CPU 0 has run one task,
+/// returned, for 0.5 ms.
+fn curr_ran_half_ms(feature: &str, on: bool) -> (Sim, TaskId) {
+    let mut s = bare("kunpeng920");
+    s.cfg.features.set(feature, on).unwrap();
+    let a = add_task(&mut s, 0);
+    put(&mut s, 0, a);
+    s.now = 500_000;
+    s.update_curr(0);
+    (s, a)
+}
+
 /// Enqueues `t` on `cpu`; the first task of an empty CPU becomes curr.
 fn put(s: &mut Sim, cpu: u16, t: TaskId) {
     s.update_rq_clock(cpu);
@@ -846,12 +858,7 @@ fn run_to_parity_protection_shrinks_after_a_wakeup() {
 #[test]
 fn a_short_custom_slice_preempts_with_preempt_short() {
     for preempt_short in [true, false] {
-        let mut s = bare("kunpeng920");
-        s.cfg.features.set("PREEMPT_SHORT", preempt_short).unwrap();
-        let a = add_task(&mut s, 0);
-        put(&mut s, 0, a);
-        s.now = 500_000;
-        s.update_curr(0);
+        let (mut s, a) = curr_ran_half_ms("PREEMPT_SHORT", preempt_short);
         // B asks for a 0.3 ms slice (sched_setattr sched_runtime); a 10 µs
         // request would be clamped to 0.1 ms.
         let probe = add_task(&mut s, 0);
@@ -883,12 +890,7 @@ fn a_short_slice_preemption_makes_the_wakee_the_next_pick() {
     // buddy (set_short_buddy()): the following pick is B, not C, while
     // PICK_BUDDY is on.
     for pick_buddy in [true, false] {
-        let mut s = bare("kunpeng920");
-        s.cfg.features.set("PICK_BUDDY", pick_buddy).unwrap();
-        let a = add_task(&mut s, 0);
-        put(&mut s, 0, a);
-        s.now = 500_000;
-        s.update_curr(0);
+        let (mut s, _) = curr_ran_half_ms("PICK_BUDDY", pick_buddy);
         let c = wake_with_slice(&mut s, 0, 100_000);
         let b = wake_with_slice(&mut s, 0, 300_000);
         assert_eq!(s.pick_eevdf(0, false), Some(c));
