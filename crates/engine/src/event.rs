@@ -1,7 +1,11 @@
-//! The event queue: a binary heap ordered by (time, sequence).
+//! The event queue: a binary heap ordered by (time, rank, sequence).
 //!
-//! The sequence number makes equal-time events FIFO, so the order of the whole
-//! simulation depends only on its inputs. Cancelled events are not removed:
+//! The sequence number makes equal-time events of equal rank FIFO, so the
+//! order of the whole simulation depends only on its inputs. Ordinary events
+//! have rank 0; the CPUs' ticks, which all fall on the same jiffy boundary,
+//! carry a random rank drawn by the engine, so simultaneous ticks are handled
+//! in a fresh arbitrary order at every boundary, after the ordinary events of
+//! that instant. Cancelled events are not removed:
 //! their handlers check a generation number and drop stale ones.
 
 use schedlab_topo::CpuId;
@@ -36,8 +40,8 @@ pub enum EventKind {
     NoiseWake { task: TaskId },
 }
 
-/// A queued event; ordered by `key` = time_ns << 64 | seq alone (the
-/// sequence number is unique, so one integer comparison decides).
+/// A queued event; ordered by `key` = time_ns << 64 | rank << SEQ_BITS | seq
+/// alone (the sequence number is unique, so one integer comparison decides).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     key: u128,
@@ -70,8 +74,12 @@ impl Entry {
     }
 }
 
+/// Bits of the key's low word that hold the sequence number (2^40 events
+/// per simulation; the rest hold the rank).
+const SEQ_BITS: u32 = 40;
+
 /// Min-heap of events.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<Entry>>,
     seq: u64,
@@ -79,9 +87,18 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn push(&mut self, time_ns: u64, kind: EventKind) {
+        self.push_ranked(time_ns, 0, kind);
+    }
+
+    /// Pushes an event that, among the events of its instant, comes after
+    /// those of lower `rank` (ordinary events have rank 0), then in push
+    /// order. Only the low 24 bits of `rank` count.
+    pub fn push_ranked(&mut self, time_ns: u64, rank: u32, kind: EventKind) {
         self.seq += 1;
+        debug_assert!(self.seq < 1 << SEQ_BITS, "event sequence overflow");
+        let low = (u64::from(rank & 0xff_ffff) << SEQ_BITS) | self.seq;
         self.heap.push(Reverse(Entry {
-            key: (u128::from(time_ns) << 64) | u128::from(self.seq),
+            key: (u128::from(time_ns) << 64) | u128::from(low),
             kind,
         }));
     }
@@ -118,5 +135,24 @@ mod tests {
         assert_eq!(q.pop(), Some((5, EventKind::Resched { cpu: 2 })));
         assert_eq!(q.pop(), Some((5, EventKind::Resched { cpu: 1 })));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn ranked_events_follow_the_ordinary_ones_of_their_instant_by_rank() {
+        let mut q = EventQueue::default();
+        q.push_ranked(5, 7, EventKind::Resched { cpu: 0 });
+        q.push_ranked(5, 3, EventKind::Resched { cpu: 1 });
+        q.push(5, EventKind::Resched { cpu: 2 });
+        q.push_ranked(4, 9, EventKind::Resched { cpu: 3 });
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (4, EventKind::Resched { cpu: 3 }),
+                (5, EventKind::Resched { cpu: 2 }),
+                (5, EventKind::Resched { cpu: 1 }),
+                (5, EventKind::Resched { cpu: 0 }),
+            ]
+        );
     }
 }

@@ -168,6 +168,42 @@ fn n_hogs_on_n_cpus_get_one_cpu_each() {
     s.check_time_conservation().unwrap();
 }
 
+/// Every busy CPU's tick falls on the same jiffy boundary (no `skew_tick`),
+/// and the CPUs take their simultaneous ticks in an order drawn afresh at
+/// each boundary.
+#[test]
+fn busy_cpus_tick_together_in_a_fresh_order_at_each_jiffy() {
+    let hogs = cpu_hogs(8, 100_000_000, Some(CpuMask::first_n(8)), u64::MAX);
+    let mut s = quiet_sim("kunpeng920", hogs);
+    let tick_ns = s.tick_ns;
+    let mut orders = Vec::new();
+    for k in 5..10u64 {
+        let boundary = k * tick_ns;
+        s.run_until(boundary - 1);
+        let mut q = s.q.clone();
+        let mut order = Vec::new();
+        while let Some((t, ev)) = q.pop() {
+            if t > boundary {
+                break;
+            }
+            if let crate::event::EventKind::Tick { cpu, gen } = ev {
+                if s.rqs[cpu as usize].tick_gen == gen {
+                    assert_eq!(t, boundary, "CPU {cpu}'s tick off the boundary");
+                    order.push(cpu);
+                }
+            }
+        }
+        let mut busy: Vec<_> = order.iter().copied().filter(|&c| c < 8).collect();
+        busy.sort_unstable();
+        assert_eq!(busy, (0..8).collect::<Vec<_>>(), "jiffy {k}");
+        orders.push(order);
+    }
+    assert!(
+        orders.windows(2).all(|w| w[0] != w[1]),
+        "orders repeat: {orders:?}"
+    );
+}
+
 #[test]
 fn twice_as_many_hogs_share_fairly() {
     let node0 = CpuMask::first_n(24);

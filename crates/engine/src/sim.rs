@@ -194,7 +194,8 @@ pub struct Sim {
     /// Nested switch-ins in progress ([`Sim::start_running`]).
     switch_nesting: u32,
     pub(crate) tick_ns: u64,
-    pub(crate) tick_phase_ns: Vec<u64>,
+    /// Draws the order in which the CPUs' simultaneous ticks are handled.
+    rng_tick_order: Pcg64,
     pub(crate) rng_noise: Pcg64,
     pub(crate) rng_fork: Pcg64,
     /// Nohz: earliest `next_balance` among idle CPUs.
@@ -307,8 +308,6 @@ impl Sim {
         };
         let n = machine.nr_cpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1) as u64;
-        let mut rng_tick = rng::stream(cfg.seed, "tick-phase");
-        let tick_phase_ns = (0..n).map(|_| rng_tick.gen_range(0..tick_ns)).collect();
         let rqs = (0..n)
             .map(|c| Rq {
                 cpu: c as CpuId,
@@ -417,7 +416,7 @@ impl Sim {
             wakelist_cpu: None,
             switch_nesting: 0,
             tick_ns,
-            tick_phase_ns,
+            rng_tick_order: rng::stream(cfg.seed, "tick-order"),
             nohz_next_balance: 0,
             nohz_has_blocked: false,
             nohz_next_blocked_j: 0,
@@ -846,15 +845,21 @@ impl Sim {
         }
         rq.tick_running = true;
         rq.tick_gen = rq.tick_gen.wrapping_add(1);
-        let gen = rq.tick_gen;
-        let phase = self.tick_phase_ns[cpu as usize];
-        let t = self.now;
-        let next = if t < phase {
-            phase
-        } else {
-            phase + ((t - phase) / self.tick_ns + 1) * self.tick_ns
-        };
-        self.q.push(next, EventKind::Tick { cpu, gen });
+        let next = (self.jiffies() + 1) * self.tick_ns;
+        self.push_tick(cpu, next);
+    }
+
+    /// Queues `cpu`'s next tick at `at_ns`, a jiffy boundary. Every CPU's
+    /// tick is on the same boundaries (tick_setup_sched_timer() without
+    /// `skew_tick`, and tick_nohz_restart() forwards a stopped tick on the
+    /// same grid); the CPUs take their ticks at the same instant, in an
+    /// order drawn afresh for each tick (on hardware, an arbitrary one).
+    fn push_tick(&mut self, cpu: CpuId, at_ns: u64) {
+        debug_assert_eq!(at_ns % self.tick_ns, 0, "tick off the jiffy grid");
+        let gen = self.rqs[cpu as usize].tick_gen;
+        let rank = self.rng_tick_order.gen_range(1..1u32 << 24);
+        self.q
+            .push_ranked(at_ns, rank, EventKind::Tick { cpu, gen });
     }
 
     /// The scheduler tick of a busy CPU (mirrors sched_tick() → task_tick_fair(),
@@ -865,9 +870,7 @@ impl Sim {
             self.idle_tick(cpu);
             return;
         }
-        let gen = rq.tick_gen;
-        self.q
-            .push(self.now + self.tick_ns, EventKind::Tick { cpu, gen });
+        self.push_tick(cpu, self.now + self.tick_ns);
         self.nohz_balance_exit_idle(cpu);
         // sched_tick(): a pending lazy reschedule becomes a real one.
         self.resched_lazy_honour(cpu);
@@ -919,8 +922,7 @@ impl Sim {
         if stays_idle && self.rqs[cpu as usize].menu.stop_tick(next_timer, tick_ns) {
             self.stop_idle_tick(cpu);
         } else {
-            let gen = self.rqs[cpu as usize].tick_gen;
-            self.q.push(now + tick_ns, EventKind::Tick { cpu, gen });
+            self.push_tick(cpu, now + tick_ns);
         }
     }
 

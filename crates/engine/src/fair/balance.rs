@@ -495,7 +495,7 @@ impl Sim {
     /// Periodic balancing of every domain of `cpu` that is due (mirrors
     /// sched_balance_domains()); also decays the newidle costs.
     pub(crate) fn sched_balance_domains(&mut self, cpu: CpuId, idle_cpu: bool) {
-        let now = self.now;
+        let now = self.jiffies_ns();
         let jiffy = self.tick_ns;
         // A CPU running only SCHED_IDLE tasks balances with idle intervals,
         // but as a busy CPU (its tick saw idle_cpu() false).
@@ -566,7 +566,7 @@ impl Sim {
     /// decays by 253/256 per second; the success ratio drives NI_RANDOM.
     /// Returns true when the cost decayed.
     fn update_newidle_cost(&mut self, cpu: CpuId, level: usize, cost: u64, success: u32) -> bool {
-        let now = self.now;
+        let now = self.jiffies_ns();
         if cost > 0 {
             self.update_newidle_stats(cpu, level, success);
         }
@@ -628,7 +628,7 @@ impl Sim {
             return 0;
         }
         // Going idle: the CPU's next periodic balance uses idle intervals.
-        let mut next_balance = self.now + self.tick_ns * self.cfg.hz as u64;
+        let mut next_balance = self.jiffies_ns() + self.tick_ns * self.cfg.hz as u64;
         if !self.rd_overloaded || avg_idle < self.sd[cpu as usize][0].max_newidle_lb_cost_ns {
             self.update_next_balance(cpu, 0, &mut next_balance);
             let rq = &mut self.rqs[cpu as usize];
@@ -739,7 +739,7 @@ impl Sim {
         }
         let Some(ilb) = self.find_new_ilb(kicker) else {
             if flags & NOHZ_BALANCE_KICK != 0 {
-                self.nohz_next_balance = self.now + self.tick_ns;
+                self.nohz_next_balance = self.jiffies_ns() + self.tick_ns;
             }
             return;
         };
@@ -780,7 +780,7 @@ impl Sim {
         let flags = std::mem::take(&mut self.rqs[ilb as usize].nohz_flags);
         if !self.is_idle_cpu(ilb) {
             if flags & NOHZ_BALANCE_KICK != 0 && self.nohz_next_balance == u64::MAX {
-                self.nohz_next_balance = self.now;
+                self.nohz_next_balance = self.jiffies_ns();
             }
             return;
         }
@@ -900,6 +900,15 @@ impl Sim {
     /// `jiffies`.
     pub(crate) fn jiffies(&self) -> u64 {
         self.now / self.tick_ns
+    }
+
+    /// `jiffies` as the time of its boundary, in ns: the balancer's times
+    /// (`last_balance`, `next_balance`, `last_decay_max_lb_cost`) are kept in
+    /// ns but, as the kernel's are in jiffies, always on a jiffy boundary,
+    /// so a balance run between two ticks (newidle, nohz ILB) counts from
+    /// the last one.
+    pub(crate) fn jiffies_ns(&self) -> u64 {
+        self.jiffies() * self.tick_ns
     }
 
     /// msecs_to_jiffies(LOAD_AVG_PERIOD): 32 ms, rounded up to jiffies.

@@ -865,32 +865,44 @@ mod tests {
 
     #[test]
     fn two_communicating_threads_end_in_one_llc_on_genoa() {
-        let mut van = sim_on(
-            "genoa",
-            false,
-            two_communicating_threads_node0(500_000_000),
-            7,
-        );
-        assert_eq!(van.run(), StopReason::TimeLimit);
-        let v = llcs_of_threads(&van);
-        assert_ne!(v[0], v[1], "vanilla: {v:?}");
-        let mut ca = sim_on(
-            "genoa",
-            true,
-            two_communicating_threads_node0(500_000_000),
-            7,
-        );
-        assert_eq!(ca.run(), StopReason::TimeLimit);
-        let c = llcs_of_threads(&ca);
-        assert_eq!(c[0], c[1], "cache-aware: {c:?}");
-        // Together they stall less on each other's data and get more done.
+        // Eight seeds: a run may have an excursion (the generic balancer
+        // takes a thread to the other LLC for a while, and SCHED_CACHE
+        // brings it back), so the throughput claim is on the total.
+        let (mut van_releases, mut ca_releases) = (0, 0);
+        for seed in 1..=8 {
+            let mut van = sim_on(
+                "genoa",
+                false,
+                two_communicating_threads_node0(500_000_000),
+                seed,
+            );
+            assert_eq!(van.run(), StopReason::TimeLimit);
+            let v = llcs_of_threads(&van);
+            assert_ne!(v[0], v[1], "seed {seed}: vanilla: {v:?}");
+            let mut ca = sim_on(
+                "genoa",
+                true,
+                two_communicating_threads_node0(500_000_000),
+                seed,
+            );
+            assert_eq!(ca.run(), StopReason::TimeLimit);
+            let c = llcs_of_threads(&ca);
+            assert_eq!(c[0], c[1], "seed {seed}: cache-aware: {c:?}");
+            // Together they stall less on each other's data...
+            assert!(
+                ca.hw.stats.share_ns < van.hw.stats.share_ns,
+                "seed {seed}: stalls {} vs {}",
+                ca.hw.stats.share_ns,
+                van.hw.stats.share_ns
+            );
+            van_releases += van.counters.barrier_releases;
+            ca_releases += ca.counters.barrier_releases;
+        }
+        // ...and get more done.
         assert!(
-            ca.hw.stats.share_ns < van.hw.stats.share_ns,
-            "stalls {} vs {}",
-            ca.hw.stats.share_ns,
-            van.hw.stats.share_ns
+            ca_releases > van_releases,
+            "{ca_releases} vs {van_releases}"
         );
-        assert!(ca.counters.barrier_releases > van.counters.barrier_releases);
     }
 
     /// A stopped simulator on Genoa with SCHED_CACHE on, one thread of

@@ -1090,3 +1090,20 @@ fn cpu_util_boost_counts_runnable_as_demand() {
     s.rqs[3].cfs.avg.runnable_avg = 5000;
     assert_eq!(s.cpu_util_boost(3), 1024);
 }
+
+// ----- balance times in jiffies -------------------------------------------
+
+/// A balance run between two ticks (here an idle CPU's, as the nohz ILB runs
+/// it) records the jiffy it ran in, as `sd->last_balance = jiffies` does,
+/// and its next balance is due a whole number of jiffies after that.
+#[test]
+fn a_balance_between_ticks_counts_from_the_last_jiffy() {
+    let mut s = bare("kunpeng920");
+    let tick_ns = s.tick_ns;
+    s.now = 40 * tick_ns + tick_ns / 2;
+    s.sched_balance_domains(0, true);
+    assert_eq!(s.sd[0][0].last_balance_ns, 40 * tick_ns);
+    let next = s.rqs[0].next_balance;
+    assert_eq!(next % tick_ns, 0, "next balance {next} off the jiffy grid");
+    assert!(next > 40 * tick_ns);
+}

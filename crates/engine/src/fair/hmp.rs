@@ -427,7 +427,7 @@ impl Sim {
     /// migrations run from the balancing softirq: `linaro_force_migration`.)
     pub(crate) fn hmp_tick(&mut self) {
         if self.feat(Feat::HMP_HPERF) && self.now >= self.hmp_next_balance {
-            self.hmp_next_balance = self.now + self.hperf_interval_ns();
+            self.hmp_next_balance = self.jiffies_ns() + self.hperf_interval_ns();
             self.hperf_balance();
         }
     }
@@ -470,8 +470,9 @@ impl Sim {
     /// __update_task_entity_contrib()), so hmp_force_up_migration() runs.
     pub(crate) fn linaro_kick_up(&mut self, cpu: CpuId, t: TaskId) {
         if !self.hmp_is_big(cpu) && self.hmp_load_ratio(t) > HMP_UP_THRESHOLD {
+            let now_j = self.jiffies_ns();
             let rq = &mut self.rqs[cpu as usize];
-            rq.next_balance = rq.next_balance.min(self.now);
+            rq.next_balance = rq.next_balance.min(now_j);
         }
     }
 

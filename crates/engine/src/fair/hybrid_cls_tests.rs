@@ -125,46 +125,69 @@ fn without_itmt_cls_forks_a_lone_hog_onto_an_e_core_and_leaves_it_there() {
     }
 }
 
-/// Where `n` CPU-bound threads sit at `at_ns`: (on P-cores, distinct P-cores
-/// used, on E-cluster 12-15, on E-cluster 16-19).
-fn hogs_placement(cfg_name: &str, n: u32, seed: u64, at_ns: u64) -> (u32, usize, u32, u32) {
+/// Where `n` CPU hogs run on alderlake under `cfg_name`, sampled every
+/// 200 ms from 0.2 s to 2.8 s: per sample, (threads on P-cores, distinct
+/// P-cores, threads on E-cluster 1, threads on E-cluster 2).
+fn hogs_placements(cfg_name: &str, n: u32, seed: u64) -> Vec<(u32, usize, u32, u32)> {
     let spec = crate::scenarios::cpu_hogs(n as usize, 3_000_000_000, None, 10_000_000_000);
     let naive = cfg_name.starts_with("cluster-naive");
     let mut s = hybrid_sim_cfg(DomainConfig::named(cfg_name).unwrap(), naive, spec, seed);
-    s.run_until(at_ns);
-    let (mut p, mut e1, mut e2) = (0, 0, 0);
-    let mut cores = std::collections::BTreeSet::new();
-    for tk in s.tasks.iter().filter(|t| t.name.starts_with("hog")) {
-        match tk.cpu {
-            c if c < 12 => {
-                p += 1;
-                cores.insert(c / 2);
+    let mut out = Vec::new();
+    for k in 1..=14u64 {
+        s.run_until(k * 200_000_000);
+        let (mut p, mut e1, mut e2) = (0, 0, 0);
+        let mut cores = std::collections::BTreeSet::new();
+        for tk in s.tasks.iter().filter(|t| t.name.starts_with("hog")) {
+            match tk.cpu {
+                c if c < 12 => {
+                    p += 1;
+                    cores.insert(c / 2);
+                }
+                c if c < 16 => e1 += 1,
+                _ => e2 += 1,
             }
-            c if c < 16 => e1 += 1,
-            _ => e2 += 1,
         }
+        out.push((p, cores.len(), e1, e2));
     }
-    (p, cores.len(), e1, e2)
+    out
 }
 
 /// The cover letter's 10-thread placement: with the series every P-core runs
-/// one thread and each E-cluster two.
+/// one thread and each E-cluster two; the balancer at the CLS level evens
+/// the clusters again after a kthread's wakeup upsets them (in 12 seeds,
+/// at least 90% of the samples are 2/2).
 #[test]
 fn cluster_puts_ten_hogs_one_per_p_core_and_two_per_e_cluster() {
-    for seed in 1..=3 {
-        let got = hogs_placement("cluster", 10, seed, 1_000_000_000);
-        assert_eq!(got, (6, 6, 2, 2), "seed {seed}");
+    let (mut even, mut all) = (0, 0);
+    for seed in 1..=12 {
+        for (p, cores, e1, e2) in hogs_placements("cluster", 10, seed) {
+            assert_eq!((p, cores, e1 + e2), (6, 6, 4), "seed {seed}");
+            even += (e1 == 2) as u32;
+            all += 1;
+        }
     }
+    assert!(even * 10 >= all * 9, "2/2 in {even} of {all} samples");
 }
 
 /// Without CLS the E-cores are single-CPU groups of the MC level, so nothing
-/// balances the two E-clusters: 6 on the P-cores and an uneven split (the
-/// cover letter saw 4 on one E-cluster; this model gives 3/1).
+/// balances the two E-clusters: 6 on the P-cores (in at least 90% of the
+/// samples) and a split of the other four that drifts with kthread wakeups, as far as all four on one
+/// E-cluster (the cover letter saw 4 on one).
 #[test]
 fn vanilla_leaves_the_e_clusters_uneven_at_ten_hogs() {
-    for seed in 1..=3 {
-        let (p, cores, e1, e2) = hogs_placement("vanilla", 10, seed, 1_000_000_000);
-        assert_eq!((p, cores), (6, 6), "seed {seed}");
-        assert!(e1.abs_diff(e2) >= 2, "seed {seed}: {e1}/{e2}");
+    let (mut even, mut all, mut four, mut p_full) = (0, 0, 0, 0);
+    for seed in 1..=12 {
+        for (p, cores, e1, e2) in hogs_placements("vanilla", 10, seed) {
+            p_full += (p == 6 && cores == 6) as u32;
+            even += (e1 == 2 && e2 == 2) as u32;
+            four += (e1 == 4 || e2 == 4) as u32;
+            all += 1;
+        }
     }
+    assert!(
+        p_full * 10 >= all * 9,
+        "6 on 6 P-cores in {p_full} of {all}"
+    );
+    assert!(even * 10 < all * 6, "2/2 in {even} of {all} samples");
+    assert!(four > 0, "never four on one E-cluster");
 }

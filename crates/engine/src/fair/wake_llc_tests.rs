@@ -122,10 +122,7 @@ fn nr_busy_cpus_follows_the_tick_in_vanilla_and_idle_entry_with_the_series() {
         v.cfg.features.set(f, false).unwrap();
     }
     v.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
-    let first_tick = match v.tick_phase_ns[0] {
-        0 => v.tick_ns,
-        phase => phase,
-    };
+    let first_tick = v.tick_ns;
     v.run_until(first_tick - 1);
     assert!(v.rqs[0].curr.is_some(), "the thread runs");
     assert!(v.nohz_idle.test(0), "no busy tick yet");
