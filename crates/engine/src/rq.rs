@@ -30,8 +30,20 @@ pub struct CfsRq {
     pub sum_w_key: i128,
     pub sum_weight: i128,
     pub avg: SchedAvg,
+    /// Averages of tasks that left while blocked (a wakeup elsewhere, an
+    /// exit), taken off `avg` at its next update (`cfs_rq->removed`).
+    pub removed: Removed,
     /// Σ util_est of enqueued tasks.
     pub util_est: u64,
+}
+
+/// What remove_entity_load_avg() queued for a runqueue's next update.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub nr: u32,
+    pub load_avg: u64,
+    pub util_avg: u64,
+    pub runnable_avg: u64,
 }
 
 impl CfsRq {

@@ -1296,21 +1296,26 @@ impl Sim {
         }
     }
 
-    /// Moves a sleeping task's PELT contribution and CPU.
+    /// Moves a sleeping task's PELT contribution and CPU (the old CPU's
+    /// runqueue is neither locked nor updated).
     pub(crate) fn migrate_blocked(&mut self, t: TaskId, from: CpuId, to: CpuId) {
-        self.update_rq_clock(from);
         self.set_task_cpu(t, from, to);
     }
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors
     /// set_task_cpu() with migrate_task_rq_fair()): its load leaves `from`
+    /// (a waking task's at `from`'s next update, a queued one's at once)
     /// and joins `to`, it stops being cache hot, and the migration is
     /// counted and traced. The same CPU is no migration and changes nothing.
     pub(crate) fn set_task_cpu(&mut self, t: TaskId, from: CpuId, to: CpuId) {
         if from == to {
             return;
         }
-        self.detach_entity_load(from, t);
+        if self.tasks[t as usize].state == TaskState::Blocked {
+            self.remove_entity_load(from, t, true);
+        } else {
+            self.detach_entity_load(from, t);
+        }
         self.trace_migrate(t, from, to);
         self.tasks[t as usize].cpu = to;
         // enqueue_entity() with ENQUEUE_MIGRATED: a task that moved is no
@@ -1452,7 +1457,7 @@ impl Sim {
         if dead {
             self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);
-            self.detach_entity_load(cpu, t);
+            self.remove_entity_load(cpu, t, false);
             if self.tasks[t as usize].template != u32::MAX {
                 self.live -= 1;
             }

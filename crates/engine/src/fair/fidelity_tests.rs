@@ -1107,3 +1107,48 @@ fn a_balance_between_ticks_counts_from_the_last_jiffy() {
     assert_eq!(next % tick_ns, 0, "next balance {next} off the jiffy grid");
     assert!(next > 40 * tick_ns);
 }
+
+// ----- lazy load removal --------------------------------------------------
+
+/// A blocked task that wakes on another CPU leaves its averages on the old
+/// runqueue until that runqueue's next update (remove_entity_load_avg() and
+/// update_cfs_rq_load_avg()); a queued task the balancer moves takes them
+/// along at once (detach_entity_load_avg()).
+#[test]
+fn a_wakeup_migration_leaves_its_load_until_the_old_runqueue_updates() {
+    for blocked in [true, false] {
+        let mut s = bare("kunpeng920");
+        let t = add_task(&mut s, 0);
+        {
+            let a = &mut s.tasks[t as usize].avg;
+            a.load_avg = 600;
+            a.util_avg = 600;
+            a.runnable_avg = 600;
+        }
+        s.attach_entity_load(0, t);
+        assert_eq!(s.rqs[0].cfs.avg.util_avg, 600);
+        s.tasks[t as usize].state = if blocked {
+            TaskState::Blocked
+        } else {
+            TaskState::Runnable
+        };
+        s.set_task_cpu(t, 0, 4);
+        assert_eq!(s.rqs[4].cfs.avg.util_avg, 600);
+        let old = s.rqs[0].cfs.avg;
+        if blocked {
+            assert_eq!(
+                (old.load_avg, old.util_avg, old.runnable_avg),
+                (600, 600, 600)
+            );
+            assert_eq!(s.rqs[0].cfs.removed.nr, 1);
+            s.update_cfs_avg(0);
+        }
+        let old = s.rqs[0].cfs.avg;
+        assert_eq!(
+            (old.load_avg, old.util_avg, old.runnable_avg),
+            (0, 0, 0),
+            "blocked {blocked}"
+        );
+        assert_eq!(s.rqs[0].cfs.removed.nr, 0);
+    }
+}

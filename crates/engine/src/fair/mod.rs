@@ -844,9 +844,15 @@ impl Sim {
         self.update_cfs_avg(cpu);
     }
 
-    /// Updates the runqueue's own signals.
+    /// Updates the runqueue's own signals (mirrors update_cfs_rq_load_avg()):
+    /// first the averages of tasks removed since the last update go, then
+    /// the sums decay and accrue up to the PELT clock.
     pub(crate) fn update_cfs_avg(&mut self, cpu: CpuId) {
         let rq = &mut self.rqs[cpu as usize];
+        if rq.cfs.removed.nr > 0 {
+            let r = std::mem::take(&mut rq.cfs.removed);
+            rq.cfs.avg.remove(r.load_avg, r.util_avg, r.runnable_avg);
+        }
         let now = rq.clock_pelt;
         let load = rq.cfs.load_weight;
         let runnable = rq.cfs.nr_runnable() as u64;
@@ -856,7 +862,38 @@ impl Sim {
         }
     }
 
-    /// Removes a task's signals from its runqueue (migration, exit).
+    /// A blocked task leaves `cpu` (mirrors remove_entity_load_avg(), and
+    /// with `pelt_lag` migrate_se_pelt_lag(), for a wakeup on another CPU;
+    /// task_dead_fair() for an exit): its averages, brought up to the
+    /// runqueue's last update, are queued for removal at the runqueue's
+    /// next update, which the old CPU's lock is not needed for. A task
+    /// waking elsewhere from an idle CPU then decays on to that CPU's
+    /// present (the kernel estimates the idle time its clock missed).
+    pub(crate) fn remove_entity_load(&mut self, cpu: CpuId, t: TaskId, pelt_lag: bool) {
+        let rq = &mut self.rqs[cpu as usize];
+        let lut = rq.cfs.avg.last_update_time;
+        let idle_now = (pelt_lag && rq.curr.is_none()).then(|| self.now - rq.lost_idle_time_ns);
+        let tk = &mut self.tasks[t as usize];
+        let w = tk.se.weight;
+        if lut > tk.avg.last_update_time && tk.avg.update_sum(lut, 0, 0, false) {
+            tk.avg.update_avg(w);
+        }
+        let r = &mut rq.cfs.removed;
+        r.nr += 1;
+        r.load_avg += tk.avg.load_avg;
+        r.util_avg += tk.avg.util_avg;
+        r.runnable_avg += tk.avg.runnable_avg;
+        let decayed = tk.avg.load_sum == 0 && tk.avg.util_sum == 0 && tk.avg.runnable_sum == 0;
+        if let Some(now) = idle_now {
+            if !decayed && now > tk.avg.last_update_time && tk.avg.update_sum(now, 0, 0, false) {
+                tk.avg.update_avg(w);
+            }
+        }
+    }
+
+    /// Removes a queued task's signals from its runqueue at once (mirrors
+    /// detach_entity_load_avg(): the balancer's and the stopper's
+    /// migrations hold both runqueues' locks).
     pub(crate) fn detach_entity_load(&mut self, cpu: CpuId, t: TaskId) {
         let now = self.rqs[cpu as usize].clock_pelt;
         let tk = &mut self.tasks[t as usize];

@@ -144,6 +144,29 @@ impl SchedAvg {
         self.runnable_sum += se.runnable_sum;
     }
 
+    /// Takes the averages a runqueue's removed tasks had off it (the start
+    /// of update_cfs_rq_load_avg()): each average loses its share, clipped
+    /// at zero, each sum that share times the current divider, never
+    /// dropping below its average times the smallest divider.
+    pub fn remove(&mut self, load_avg: u64, util_avg: u64, runnable_avg: u64) {
+        let div = self.divider();
+        self.load_avg = self.load_avg.saturating_sub(load_avg);
+        self.load_sum = self
+            .load_sum
+            .saturating_sub(load_avg * div)
+            .max(self.load_avg * PELT_MIN_DIVIDER);
+        self.util_avg = self.util_avg.saturating_sub(util_avg);
+        self.util_sum = self
+            .util_sum
+            .saturating_sub(util_avg * div)
+            .max(self.util_avg * PELT_MIN_DIVIDER);
+        self.runnable_avg = self.runnable_avg.saturating_sub(runnable_avg);
+        self.runnable_sum = self
+            .runnable_sum
+            .saturating_sub(runnable_avg * div)
+            .max(self.runnable_avg * PELT_MIN_DIVIDER);
+    }
+
     /// Removes an entity's averages from a runqueue's (mirrors
     /// detach_entity_load_avg() with dequeue_load_avg()): each average and
     /// sum loses the entity's, clipped at zero, and a sum never drops below
