@@ -307,12 +307,12 @@ impl Sim {
                         return;
                     }
                 }
-                Step::NewProcess => {
-                    // Thread-group ids: 1 for the workload's first process, then
-                    // one per task that becomes a process of its own.
-                    self.cache_thread_leave(self.tasks[t as usize].tgid);
-                    self.tasks[t as usize].tgid = 2 + t;
-                    self.cache_thread_join(2 + t);
+                Step::NewProcess => self.become_process(t),
+                Step::Exec => {
+                    self.become_process(t);
+                    if let Flow::Stop = self.sched_exec(t) {
+                        return;
+                    }
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
                 Step::Yield { syscall_ns } => {
@@ -1015,6 +1015,29 @@ impl Sim {
                 .wrapping_add(crate::fair::calc_delta_fair(se.slice, se.weight));
         }
         self.resched_cpu(cpu, cpu);
+        Flow::Stop
+    }
+
+    /// The task becomes a process of its own. Thread-group ids: 1 for the
+    /// workload's first process, then one per task that becomes a process.
+    fn become_process(&mut self, t: TaskId) {
+        self.cache_thread_leave(self.tasks[t as usize].tgid);
+        self.tasks[t as usize].tgid = 2 + t;
+        self.cache_thread_join(2 + t);
+    }
+
+    /// Exec balancing (mirrors sched_exec()): select_task_rq() with
+    /// WF_EXEC from the running task's CPU, which takes the SD_BALANCE_EXEC
+    /// slow path; if it picks another CPU, the stopper moves the task there,
+    /// and the task goes on with its next step when it runs there.
+    fn sched_exec(&mut self, t: TaskId) -> Flow {
+        let cpu = self.tasks[t as usize].cpu;
+        let dest = self.select_task_rq(t, cpu, cpu, None, crate::sim::WF_EXEC);
+        if dest == cpu {
+            return Flow::Next;
+        }
+        self.tasks[t as usize].activity = Activity::Idle;
+        self.stopper_move_task(t, dest, true);
         Flow::Stop
     }
 

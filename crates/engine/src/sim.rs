@@ -19,6 +19,7 @@ use schedlab_topo::{CpuId, CpuMask, Domains, Machine, SdFlags};
 use schedlab_workload::WorkloadSpec;
 
 /// Wake flags (`WF_*`).
+pub const WF_EXEC: u32 = 1 << 1;
 pub const WF_TTWU: u32 = 1 << 3;
 pub const WF_FORK: u32 = 1 << 2;
 pub const WF_SYNC: u32 = 1 << 4;
@@ -1365,7 +1366,7 @@ impl Sim {
     /// wakee bookkeeping, no idle search); any other goes through
     /// select_task_rq_fair(), which first records the wakee of a wakeup
     /// (record_wakee()).
-    fn select_task_rq(
+    pub(crate) fn select_task_rq(
         &mut self,
         t: TaskId,
         prev: CpuId,
@@ -1383,6 +1384,40 @@ impl Sim {
             }
         }
         self.select_task_rq_fair(t, prev, this_cpu, waker, wake_flags)
+    }
+
+    /// Moves task `t` (running or queued) to `dst` as the stopper does
+    /// (mirrors migration_cpu_stop() → move_queued_task(): a running task is
+    /// preempted on its CPU first); `kick` runs `dst`'s preemption check
+    /// (an idle `dst` is woken). Used by exec balancing and the HMP schemes.
+    pub(crate) fn stopper_move_task(&mut self, t: TaskId, dst: CpuId, kick: bool) {
+        let src = self.tasks[t as usize].cpu;
+        if src == dst || !self.tasks[t as usize].affinity.test(dst) {
+            return;
+        }
+        self.update_rq_clock(src);
+        self.update_rq_clock(dst);
+        let running = self.rqs[src as usize].curr == Some(t);
+        if running {
+            self.update_curr(src);
+            self.stop_running(t);
+            self.put_prev_entity(src, t);
+            self.rqs[src as usize].curr = None;
+            let tk = &mut self.tasks[t as usize];
+            tk.state = TaskState::Runnable;
+            tk.stats.wait_start_ns = self.now;
+        }
+        self.move_queued_task(t, src, dst);
+        if kick {
+            if self.rqs[dst as usize].curr.is_none() {
+                self.resched_cpu(dst, src);
+            } else {
+                self.wakeup_preempt(dst, t, src, 0);
+            }
+        }
+        if running {
+            self.pick_and_switch(src, Some(t));
+        }
     }
 
     // ----- fork and exit ------------------------------------------------------

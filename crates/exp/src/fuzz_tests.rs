@@ -604,7 +604,10 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 },
             ],
             27 => vec![Step::Jump { to: NEXT }, work],
-            28 => vec![Step::NewProcess],
+            28 => vec![match rng.gen_bool(0.5) {
+                true => Step::NewProcess,
+                false => Step::Exec,
+            }],
             _ => match leaf {
                 Some(template) => vec![Step::Spawn { template }],
                 None => vec![work],

@@ -107,7 +107,7 @@ pub fn build(p: &KernbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             nice: 0,
             affinity: None,
             steps: vec![
-                Step::NewProcess,
+                Step::Exec,
                 Step::Compute {
                     work_ns: JOB_SYS_NS,
                 },

@@ -233,7 +233,7 @@ fn build_single(bench: Single, runs: u32, affinity: Option<CpuMask>) -> Workload
         Step::Exit,
     ];
     let mut b = vec![
-        Step::NewProcess,
+        Step::Exec,
         Step::Compute {
             work_ns: pr.startup_ns,
         },

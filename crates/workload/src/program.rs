@@ -91,8 +91,15 @@ pub enum Step {
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
     /// The thread becomes its own process (fork without threads: a new
-    /// thread-group id), as hackbench's or make's child processes are.
+    /// thread-group id), as hackbench's or perf's child processes are.
     NewProcess,
+    /// The thread becomes its own process and starts a new program (a forked
+    /// child's execve(), as make's compiler jobs or a test harness's
+    /// benchmark binary): a new thread-group id, then exec balancing
+    /// (sched_exec()): the SD_BALANCE_EXEC slow path picks a CPU from the
+    /// thread's own, and if it is another one the stopper moves the thread
+    /// there before the next step.
+    Exec,
     /// Take the next ticket of a [`SyncObject::Counter`] (an atomic
     /// fetch-and-add on a shared work counter): when the counter is below
     /// `limit` go on with the next step, otherwise jump to step `exit_to`.

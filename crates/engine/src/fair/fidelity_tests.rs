@@ -1152,3 +1152,22 @@ fn a_wakeup_migration_leaves_its_load_until_the_old_runqueue_updates() {
         assert_eq!(s.rqs[0].cfs.removed.nr, 0);
     }
 }
+
+// ----- exec balancing -----------------------------------------------------
+
+/// sched_exec(): a task alone on its CPU stays there at exec (its own CPU is
+/// idle but for itself, idle_cpu_without(), and the local group wins); one
+/// that shares its CPU is sent to an idle one by the SD_BALANCE_EXEC slow path.
+#[test]
+fn exec_balancing_moves_only_a_task_that_shares_its_cpu() {
+    let mut s = bare("kunpeng920");
+    let t = add_task(&mut s, 0);
+    s.enqueue_task(0, t, EnqueueKind::New);
+    run_on_cpu0(&mut s, t, 1_000_000);
+    assert_eq!(s.select_task_rq(t, 0, 0, None, crate::sim::WF_EXEC), 0);
+    let u = add_task(&mut s, 0);
+    s.enqueue_task(0, u, EnqueueKind::New);
+    let dest = s.select_task_rq(t, 0, 0, None, crate::sim::WF_EXEC);
+    assert_ne!(dest, 0);
+    assert!(s.is_idle_cpu(dest), "CPU {dest} busy");
+}

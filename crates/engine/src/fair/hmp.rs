@@ -391,38 +391,6 @@ impl Sim {
             .unwrap_or(prev)
     }
 
-    /// Moves task `t` (running or queued) to `dst` (an HMP migration, like
-    /// the stopper-driven move of a running task); `kick` reschedules `dst`.
-    fn hmp_migrate(&mut self, t: TaskId, dst: CpuId, kick: bool) {
-        let src = self.tasks[t as usize].cpu;
-        if src == dst || !self.tasks[t as usize].affinity.test(dst) {
-            return;
-        }
-        self.update_rq_clock(src);
-        self.update_rq_clock(dst);
-        let running = self.rqs[src as usize].curr == Some(t);
-        if running {
-            self.update_curr(src);
-            self.stop_running(t);
-            self.put_prev_entity(src, t);
-            self.rqs[src as usize].curr = None;
-            let tk = &mut self.tasks[t as usize];
-            tk.state = TaskState::Runnable;
-            tk.stats.wait_start_ns = self.now;
-        }
-        self.move_queued_task(t, src, dst);
-        if kick {
-            if self.rqs[dst as usize].curr.is_none() {
-                self.resched_cpu(dst, src);
-            } else {
-                self.wakeup_preempt(dst, t, src, 0);
-            }
-        }
-        if running {
-            self.pick_and_switch(src, Some(t));
-        }
-    }
-
     /// Tick hook: HPERF's balancing step when due. (Linaro MP's forced
     /// migrations run from the balancing softirq: `linaro_force_migration`.)
     pub(crate) fn hmp_tick(&mut self) {
@@ -449,7 +417,7 @@ impl Sim {
             if let Some(dst) = self.hmp_up_migration(cpu, t) {
                 self.counters.hmp_up += 1;
                 self.linaro_delay(t, dst, true);
-                self.hmp_migrate(t, dst, true);
+                self.stopper_move_task(t, dst, true);
                 continue;
             }
             let Some(t) = self.linaro_pick(cpu, false) else {
@@ -459,7 +427,7 @@ impl Sim {
                 self.counters.hmp_down += 1;
                 self.counters.hmp_offloads += 1;
                 self.linaro_delay(t, dst, false);
-                self.hmp_migrate(t, dst, true);
+                self.stopper_move_task(t, dst, true);
             }
         }
         self.hmp_in_balance = false;
@@ -556,7 +524,7 @@ impl Sim {
             self.counters.hmp_up += 1;
             self.linaro_delay(t, cpu, true);
         }
-        self.hmp_migrate(t, cpu, false);
+        self.stopper_move_task(t, cpu, false);
         self.hmp_in_balance = false;
         true
     }
@@ -706,7 +674,7 @@ impl Sim {
         if let (Some(dst), true) = (idle_big, nl > 0) {
             if let Some(t) = self.hperf_pick(false, dst, false) {
                 self.hmp_note_move(t, true);
-                self.hmp_migrate(t, dst, true);
+                self.stopper_move_task(t, dst, true);
                 self.hmp_in_balance = false;
                 return;
             }
@@ -722,7 +690,7 @@ impl Sim {
             if let Some(t) = self.hperf_pick(true, CpuId::MAX, true) {
                 if let Some(dst) = self.hmp_least_loaded(t, false) {
                     self.hmp_note_move(t, false);
-                    self.hmp_migrate(t, dst, true);
+                    self.stopper_move_task(t, dst, true);
                     self.hmp_in_balance = false;
                     return;
                 }
@@ -734,7 +702,7 @@ impl Sim {
             if let Some(t) = self.hperf_pick(false, CpuId::MAX, false) {
                 if let Some(dst) = self.hmp_least_loaded(t, true) {
                     self.hmp_note_move(t, true);
-                    self.hmp_migrate(t, dst, true);
+                    self.stopper_move_task(t, dst, true);
                     self.hmp_in_balance = false;
                     return;
                 }
@@ -754,8 +722,8 @@ impl Sim {
                 if allowed && da.saturating_sub(db) > hyst {
                     self.counters.hmp_swaps += 1;
                     // Little → big first, so the big CPU never goes idle.
-                    self.hmp_migrate(b, ca, true);
-                    self.hmp_migrate(a, cbp, true);
+                    self.stopper_move_task(b, ca, true);
+                    self.stopper_move_task(a, cbp, true);
                 }
             }
         }

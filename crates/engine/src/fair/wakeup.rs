@@ -5,7 +5,7 @@
 use crate::event::TaskId;
 use crate::fair::balance::{classify, GroupStats, GroupType};
 use crate::features::Feat;
-use crate::sim::{Sim, WF_FORK, WF_SYNC, WF_TTWU};
+use crate::sim::{Sim, WF_EXEC, WF_FORK, WF_SYNC, WF_TTWU};
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
 /// NUMA_IMBALANCE_MIN: small NUMA imbalances are allowed.
@@ -27,6 +27,8 @@ impl Sim {
         let sync = wake_flags & WF_SYNC != 0;
         let sd_flag = if wake_flags & WF_FORK != 0 {
             SdFlags::BALANCE_FORK
+        } else if wake_flags & WF_EXEC != 0 {
+            SdFlags::BALANCE_EXEC
         } else {
             SdFlags::BALANCE_WAKE
         };
@@ -635,7 +637,10 @@ impl Sim {
             s.sum_h_nr_running += rq.cfs.nr_runnable().saturating_sub(local);
             let nr = rq.nr_running().saturating_sub(local);
             s.sum_nr_running += nr;
-            if nr == 0 && self.is_idle_cpu(c) {
+            // idle_cpu_without(): idle but for the task itself (an exec
+            // balance's task runs on its CPU).
+            let curr = self.rqs[c as usize].curr;
+            if nr == 0 && (curr.is_none() || curr == Some(t)) && rq.ttwu_pending == 0 {
                 s.idle_cpus += 1;
             }
             if asym_cap && s.misfit_task_load > 0 && self.task_fits_cpu(t, c) {
