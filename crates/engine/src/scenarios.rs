@@ -1187,6 +1187,59 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
     assert!(s.nohz_idle.test(1), "CPU 1's tick is stopped");
 }
 
+/// A CPU that stops its tick does not put its next balance into
+/// `nohz.next_balance` itself: it marks the idle CPUs' times as needing an
+/// update, and the next busy tick's kick (NOHZ_NEXT_KICK) has an idle CPU
+/// collate them (nohz_balance_enter_idle(), nohz_balancer_kick(),
+/// _nohz_idle_balance()).
+#[test]
+fn a_busy_ticks_next_kick_collates_the_idle_cpus_next_balance() {
+    let spec = WorkloadSpec {
+        name: "next-kick".into(),
+        templates: vec![
+            thread(
+                "hog",
+                Some(CpuMask::from_cpus([0])),
+                vec![Step::Compute {
+                    work_ns: 400_000_000,
+                }],
+            ),
+            thread(
+                "burst",
+                Some(CpuMask::from_cpus([1])),
+                vec![
+                    Step::RunWall { ns: 10_100_000 },
+                    Step::Sleep { ns: 10_000_000_000 },
+                ],
+            ),
+        ],
+        initial: vec![0, 1],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 1_000_000_000,
+    };
+    let mut s = quiet_sim("kunpeng920", spec);
+    s.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
+    // Let every other CPU's first kick settle; then CPU 1 stops its tick
+    // at 10.1 ms, between two ticks.
+    s.run_until(10_050_000);
+    assert!(!s.nohz_needs_update);
+    s.run_until(10_150_000);
+    assert!(s.nohz_idle.test(1), "CPU 1's tick stopped");
+    assert!(s.nohz_needs_update, "entering nohz marks the times stale");
+    // CPU 0's next tick kicks an idle CPU, whose IPI arrives within
+    // microseconds and collates every idle CPU's next balance.
+    s.run_until(12_100_000);
+    assert!(!s.nohz_needs_update);
+    let earliest = s
+        .nohz_idle
+        .iter()
+        .map(|c| s.rqs[c as usize].next_balance)
+        .min()
+        .unwrap();
+    assert_eq!(s.nohz_next_balance, earliest);
+}
+
 /// An always-running LITTLE CPU (Exynos A7, capacity 377) whose PELT clock
 /// ran at 37% of wall time for 2 s loses that lag when it goes idle with its
 /// utilisation saturated (update_idle_rq_clock_pelt()): its signals do not

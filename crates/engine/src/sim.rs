@@ -203,6 +203,9 @@ pub struct Sim {
     pub(crate) nohz_next_balance: u64,
     /// Some tick-stopped CPU may carry blocked load (`nohz.has_blocked_load`).
     pub(crate) nohz_has_blocked: bool,
+    /// A CPU stopped its tick since the idle CPUs' next balance times were
+    /// last collated (`nohz.needs_update`).
+    pub(crate) nohz_needs_update: bool,
     /// The jiffy after which a kick also updates the idle CPUs' blocked
     /// averages (`nohz.next_blocked`).
     pub(crate) nohz_next_blocked_j: u64,
@@ -420,6 +423,7 @@ impl Sim {
             rng_tick_order: rng::stream(cfg.seed, "tick-order"),
             nohz_next_balance: 0,
             nohz_has_blocked: false,
+            nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
             irq_exit_delay_ns: 0,
@@ -806,10 +810,9 @@ impl Sim {
             if !self.feat(Feat::NR_BUSY_ON_IDLE) {
                 self.llc_busy_count(cpu, false);
             }
-        }
-        let nb = self.rqs[cpu as usize].next_balance;
-        if self.nohz_next_balance == 0 || nb < self.nohz_next_balance {
-            self.nohz_next_balance = nb;
+            // Its next balance joins `nohz.next_balance` when a busy
+            // CPU's tick sends a NOHZ_NEXT_KICK.
+            self.nohz_needs_update = true;
         }
     }
 

@@ -23,6 +23,11 @@ pub const NOHZ_BALANCE_KICK: u8 = 2;
 /// A CPU going idle asks itself for a blocked-average update
 /// (`NOHZ_NEWILB_KICK`).
 pub const NOHZ_NEWILB_KICK: u8 = 4;
+/// The idle CPUs' next balance times need collating into
+/// `nohz.next_balance` (`NOHZ_NEXT_KICK`).
+pub const NOHZ_NEXT_KICK: u8 = 8;
+/// The work a kick's IPI carries (`NOHZ_KICK_MASK`).
+pub const NOHZ_KICK_MASK: u8 = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK | NOHZ_NEXT_KICK;
 /// sysctl_sched_nr_migrate.
 pub const NR_MIGRATE: u32 = 32;
 /// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
@@ -690,7 +695,8 @@ impl Sim {
     /// LOAD_AVG_PERIOD), a stats kick; when their balance is due, a balance
     /// kick for two or more tasks, an idle CPU of higher asym-packing
     /// priority, a misfit task on asymmetric capacities, else more than one
-    /// busy CPU in the LLC.
+    /// busy CPU in the LLC; and when a CPU stopped its tick since the idle
+    /// CPUs' next balance times were collated, a next kick that collates them.
     pub(crate) fn nohz_balancer_kick(&mut self, cpu: CpuId) {
         let mut flags = 0u8;
         if self.nohz_has_blocked && self.jiffies() > self.nohz_next_blocked_j {
@@ -701,6 +707,9 @@ impl Sim {
             && self.balance_kick_wanted(cpu)
         {
             flags |= NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
+        }
+        if self.nohz_needs_update {
+            flags |= NOHZ_NEXT_KICK;
         }
         if flags != 0 {
             self.kick_ilb(cpu, flags);
@@ -749,7 +758,7 @@ impl Sim {
             return;
         }
         rq.nohz_flags |= flags;
-        if old & (NOHZ_STATS_KICK | NOHZ_BALANCE_KICK) == 0 {
+        if old & NOHZ_KICK_MASK == 0 {
             let delay = self.machine.wakeup.ipi_ns as u64;
             self.q
                 .push(self.now + delay, EventKind::NohzBalance { ilb });
@@ -777,7 +786,9 @@ impl Sim {
     /// nohz_idle_balance()): if it is still idle, its balancing softirq does
     /// the work the kicks asked for; if not, the work is dropped.
     pub(crate) fn nohz_kick_arrives(&mut self, ilb: CpuId) {
-        let flags = std::mem::take(&mut self.rqs[ilb as usize].nohz_flags);
+        let rq = &mut self.rqs[ilb as usize];
+        let flags = rq.nohz_flags & NOHZ_KICK_MASK;
+        rq.nohz_flags &= !NOHZ_KICK_MASK;
         if !self.is_idle_cpu(ilb) {
             if flags & NOHZ_BALANCE_KICK != 0 && self.nohz_next_balance == u64::MAX {
                 self.nohz_next_balance = self.jiffies_ns();
@@ -797,11 +808,15 @@ impl Sim {
     /// For every tick-stopped idle CPU, from the one after `this_cpu` round
     /// to `this_cpu` itself (mirrors _nohz_idle_balance()): with
     /// `NOHZ_STATS_KICK` its blocked averages are brought up to date, and
-    /// with `NOHZ_BALANCE_KICK` its domains are balanced when due.
+    /// with `NOHZ_BALANCE_KICK` its domains are balanced when due; any kick
+    /// collates their next balance times into `nohz.next_balance`.
     pub(crate) fn nohz_idle_balance(&mut self, this_cpu: CpuId, flags: u8) {
         let stats = flags & NOHZ_STATS_KICK != 0;
         if stats {
             self.nohz_has_blocked = false;
+        }
+        if flags & NOHZ_NEXT_KICK != 0 {
+            self.nohz_needs_update = false;
         }
         let now_j = self.jiffies();
         let mut has_blocked = false;

@@ -863,31 +863,44 @@ mod tests {
         }
     }
 
+    /// Runs the two talkers for 500 ms, sampling every 20 ms whether they
+    /// share an LLC; returns (samples in one LLC, the finished simulator).
+    fn talkers_sampled(cache: bool, seed: u64) -> (u32, Sim) {
+        let mut s = sim_on(
+            "genoa",
+            cache,
+            two_communicating_threads_node0(500_000_000),
+            seed,
+        );
+        let mut together = 0;
+        for k in 1..=25u64 {
+            s.run_until(k * 20_000_000);
+            let l = llcs_of_threads(&s);
+            together += (l[0] == l[1]) as u32;
+        }
+        assert_eq!(s.run(), StopReason::TimeLimit);
+        (together, s)
+    }
+
     #[test]
     fn two_communicating_threads_end_in_one_llc_on_genoa() {
-        // Eight seeds: a run may have an excursion (the generic balancer
-        // takes a thread to the other LLC for a while, and SCHED_CACHE
-        // brings it back), so the throughput claim is on the total.
+        // Eight seeds, sampled: a run may have an excursion (an active
+        // balance, allowed while a kworker shares the source CPU, takes a
+        // thread to the other LLC for a while, and SCHED_CACHE brings it
+        // back), so the claims are on most of the run and on the total.
         let (mut van_releases, mut ca_releases) = (0, 0);
         for seed in 1..=8 {
-            let mut van = sim_on(
-                "genoa",
-                false,
-                two_communicating_threads_node0(500_000_000),
-                seed,
+            let (v_together, van) = talkers_sampled(false, seed);
+            // Vanilla spreads them over the two CCXs and keeps them there.
+            assert!(
+                v_together <= 5,
+                "seed {seed}: vanilla together {v_together}/25"
             );
-            assert_eq!(van.run(), StopReason::TimeLimit);
-            let v = llcs_of_threads(&van);
-            assert_ne!(v[0], v[1], "seed {seed}: vanilla: {v:?}");
-            let mut ca = sim_on(
-                "genoa",
-                true,
-                two_communicating_threads_node0(500_000_000),
-                seed,
+            let (c_together, ca) = talkers_sampled(true, seed);
+            assert!(
+                c_together >= 18,
+                "seed {seed}: cache-aware together {c_together}/25"
             );
-            assert_eq!(ca.run(), StopReason::TimeLimit);
-            let c = llcs_of_threads(&ca);
-            assert_eq!(c[0], c[1], "seed {seed}: cache-aware: {c:?}");
             // Together they stall less on each other's data...
             assert!(
                 ca.hw.stats.share_ns < van.hw.stats.share_ns,
