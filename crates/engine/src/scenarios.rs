@@ -1142,16 +1142,11 @@ fn a_lazy_preemption_in_another_llc_comes_with_the_wakeup_ipi() {
     }
 }
 
-/// A CPU that ran a task for 60 ms and then idles with its tick stopped
-/// keeps only decaying (blocked) utilisation: while another CPU is busy, its
-/// ticks send stats kicks every LOAD_AVG_PERIOD and the kicked CPU decays
-/// the idle CPUs' averages (nohz_balancer_kick() → update_nohz_stats()), so
-/// 240 ms later, 7.5 half-lives, little is left; without these updates the
-/// idle CPU would show the ~73% it had when its task slept.
-#[test]
-fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
-    let spec = WorkloadSpec {
-        name: "blocked".into(),
+/// A hog pinned to CPU 0 for 400 ms and a thread pinned to CPU 1 that runs
+/// `burst_ns` of wall time and then sleeps for good.
+fn hog_and_burst(burst_ns: u64) -> WorkloadSpec {
+    WorkloadSpec {
+        name: "hog-and-burst".into(),
         templates: vec![
             thread(
                 "hog",
@@ -1164,7 +1159,7 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
                 "burst",
                 Some(CpuMask::from_cpus([1])),
                 vec![
-                    Step::RunWall { ns: 60_000_000 },
+                    Step::RunWall { ns: burst_ns },
                     Step::Sleep { ns: 10_000_000_000 },
                 ],
             ),
@@ -1173,7 +1168,18 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
         sync: vec![],
         mem_node: None,
         max_time_ns: 1_000_000_000,
-    };
+    }
+}
+
+/// A CPU that ran a task for 60 ms and then idles with its tick stopped
+/// keeps only decaying (blocked) utilisation: while another CPU is busy, its
+/// ticks send stats kicks every LOAD_AVG_PERIOD and the kicked CPU decays
+/// the idle CPUs' averages (nohz_balancer_kick() → update_nohz_stats()), so
+/// 240 ms later, 7.5 half-lives, little is left; without these updates the
+/// idle CPU would show the ~73% it had when its task slept.
+#[test]
+fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
+    let spec = hog_and_burst(60_000_000);
     // Without OS noise: a kworker waking on CPU 1 would update its averages
     // by its own enqueue.
     let mut s = quiet_sim("kunpeng920", spec);
@@ -1194,30 +1200,7 @@ fn an_idle_cpus_blocked_utilisation_decays_by_nohz_stats_kicks() {
 /// _nohz_idle_balance()).
 #[test]
 fn a_busy_ticks_next_kick_collates_the_idle_cpus_next_balance() {
-    let spec = WorkloadSpec {
-        name: "next-kick".into(),
-        templates: vec![
-            thread(
-                "hog",
-                Some(CpuMask::from_cpus([0])),
-                vec![Step::Compute {
-                    work_ns: 400_000_000,
-                }],
-            ),
-            thread(
-                "burst",
-                Some(CpuMask::from_cpus([1])),
-                vec![
-                    Step::RunWall { ns: 10_100_000 },
-                    Step::Sleep { ns: 10_000_000_000 },
-                ],
-            ),
-        ],
-        initial: vec![0, 1],
-        sync: vec![],
-        mem_node: None,
-        max_time_ns: 1_000_000_000,
-    };
+    let spec = hog_and_burst(10_100_000);
     let mut s = quiet_sim("kunpeng920", spec);
     s.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
     // Let every other CPU's first kick settle; then CPU 1 stops its tick

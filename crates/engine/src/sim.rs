@@ -1389,6 +1389,22 @@ impl Sim {
         self.select_task_rq_fair(t, prev, this_cpu, waker, wake_flags)
     }
 
+    /// The stopper takes `cpu` (its class runs above every fair task): the
+    /// running task, if any, goes back to being a queued one. Returns it.
+    pub(crate) fn stopper_preempt(&mut self, cpu: CpuId) -> Option<TaskId> {
+        let prev = self.rqs[cpu as usize].curr;
+        if let Some(t) = prev {
+            self.update_curr(cpu);
+            self.stop_running(t);
+            self.put_prev_entity(cpu, t);
+            self.rqs[cpu as usize].curr = None;
+            let tk = &mut self.tasks[t as usize];
+            tk.state = TaskState::Runnable;
+            tk.stats.wait_start_ns = self.now;
+        }
+        prev
+    }
+
     /// Moves task `t` (running or queued) to `dst` as the stopper does
     /// (mirrors migration_cpu_stop() → move_queued_task(): a running task is
     /// preempted on its CPU first); `kick` runs `dst`'s preemption check
@@ -1402,13 +1418,7 @@ impl Sim {
         self.update_rq_clock(dst);
         let running = self.rqs[src as usize].curr == Some(t);
         if running {
-            self.update_curr(src);
-            self.stop_running(t);
-            self.put_prev_entity(src, t);
-            self.rqs[src as usize].curr = None;
-            let tk = &mut self.tasks[t as usize];
-            tk.state = TaskState::Runnable;
-            tk.stats.wait_start_ns = self.now;
+            self.stopper_preempt(src);
         }
         self.move_queued_task(t, src, dst);
         if kick {

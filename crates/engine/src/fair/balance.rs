@@ -9,7 +9,6 @@ use crate::fair::wakeup::NUMA_IMBALANCE_MIN;
 use crate::fair::{capacity_greater, SCHED_CAPACITY_SCALE};
 use crate::features::Feat;
 use crate::sim::{EnqueueKind, Sim};
-use crate::task::TaskState;
 use rand::Rng;
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
@@ -1691,16 +1690,7 @@ impl Sim {
         };
         // The stopper preempts the running task.
         self.update_rq_clock(src);
-        let prev = self.rqs[src as usize].curr;
-        if let Some(t) = prev {
-            self.update_curr(src);
-            self.stop_running(t);
-            self.put_prev_entity(src, t);
-            self.rqs[src as usize].curr = None;
-            let tk = &mut self.tasks[t as usize];
-            tk.state = TaskState::Runnable;
-            tk.stats.wait_start_ns = self.now;
-        }
+        let prev = self.stopper_preempt(src);
         let failed = self.sd[dst as usize][level].nr_balance_failed;
         let dst_busy = self.rqs[dst as usize].cfs.nr_queued > 0;
         let place_lag = self.feat(Feat::PLACE_LAG);
