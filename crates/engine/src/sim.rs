@@ -212,6 +212,9 @@ pub struct Sim {
     /// `rd->overloaded`: set when a runqueue reaches two tasks, recomputed
     /// only by balancing at the root domain.
     pub(crate) rd_overloaded: bool,
+    /// `sched_balance_running`: the CPU whose softirq holds the machine-wide
+    /// SD_SERIALIZE balancing lock, and until when.
+    pub(crate) sched_balance_running: Option<(CpuId, u64)>,
     /// While a timer interrupt on an idle CPU wakes a task: that CPU's idle
     /// exit latency, which comes before anything the wakeup starts.
     irq_exit_delay_ns: u64,
@@ -426,6 +429,7 @@ impl Sim {
             nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
+            sched_balance_running: None,
             irq_exit_delay_ns: 0,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],

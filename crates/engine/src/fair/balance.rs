@@ -27,6 +27,14 @@ pub const NOHZ_NEWILB_KICK: u8 = 4;
 pub const NOHZ_NEXT_KICK: u8 = 8;
 /// The work a kick's IPI carries (`NOHZ_KICK_MASK`).
 pub const NOHZ_KICK_MASK: u8 = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK | NOHZ_NEXT_KICK;
+/// The time one balance pass over a domain of `span_cpus` CPUs takes,
+/// proportional to the CPUs it looks at (ESTIMATE: 2 µs + ~50 ns per CPU):
+/// newidle balancing weighs it against the expected idle time, and a pass
+/// over an SD_SERIALIZE domain holds `sched_balance_running` that long.
+pub(crate) fn balance_pass_ns(span_cpus: u32) -> u64 {
+    2_000 + 50 * u64::from(span_cpus)
+}
+
 /// sysctl_sched_nr_migrate.
 pub const NR_MIGRATE: u32 = 32;
 /// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
@@ -662,9 +670,7 @@ impl Sim {
                     }
                     weight = (1024 + weight / 2) / weight;
                 }
-                // Cost of one balance pass: proportional to the CPUs it looks
-                // at (ESTIMATE: 2 µs + ~50 ns per CPU of the span).
-                let cost = 2_000 + 50 * d.span.weight() as u64;
+                let cost = balance_pass_ns(d.span.weight());
                 let (moved, c) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
                 cont = c;
                 curr_cost += cost;
@@ -1336,11 +1342,20 @@ impl Sim {
         env.dst_grpmask = self.group_balance_mask(cpu, level);
         let mut continue_balancing = true;
         let mut moved = 0;
+        let serialize = d.flags.contains(SdFlags::SERIALIZE);
+        let pass_ns = balance_pass_ns(d.span.weight());
+        let mut holds_running = false;
         // Each redo removes a fully pinned source CPU: bounded by the span.
         let outcome = 'redo: loop {
             if !self.should_we_balance(&env) {
                 continue_balancing = false;
                 break 'redo Outcome::Balanced;
+            }
+            if serialize && !holds_running {
+                if !self.take_sched_balance_running(pass_ns) {
+                    break 'redo Outcome::Balanced;
+                }
+                holds_running = true;
             }
             let Some(gspan) = self.find_src_group(&mut env) else {
                 break 'redo Outcome::Balanced;
@@ -1436,6 +1451,27 @@ impl Sim {
             }
         }
         (0, continue_balancing)
+    }
+
+    /// Takes `sched_balance_running` for a pass of `pass_ns` over an
+    /// SD_SERIALIZE (NUMA) domain: one such pass runs at a time machine-wide,
+    /// and a pass that finds another CPU's still running is skipped, not
+    /// retried (sched_balance_rq()). Passes take no simulated time, so the
+    /// lock counts as held for `pass_ns` after it was taken; the passes one
+    /// softirq makes one after another (the nohz ILB's, for each idle CPU)
+    /// queue behind each other on the CPU that runs them.
+    fn take_sched_balance_running(&mut self, pass_ns: u64) -> bool {
+        let runner = self.this_cpu;
+        match self.sched_balance_running {
+            Some((holder, until)) if self.now < until => {
+                if holder != runner {
+                    return false;
+                }
+                self.sched_balance_running = Some((holder, until + pass_ns));
+            }
+            _ => self.sched_balance_running = Some((runner, self.now + pass_ns)),
+        }
+        true
     }
 
     /// mirrors need_active_balance() with asym_active_balance() and

@@ -1171,3 +1171,41 @@ fn exec_balancing_moves_only_a_task_that_shares_its_cpu() {
     assert_ne!(dest, 0);
     assert!(s.is_idle_cpu(dest), "CPU {dest} busy");
 }
+
+// ----- SD_SERIALIZE -------------------------------------------------------
+
+/// One balance pass over an SD_SERIALIZE (NUMA) domain runs at a time: a
+/// second CPU's pass while the first holds `sched_balance_running` is
+/// skipped, while the passes one softirq makes one after another (the nohz
+/// ILB's, for each idle CPU) follow each other.
+#[test]
+fn numa_balancing_passes_are_serialized_machine_wide() {
+    let mut s = bare("kunpeng920");
+    let numa = s.domains.cpus[0]
+        .domains
+        .iter()
+        .position(|d| d.flags.contains(SdFlags::SERIALIZE))
+        .expect("a NUMA level");
+    let pass_ns = balance_pass_ns(s.domains.cpus[0].domains[numa].span.weight());
+    s.now = 1_000_000;
+    // CPU 0 balances its NUMA level (its first idle CPU is itself).
+    s.this_cpu = 0;
+    s.sched_balance_rq(0, numa, IdleType::Idle);
+    assert_eq!(s.sched_balance_running, Some((0, 1_000_000 + pass_ns)));
+    // CPU 24 (another node) at the same instant: skipped, the lock unchanged.
+    s.this_cpu = 24;
+    let before = s.sd[24][numa].balance_interval_ms;
+    s.sched_balance_rq(24, numa, IdleType::Idle);
+    assert_eq!(s.sched_balance_running, Some((0, 1_000_000 + pass_ns)));
+    // A skipped pass counts as balanced: the interval backs off.
+    assert_eq!(s.sd[24][numa].balance_interval_ms, 2 * before);
+    // CPU 0's softirq balancing for CPU 24 (nohz ILB) goes after its own.
+    s.this_cpu = 0;
+    s.sched_balance_rq(24, numa, IdleType::Idle);
+    assert_eq!(s.sched_balance_running, Some((0, 1_000_000 + 2 * pass_ns)));
+    // Once the passes are over, anyone may take it.
+    s.now += 3 * pass_ns;
+    s.this_cpu = 24;
+    s.sched_balance_rq(24, numa, IdleType::Idle);
+    assert_eq!(s.sched_balance_running, Some((24, s.now + pass_ns)));
+}
