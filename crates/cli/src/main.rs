@@ -916,8 +916,13 @@ fn run(
         );
     }
     for l in &c.levels {
+        let serialized = if l.lb_serialized > 0 {
+            format!(" skipped (SD_SERIALIZE) {}", l.lb_serialized)
+        } else {
+            String::new()
+        };
         outln!(
-            "  balance {:<10} attempts {:>8} moved {:>6}",
+            "  balance {:<10} attempts {:>8} moved {:>6}{serialized}",
             l.name,
             l.lb_count,
             l.lb_moved

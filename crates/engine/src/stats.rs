@@ -5,12 +5,14 @@ use serde::Serialize;
 /// Most domain levels a CPU can have.
 pub const MAX_LEVELS: usize = 12;
 
-/// Per domain level: balance attempts and tasks moved.
+/// Per domain level: balance attempts, tasks moved, and passes skipped
+/// because another CPU's pass held `sched_balance_running` (SD_SERIALIZE).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LevelCounters {
     pub name: String,
     pub lb_count: u64,
     pub lb_moved: u64,
+    pub lb_serialized: u64,
 }
 
 /// System-wide counters of one run.
@@ -80,6 +82,12 @@ impl Counters {
     pub(crate) fn lb_count(&mut self, level: usize, name: &str) {
         let l = self.level(level, name);
         l.lb_count += 1;
+    }
+
+    pub(crate) fn lb_serialized(&mut self, level: usize) {
+        if let Some(l) = self.levels.get_mut(level) {
+            l.lb_serialized += 1;
+        }
     }
 
     pub(crate) fn lb_moved(&mut self, level: usize, n: u64) {

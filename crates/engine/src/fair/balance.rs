@@ -1353,6 +1353,7 @@ impl Sim {
             }
             if serialize && !holds_running {
                 if !self.take_sched_balance_running(pass_ns) {
+                    self.counters.lb_serialized(level);
                     break 'redo Outcome::Balanced;
                 }
                 holds_running = true;
@@ -1459,7 +1460,9 @@ impl Sim {
     /// retried (sched_balance_rq()). Passes take no simulated time, so the
     /// lock counts as held for `pass_ns` after it was taken; the passes one
     /// softirq makes one after another (the nohz ILB's, for each idle CPU)
-    /// queue behind each other on the CPU that runs them.
+    /// queue behind each other on the CPU that runs them. (Newidle balancing
+    /// charges a skipped pass its estimated cost; the kernel measures the
+    /// little time the refusal took.)
     fn take_sched_balance_running(&mut self, pass_ns: u64) -> bool {
         let runner = self.this_cpu;
         match self.sched_balance_running {

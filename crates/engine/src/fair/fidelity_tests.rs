@@ -1199,6 +1199,7 @@ fn numa_balancing_passes_are_serialized_machine_wide() {
     assert_eq!(s.sched_balance_running, Some((0, 1_000_000 + pass_ns)));
     // A skipped pass counts as balanced: the interval backs off.
     assert_eq!(s.sd[24][numa].balance_interval_ms, 2 * before);
+    assert_eq!(s.counters.levels[numa].lb_serialized, 1);
     // CPU 0's softirq balancing for CPU 24 (nohz ILB) goes after its own.
     s.this_cpu = 0;
     s.sched_balance_rq(24, numa, IdleType::Idle);
