@@ -23,6 +23,10 @@ pub const WF_EXEC: u32 = 1 << 1;
 pub const WF_TTWU: u32 = 1 << 3;
 pub const WF_FORK: u32 = 1 << 2;
 pub const WF_SYNC: u32 = 1 << 4;
+/// Engine-only wake flag (no kernel counterpart): the wakeup comes from a
+/// timer interrupt that found the waking CPU idle, so whatever it starts
+/// waits for that CPU's idle exit first.
+pub(crate) const WF_IRQ_FROM_IDLE: u32 = 1 << 16;
 
 /// Run configuration.
 #[derive(Clone, Debug)]
@@ -215,9 +219,6 @@ pub struct Sim {
     /// `sched_balance_running`: the CPU whose softirq holds the machine-wide
     /// SD_SERIALIZE balancing lock, and until when.
     pub(crate) sched_balance_running: Option<(CpuId, u64)>,
-    /// While a timer interrupt on an idle CPU wakes a task: that CPU's idle
-    /// exit latency, which comes before anything the wakeup starts.
-    irq_exit_delay_ns: u64,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
@@ -430,7 +431,6 @@ impl Sim {
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
             sched_balance_running: None,
-            irq_exit_delay_ns: 0,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_llc: vec![0; n_llcs],
             placement: PlacementSums::default(),
@@ -1270,13 +1270,12 @@ impl Sim {
     /// interrupt runs only once the CPU has left its idle state, and so does
     /// whatever the wakeup starts there or sends on.
     fn irq_wakeup(&mut self, t: TaskId, cpu: CpuId) {
-        self.irq_exit_delay_ns = if self.rqs[cpu as usize].curr.is_none() {
-            self.machine.wakeup.idle_exit_ns as u64
+        let flags = if self.rqs[cpu as usize].curr.is_none() {
+            WF_IRQ_FROM_IDLE
         } else {
             0
         };
-        self.try_to_wake_up(t, cpu, None, 0);
-        self.irq_exit_delay_ns = 0;
+        self.try_to_wake_up(t, cpu, None, flags);
     }
 
     /// After enqueueing a woken/new task on `cpu`: an idle CPU is woken (IPI +
@@ -1285,7 +1284,12 @@ impl Sim {
     fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId, wake_flags: u32) {
         if self.rqs[cpu as usize].curr.is_none() {
             let w = &self.machine.wakeup;
-            let delay = self.irq_exit_delay_ns
+            let irq_exit_ns = if wake_flags & WF_IRQ_FROM_IDLE != 0 {
+                w.idle_exit_ns as u64
+            } else {
+                0
+            };
+            let delay = irq_exit_ns
                 + if cpu == waker_cpu {
                     0
                 } else {
