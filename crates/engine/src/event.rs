@@ -155,4 +155,33 @@ mod tests {
             ]
         );
     }
+
+    proptest::proptest! {
+        /// Whatever is pushed, events pop ordered by (time, rank), and in
+        /// push order among equals.
+        #[test]
+        fn pops_follow_time_then_rank_then_push_order(
+            pushes in proptest::collection::vec((0u64..20, 0u32..4), 0..200)
+        ) {
+            let mut q = EventQueue::default();
+            for (i, &(t, rank)) in pushes.iter().enumerate() {
+                // The CPU field carries the push index.
+                q.push_ranked(t, rank, EventKind::Resched { cpu: i as CpuId });
+            }
+            let mut want: Vec<(u64, u32, usize)> = pushes
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, rank))| (t, rank, i))
+                .collect();
+            want.sort();
+            let got: Vec<(u64, usize)> = std::iter::from_fn(|| q.pop())
+                .map(|(t, ev)| match ev {
+                    EventKind::Resched { cpu } => (t, cpu as usize),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let want: Vec<(u64, usize)> = want.into_iter().map(|(t, _, i)| (t, i)).collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
 }
