@@ -373,11 +373,11 @@ impl Sim {
                     }
                 }
                 Step::Sleep { ns } => {
-                    self.sleep_for(t, ns);
+                    self.sleep_for(t, ns, 0);
                     return;
                 }
                 Step::Nanosleep { ns } => {
-                    self.sleep_for(t, ns + TIMER_SLACK_NS);
+                    self.sleep_for(t, ns + TIMER_SLACK_NS, TIMER_SLACK_NS);
                     return;
                 }
                 Step::Barrier { id, spin_ns } => {
@@ -1041,12 +1041,12 @@ impl Sim {
         Flow::Stop
     }
 
-    /// rt-app's periodic timer: sleep until the next expiry.
-    /// The running task `t` sleeps for `ns`: it arms its timer on its CPU
-    /// and blocks; the timer carries the generation blocking gave it.
-    fn sleep_for(&mut self, t: TaskId, ns: u64) {
+    /// The running task `t` sleeps for `ns`: it arms its timer on its CPU,
+    /// the last `slack_ns` of it its slack range, and blocks; the timer
+    /// carries the generation blocking gave it.
+    fn sleep_for(&mut self, t: TaskId, ns: u64, slack_ns: u64) {
         self.tasks[t as usize].activity = Activity::Idle;
-        self.note_sleep_timer(t, self.now + ns);
+        self.note_sleep_timer(t, self.now + ns, slack_ns);
         self.block_current(t, false);
         let gen = self.tasks[t as usize].gen;
         self.q
@@ -1075,7 +1075,7 @@ impl Sim {
         tk.activity = Activity::Idle;
         // clock_nanosleep(): the timer fires at the end of its slack.
         let expiry = next + TIMER_SLACK_NS;
-        self.note_sleep_timer(t, expiry);
+        self.note_sleep_timer(t, expiry, TIMER_SLACK_NS);
         self.block_current(t, false);
         let gen = self.tasks[t as usize].gen;
         self.q.push(expiry, EventKind::Timer { task: t, gen });
@@ -1168,6 +1168,65 @@ mod tests {
             woke_after(Step::Nanosleep { ns: 1_000_000 }),
             1_000_000 + super::TIMER_SLACK_NS + exit
         );
+    }
+
+    /// A nanosleep() whose slack range holds a tick of its (busy) CPU ends at
+    /// that tick: the tick's hrtimer interrupt runs every timer past its
+    /// soft expiry (__hrtimer_run_queues()). A modelled wait ending at the
+    /// same hard expiry has no slack range and sleeps on.
+    #[test]
+    fn a_tick_inside_the_slack_range_ends_a_nanosleep_early() {
+        // (still asleep just after the first tick, timers expired early)
+        let after_first_tick = |sleep: Step| {
+            // The sleeper runs first on CPU 1 and sleeps at once; the hog
+            // keeps CPU 1 busy, so its tick runs.
+            let s = pinned("s", 1, vec![sleep, Step::Exit]);
+            let hog = pinned(
+                "hog",
+                1,
+                vec![Step::Compute {
+                    work_ns: 50_000_000,
+                }],
+            );
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![s, hog], vec![]));
+            sim.run_until(sim.tick_ns + 1);
+            let st = sim.tasks.iter().find(|t| &*t.name == "s").unwrap().state;
+            (
+                st == crate::task::TaskState::Blocked,
+                sim.counters.timers_early,
+            )
+        };
+        let tick_ns = crate::scenarios::quiet_sim("kunpeng920", spec(vec![], vec![])).tick_ns;
+        // Soft expiry 30 µs before the first tick (the sleeper starts a few
+        // µs after 0), hard expiry 20 µs after it.
+        let soft = tick_ns - 30_000;
+        assert_eq!(
+            after_first_tick(Step::Nanosleep { ns: soft }),
+            (false, 1),
+            "the tick ended the nanosleep"
+        );
+        assert_eq!(
+            after_first_tick(Step::Sleep {
+                ns: soft + super::TIMER_SLACK_NS,
+            }),
+            (true, 0),
+            "no slack range: still asleep"
+        );
+    }
+
+    /// Two nanosleeps on one idle CPU whose slack ranges overlap end
+    /// together: the first hard expiry's interrupt also runs the other
+    /// timer, already past its soft expiry (the coalescing slack is for).
+    #[test]
+    fn overlapping_slack_ranges_on_one_cpu_expire_together() {
+        let sleeper = |name: &str, ns: u64| {
+            pinned(name, 1, vec![Step::Nanosleep { ns }, Step::Mark { tag: 1 }])
+        };
+        let a = sleeper("a", 1_000_000);
+        let b = sleeper("b", 990_000);
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![a, b], vec![]));
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.counters.timers_early, 1);
     }
 
     /// Random work between 0 and `max` µs (sometimes none).

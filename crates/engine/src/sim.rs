@@ -581,6 +581,7 @@ impl Sim {
             EventKind::HrTick { cpu, gen } => {
                 if self.rqs[cpu as usize].hrtick_gen == gen {
                     self.hrtick(cpu);
+                    self.expire_soft_timers(cpu);
                 }
             }
             EventKind::Resched { cpu } => {
@@ -595,10 +596,12 @@ impl Sim {
                 }
             }
             EventKind::Timer { task, gen } => {
-                if self.tasks[task as usize].gen == gen {
-                    let waker = self.tasks[task as usize].cpu;
+                let tk = &self.tasks[task as usize];
+                if tk.gen == gen && tk.state == TaskState::Blocked {
+                    let waker = tk.cpu;
                     self.timer_interrupts(waker, task);
                     self.irq_wakeup(task, waker);
+                    self.expire_soft_timers(waker);
                 }
             }
             EventKind::SpinEnd { task, gen } => {
@@ -899,6 +902,9 @@ impl Sim {
         if self.feat(Feat::NOHZ_BALANCE) {
             self.nohz_balancer_kick(cpu);
         }
+        // The tick is an hrtimer: sleep timers in their slack range run in
+        // the same interrupt, before its softirq.
+        self.expire_soft_timers(cpu);
         if due {
             // The balancing softirq (sched_balance_softirq()).
             self.linaro_force_migration();
@@ -916,6 +922,7 @@ impl Sim {
     fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
         self.menu_period_end(cpu, true);
+        self.expire_soft_timers(cpu);
         if now >= self.rqs[cpu as usize].next_balance {
             self.update_rq_clock(cpu);
             self.counters.idle_tick_balance += 1;
@@ -954,9 +961,11 @@ impl Sim {
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
     /// (do_nanosleep() starts the hrtimer before schedule(), and an hrtimer
     /// started by a running task lands on that task's CPU), so the governor
-    /// of that CPU sees it when the CPU goes idle.
-    pub(crate) fn note_sleep_timer(&mut self, t: TaskId, expiry_ns: u64) {
+    /// of that CPU sees it when the CPU goes idle. `slack_ns` before
+    /// `expiry_ns` is its soft expiry (hrtimer_set_expires_range_ns()).
+    pub(crate) fn note_sleep_timer(&mut self, t: TaskId, expiry_ns: u64, slack_ns: u64) {
         self.tasks[t as usize].sleep_timer_ns = Some(expiry_ns);
+        self.tasks[t as usize].sleep_timer_soft_ns = expiry_ns - slack_ns;
         let cpu = self.tasks[t as usize].cpu;
         // Drop expired entries first, so a CPU that never idles keeps only
         // its pending timers.
@@ -979,6 +988,46 @@ impl Sim {
         match (sleep, rq.noise_next_ns.filter(|&n| n >= now)) {
             (None, None) => crate::idle_gov::NO_TIMER_NS,
             (a, b) => a.into_iter().chain(b).min().unwrap_or(now) - now,
+        }
+    }
+
+    /// An hrtimer interrupt on `cpu` (its tick, its HRTICK, a sleep timer's
+    /// hard expiry) also runs every sleep timer armed there whose soft
+    /// expiry has passed, in expiry order (mirrors __hrtimer_run_queues():
+    /// a timer runs from its soft expiry on, while the clock event is
+    /// programmed for the earliest hard one). A timer's hard expiry is at
+    /// most the timer slack after its soft one, so only the heap's top
+    /// entries up to that far ahead are looked at.
+    pub(crate) fn expire_soft_timers(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let horizon = now + crate::exec::TIMER_SLACK_NS;
+        let mut due = Vec::new();
+        let mut keep = Vec::new();
+        while let Some(&std::cmp::Reverse((hard, t))) = self.rqs[cpu as usize].timers.peek() {
+            if hard > horizon {
+                break;
+            }
+            self.rqs[cpu as usize].timers.pop();
+            let tk = &self.tasks[t as usize];
+            if tk.sleep_timer_ns != Some(hard) || hard < now {
+                continue; // woke otherwise, or fired already
+            }
+            if hard > now && tk.sleep_timer_soft_ns <= now {
+                due.push(t);
+            } else {
+                // Its own event (now or later) fires it.
+                keep.push((hard, t));
+            }
+        }
+        for (hard, t) in keep {
+            self.rqs[cpu as usize]
+                .timers
+                .push(std::cmp::Reverse((hard, t)));
+        }
+        for t in due {
+            self.counters.timers_early += 1;
+            self.timer_interrupts(cpu, t);
+            self.irq_wakeup(t, cpu);
         }
     }
 

@@ -63,6 +63,9 @@ pub struct Counters {
     pub hmp_little_ns: u64,
     pub barrier_releases: u64,
     pub spin_timeouts: u64,
+    /// Sleep timers that another hrtimer interrupt on their CPU (the tick,
+    /// HRTICK, another timer) expired inside their slack range.
+    pub timers_early: u64,
     /// A task was preempted while it owned a mutex (lock-holder preemption:
     /// threads that need the lock wait, or spin, until it runs again).
     pub lock_holder_preemptions: u64,

@@ -150,8 +150,12 @@ pub struct Task {
     /// When a synchronisation object last woke this task, ns.
     pub woken_at_ns: u64,
     /// The expiry of the sleep timer this task is blocked on, if any (the
-    /// idle governor of its CPU sees it as a timer there).
+    /// idle governor of its CPU sees it as a timer there): the hard expiry,
+    /// the end of its slack range.
     pub sleep_timer_ns: Option<u64>,
+    /// The soft expiry of that timer, the start of its slack range: any
+    /// hrtimer interrupt on its CPU from then on expires it.
+    pub sleep_timer_soft_ns: u64,
     /// The per-CPU mutex held since the last `LockPerCpu`.
     pub percpu_lock: Option<u32>,
     /// Mutexes the task owns right now (a preempted owner is counted in
@@ -235,6 +239,7 @@ impl Task {
             timers: Vec::new(),
             woken_at_ns: 0,
             sleep_timer_ns: None,
+            sleep_timer_soft_ns: 0,
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,
             locks_held: 0,
