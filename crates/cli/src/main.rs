@@ -899,6 +899,12 @@ fn run(
             c.lock_steals
         );
     }
+    if c.timers_early > 0 {
+        outln!(
+            "  sleep timers expired inside their slack range by another hrtimer interrupt on their CPU: {}",
+            c.timers_early
+        );
+    }
     if sim.cache.enabled {
         let (scans, switches) = sim
             .cache
