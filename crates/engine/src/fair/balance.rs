@@ -35,6 +35,10 @@ pub(crate) fn balance_pass_ns(span_cpus: u32) -> u64 {
     2_000 + 50 * u64::from(span_cpus)
 }
 
+/// The time a pass takes that SD_SERIALIZE refuses: should_we_balance() and
+/// a failed compare-and-swap (ESTIMATE).
+const REFUSED_PASS_NS: u64 = 100;
+
 /// sysctl_sched_nr_migrate.
 pub const NR_MIGRATE: u32 = 32;
 /// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
@@ -670,7 +674,13 @@ impl Sim {
                     }
                     weight = (1024 + weight / 2) / weight;
                 }
-                let cost = balance_pass_ns(d.span.weight());
+                // (A newly idle CPU always passes should_we_balance(), so a
+                // pass refused for SD_SERIALIZE is known beforehand.)
+                let cost = if self.serialize_refuses(d.flags) {
+                    REFUSED_PASS_NS
+                } else {
+                    balance_pass_ns(d.span.weight())
+                };
                 let (moved, c) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
                 cont = c;
                 curr_cost += cost;
@@ -1460,21 +1470,26 @@ impl Sim {
     /// retried (sched_balance_rq()). Passes take no simulated time, so the
     /// lock counts as held for `pass_ns` after it was taken; the passes one
     /// softirq makes one after another (the nohz ILB's, for each idle CPU)
-    /// queue behind each other on the CPU that runs them. (Newidle balancing
-    /// charges a skipped pass its estimated cost; the kernel measures the
-    /// little time the refusal took.)
+    /// queue behind each other on the CPU that runs them.
     fn take_sched_balance_running(&mut self, pass_ns: u64) -> bool {
-        let runner = self.this_cpu;
-        match self.sched_balance_running {
-            Some((holder, until)) if self.now < until => {
-                if holder != runner {
-                    return false;
-                }
-                self.sched_balance_running = Some((holder, until + pass_ns));
-            }
-            _ => self.sched_balance_running = Some((runner, self.now + pass_ns)),
+        if self.serialize_refuses(SdFlags::SERIALIZE) {
+            return false;
         }
+        let runner = self.this_cpu;
+        self.sched_balance_running = match self.sched_balance_running {
+            Some((holder, until)) if self.now < until => Some((holder, until + pass_ns)),
+            _ => Some((runner, self.now + pass_ns)),
+        };
         true
+    }
+
+    /// Would a pass over a domain with `flags`, run now by this CPU's
+    /// softirq, find `sched_balance_running` held by another CPU's?
+    fn serialize_refuses(&self, flags: SdFlags) -> bool {
+        flags.contains(SdFlags::SERIALIZE)
+            && self
+                .sched_balance_running
+                .is_some_and(|(holder, until)| holder != self.this_cpu && self.now < until)
     }
 
     /// mirrors need_active_balance() with asym_active_balance() and
