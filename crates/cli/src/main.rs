@@ -67,6 +67,11 @@ enum Cmd {
         /// Base seed; each repetition derives its own.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Repetitions per point and configuration, overriding each
+        /// experiment's own (1 to 1000); the first N of a larger count are
+        /// the same runs, as each repetition's seed depends only on its index.
+        #[arg(long)]
+        reps: Option<usize>,
         /// Check scheduler invariants after every event (slow).
         #[arg(long)]
         checked: bool,
@@ -188,8 +193,9 @@ fn main() {
             json,
             list,
             seed,
+            reps,
             checked,
-        } => reproduce(names, quick, out, json, list, seed, checked),
+        } => reproduce(names, quick, out, json, list, seed, reps, checked),
         Cmd::Topo {
             machine,
             json,
@@ -290,6 +296,7 @@ fn run_spinner() -> ProgressBar {
     pb
 }
 
+#[allow(clippy::too_many_arguments)]
 fn reproduce(
     names: Vec<String>,
     quick: bool,
@@ -297,6 +304,7 @@ fn reproduce(
     json: Option<PathBuf>,
     list: bool,
     seed: u64,
+    reps: Option<usize>,
     checked: bool,
 ) -> Result<(), Failure> {
     if list {
@@ -310,11 +318,21 @@ fn reproduce(
     } else {
         names
     };
-    let defs = names
+    if let Some(r) = reps {
+        if !(1..=1000).contains(&r) {
+            return Err(input(format!("--reps {r}: must be 1 to 1000")));
+        }
+    }
+    let mut defs = names
         .iter()
         .map(|n| experiments::get(n, quick))
         .collect::<Result<Vec<_>, _>>()
         .map_err(input)?;
+    if let Some(r) = reps {
+        for d in &mut defs {
+            d.repetitions = r;
+        }
+    }
     let total: u64 = defs
         .iter()
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)

@@ -529,3 +529,50 @@ fn machines_with_offline_cpus_span_only_the_online_ones() {
     let e = stderr(&o);
     assert!(e.contains("online") && e.trim().lines().count() == 1, "{e}");
 }
+
+/// `--reps` overrides the experiments' repetitions; the first runs of a
+/// larger count are the same runs (a repetition's seed depends on its
+/// index), and an impossible count is a one-line error with exit 2.
+#[test]
+fn reproduce_reps_overrides_the_repetitions() {
+    let samples = |reps: &str| -> Vec<Vec<f64>> {
+        let dir = tempdir(&format!("reps-{reps}"));
+        let o = schedlab(&[
+            "reproduce",
+            "exynos5433-mixed",
+            "--quick",
+            "--reps",
+            reps,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+        v["experiments"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    let one = samples("1");
+    let two = samples("2");
+    assert!(one.iter().all(|s| s.len() == 1));
+    assert!(two.iter().all(|s| s.len() == 2));
+    for (a, b) in one.iter().zip(&two) {
+        assert_eq!(a[0], b[0], "the first repetition is the same run");
+    }
+    let o = schedlab(&["reproduce", "exynos5433-mixed", "--reps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--reps 0"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+}
