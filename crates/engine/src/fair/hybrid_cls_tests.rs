@@ -171,8 +171,8 @@ fn cluster_puts_ten_hogs_one_per_p_core_and_two_per_e_cluster() {
 
 /// Without CLS the E-cores are single-CPU groups of the MC level, so nothing
 /// balances the two E-clusters: 6 on the P-cores (in at least 90% of the
-/// samples) and a split of the other four that drifts with kthread wakeups, as far as all four on one
-/// E-cluster (the cover letter saw 4 on one).
+/// samples) and a split of the other four that drifts with kthread wakeups,
+/// as far as all four on one E-cluster (the cover letter saw 4 on one).
 #[test]
 fn vanilla_leaves_the_e_clusters_uneven_at_ten_hogs() {
     let (mut even, mut all, mut four, mut p_full) = (0, 0, 0, 0);
