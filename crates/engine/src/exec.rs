@@ -1072,13 +1072,8 @@ impl Sim {
         if next <= now {
             return Flow::Next;
         }
-        tk.activity = Activity::Idle;
-        // clock_nanosleep(): the timer fires at the end of its slack.
-        let expiry = next + TIMER_SLACK_NS;
-        self.note_sleep_timer(t, expiry, TIMER_SLACK_NS);
-        self.block_current(t, false);
-        let gen = self.tasks[t as usize].gen;
-        self.q.push(expiry, EventKind::Timer { task: t, gen });
+        // clock_nanosleep(): a slack range from the expiry on.
+        self.sleep_for(t, next - now + TIMER_SLACK_NS, TIMER_SLACK_NS);
         Flow::Stop
     }
 }

@@ -598,10 +598,9 @@ impl Sim {
             EventKind::Timer { task, gen } => {
                 let tk = &self.tasks[task as usize];
                 if tk.gen == gen && tk.state == TaskState::Blocked {
-                    let waker = tk.cpu;
-                    self.timer_interrupts(waker, task);
-                    self.irq_wakeup(task, waker);
-                    self.expire_soft_timers(waker);
+                    let cpu = tk.cpu;
+                    self.sleep_timer_fires(cpu, task);
+                    self.expire_soft_timers(cpu);
                 }
             }
             EventKind::SpinEnd { task, gen } => {
@@ -1026,9 +1025,14 @@ impl Sim {
         }
         for t in due {
             self.counters.timers_early += 1;
-            self.timer_interrupts(cpu, t);
-            self.irq_wakeup(t, cpu);
+            self.sleep_timer_fires(cpu, t);
         }
+    }
+
+    /// Task `t`'s sleep timer fires on `cpu`: the interrupt wakes it.
+    fn sleep_timer_fires(&mut self, cpu: CpuId, t: TaskId) {
+        self.timer_interrupts(cpu, t);
+        self.irq_wakeup(t, cpu);
     }
 
     /// Drops the timer entries at the top of `cpu`'s heap that fired or
@@ -1302,7 +1306,8 @@ impl Sim {
         }
         self.update_rq_clock(cpu);
         if cpu != prev {
-            self.migrate_blocked(t, prev, cpu);
+            // (The old CPU's runqueue is neither locked nor updated.)
+            self.set_task_cpu(t, prev, cpu);
         }
         self.enqueue_task(cpu, t, EnqueueKind::Wakeup);
         let tk = &mut self.tasks[t as usize];
@@ -1355,12 +1360,6 @@ impl Sim {
             self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
             self.wakelist_cpu = None;
         }
-    }
-
-    /// Moves a sleeping task's PELT contribution and CPU (the old CPU's
-    /// runqueue is neither locked nor updated).
-    pub(crate) fn migrate_blocked(&mut self, t: TaskId, from: CpuId, to: CpuId) {
-        self.set_task_cpu(t, from, to);
     }
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors

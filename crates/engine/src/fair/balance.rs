@@ -1472,7 +1472,7 @@ impl Sim {
     /// softirq makes one after another (the nohz ILB's, for each idle CPU)
     /// queue behind each other on the CPU that runs them.
     fn take_sched_balance_running(&mut self, pass_ns: u64) -> bool {
-        if self.serialize_refuses(SdFlags::SERIALIZE) {
+        if self.sched_balance_running_elsewhere() {
             return false;
         }
         let runner = self.this_cpu;
@@ -1486,10 +1486,13 @@ impl Sim {
     /// Would a pass over a domain with `flags`, run now by this CPU's
     /// softirq, find `sched_balance_running` held by another CPU's?
     fn serialize_refuses(&self, flags: SdFlags) -> bool {
-        flags.contains(SdFlags::SERIALIZE)
-            && self
-                .sched_balance_running
-                .is_some_and(|(holder, until)| holder != self.this_cpu && self.now < until)
+        flags.contains(SdFlags::SERIALIZE) && self.sched_balance_running_elsewhere()
+    }
+
+    /// Does another CPU's softirq hold `sched_balance_running` now?
+    fn sched_balance_running_elsewhere(&self) -> bool {
+        self.sched_balance_running
+            .is_some_and(|(holder, until)| holder != self.this_cpu && self.now < until)
     }
 
     /// mirrors need_active_balance() with asym_active_balance() and

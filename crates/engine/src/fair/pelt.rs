@@ -150,21 +150,24 @@ impl SchedAvg {
     /// dropping below its average times the smallest divider.
     pub fn remove(&mut self, load_avg: u64, util_avg: u64, runnable_avg: u64) {
         let div = self.divider();
-        self.load_avg = self.load_avg.saturating_sub(load_avg);
-        self.load_sum = self
-            .load_sum
-            .saturating_sub(load_avg * div)
-            .max(self.load_avg * PELT_MIN_DIVIDER);
-        self.util_avg = self.util_avg.saturating_sub(util_avg);
-        self.util_sum = self
-            .util_sum
-            .saturating_sub(util_avg * div)
-            .max(self.util_avg * PELT_MIN_DIVIDER);
-        self.runnable_avg = self.runnable_avg.saturating_sub(runnable_avg);
-        self.runnable_sum = self
-            .runnable_sum
-            .saturating_sub(runnable_avg * div)
-            .max(self.runnable_avg * PELT_MIN_DIVIDER);
+        sub_sa(
+            &mut self.load_avg,
+            &mut self.load_sum,
+            load_avg,
+            load_avg * div,
+        );
+        sub_sa(
+            &mut self.util_avg,
+            &mut self.util_sum,
+            util_avg,
+            util_avg * div,
+        );
+        sub_sa(
+            &mut self.runnable_avg,
+            &mut self.runnable_sum,
+            runnable_avg,
+            runnable_avg * div,
+        );
     }
 
     /// Removes an entity's averages from a runqueue's (mirrors
@@ -172,22 +175,34 @@ impl SchedAvg {
     /// sum loses the entity's, clipped at zero, and a sum never drops below
     /// its average times the smallest divider (__update_sa()).
     pub fn detach(&mut self, se: &SchedAvg, se_weight: u64) {
-        self.load_avg = self.load_avg.saturating_sub(se.load_avg);
-        self.load_sum = self
-            .load_sum
-            .saturating_sub(se_weight * se.load_sum)
-            .max(self.load_avg * PELT_MIN_DIVIDER);
-        self.util_avg = self.util_avg.saturating_sub(se.util_avg);
-        self.util_sum = self
-            .util_sum
-            .saturating_sub(se.util_sum)
-            .max(self.util_avg * PELT_MIN_DIVIDER);
-        self.runnable_avg = self.runnable_avg.saturating_sub(se.runnable_avg);
-        self.runnable_sum = self
-            .runnable_sum
-            .saturating_sub(se.runnable_sum)
-            .max(self.runnable_avg * PELT_MIN_DIVIDER);
+        let load_sum = se_weight * se.load_sum;
+        sub_sa(
+            &mut self.load_avg,
+            &mut self.load_sum,
+            se.load_avg,
+            load_sum,
+        );
+        sub_sa(
+            &mut self.util_avg,
+            &mut self.util_sum,
+            se.util_avg,
+            se.util_sum,
+        );
+        sub_sa(
+            &mut self.runnable_avg,
+            &mut self.runnable_sum,
+            se.runnable_avg,
+            se.runnable_sum,
+        );
     }
+}
+
+/// Takes `d_avg` off an average and `d_sum` off its sum, both clipped at
+/// zero, the sum never below the average times the smallest divider
+/// (mirrors __update_sa() with negative deltas).
+fn sub_sa(avg: &mut u64, sum: &mut u64, d_avg: u64, d_sum: u64) {
+    *avg = avg.saturating_sub(d_avg);
+    *sum = sum.saturating_sub(d_sum).max(*avg * PELT_MIN_DIVIDER);
 }
 
 #[cfg(test)]
