@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use schedlab_engine::{Sim, SimConfig, StopReason, FEATURES};
 use schedlab_exp::{configs, experiments, workloads::Builtin};
 use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
-use schedlab_topo::{CpuMask, MAX_CPUS};
+use schedlab_topo::{CpuMask, MachineEdit, MAX_CPUS};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -75,6 +75,8 @@ enum Cmd {
         /// Check scheduler invariants after every event (slow).
         #[arg(long)]
         checked: bool,
+        #[command(flatten)]
+        edits: EditArgs,
     },
     /// Compare configurations on one machine and workload: an ad hoc
     /// experiment with repetitions, printed as mmtests-style tables (with
@@ -143,6 +145,8 @@ enum Cmd {
         /// Check invariants after every event.
         #[arg(long)]
         checked: bool,
+        #[command(flatten)]
+        edits: EditArgs,
         /// Record the scheduler tracepoints (sched_switch, sched_waking,
         /// sched_wakeup[_new], sched_migrate_task, sched_process_exit) and
         /// write them here; opens in ui.perfetto.dev.
@@ -195,7 +199,8 @@ fn main() {
             seed,
             reps,
             checked,
-        } => reproduce(names, quick, out, json, list, seed, reps, checked),
+            edits,
+        } => reproduce(names, quick, out, json, list, seed, reps, checked, edits),
         Cmd::Topo {
             machine,
             json,
@@ -242,13 +247,14 @@ fn main() {
             place,
             json,
             checked,
+            edits,
             trace,
             trace_format,
             trace_limit,
             trace_window,
         } => TraceOut::new(trace, trace_format, trace_limit, trace_window).and_then(|trace| {
             run(
-                machine, workload, config, features, seed, place, json, checked, trace,
+                machine, workload, config, features, seed, place, json, checked, edits, trace,
             )
         }),
         Cmd::Bench { quick } => bench(quick),
@@ -306,6 +312,7 @@ fn reproduce(
     seed: u64,
     reps: Option<usize>,
     checked: bool,
+    edits: EditArgs,
 ) -> Result<(), Failure> {
     if list {
         for n in experiments::names() {
@@ -333,6 +340,8 @@ fn reproduce(
             d.repetitions = r;
         }
     }
+    let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
+    let machine_edits = edits.check(&machines)?;
     let total: u64 = defs
         .iter()
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
@@ -343,17 +352,19 @@ fn reproduce(
         quick,
         seed,
         checked: checked || cfg!(debug_assertions),
+        machine_edits: machine_edits.clone(),
     };
     let started = Instant::now();
     let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
     pb.finish_and_clear();
-    let mut text = String::new();
+    let mut text = edits_banner(&machine_edits);
     for (d, r) in defs.iter().zip(&results) {
         text.push_str(&format!(
-            "== {} on {} ({}; {} repetitions{})\n",
+            "== {} on {}{} ({}; {} repetitions{})\n",
             d.name,
             d.machine,
+            edited_suffix(&machine_edits),
             d.setup,
             d.repetitions,
             if quick { ", quick" } else { "" }
@@ -403,6 +414,7 @@ fn reproduce(
     );
     let mut res = Results::new(env!("CARGO_PKG_VERSION"));
     res.experiments = results;
+    res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
         .with_context(|| format!("writing {}", out.join("results.json").display()))?;
@@ -670,6 +682,74 @@ impl Placement {
     }
 }
 
+/// `--machine-edit`, shared by reproduce, compare and run.
+#[derive(clap::Args)]
+struct EditArgs {
+    /// Change one number of the machine before loading it: PATH*FACTOR
+    /// scales it, PATH=VALUE sets it (repeatable). PATH is the machine
+    /// file's dotted key (docs/machine-format.md), e.g. wakeup.ipi_ns*2 or
+    /// c2c.cluster_ns=50; a table array (core_type, cache, link, node)
+    /// applies it to every element. Results record the edits.
+    #[arg(long = "machine-edit", value_name = "EDIT")]
+    edits: Vec<String>,
+}
+
+impl EditArgs {
+    /// Parses the edits and loads every machine with them, so that bad
+    /// edits fail before anything runs. An edit must change some number in
+    /// at least one of `machines` (in each, with one machine).
+    fn check(&self, machines: &[&str]) -> Result<Vec<MachineEdit>, Failure> {
+        let edits = self
+            .edits
+            .iter()
+            .map(|e| MachineEdit::parse(e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| input(e.to_string()))?;
+        if edits.is_empty() {
+            return Ok(edits);
+        }
+        let mut seen: Vec<&str> = machines.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        let mut matched = vec![0u32; edits.len()];
+        for m in &seen {
+            let (_, n) = schedlab_topo::resolve_machine_edited(m, &edits, seen.len() == 1)
+                .map_err(|e| input(e.to_string()))?;
+            for (t, k) in matched.iter_mut().zip(n) {
+                *t += k;
+            }
+        }
+        if let Some((e, _)) = edits.iter().zip(&matched).find(|(_, &n)| n == 0) {
+            return Err(input(format!(
+                "--machine-edit '{e}': no such number in any machine of this run ({})",
+                seen.join(", ")
+            )));
+        }
+        Ok(edits)
+    }
+}
+
+/// The first lines of a report made with machine edits.
+fn edits_banner(edits: &[MachineEdit]) -> String {
+    if edits.is_empty() {
+        return String::new();
+    }
+    let list: Vec<&str> = edits.iter().map(|e| e.text.as_str()).collect();
+    format!(
+        "== Machine edits: {} (each machine that has the number; not the presets' values)\n\n",
+        list.join(", ")
+    )
+}
+
+/// ", edited: ..." after a machine's name, or nothing.
+fn edited_suffix(edits: &[MachineEdit]) -> String {
+    if edits.is_empty() {
+        return String::new();
+    }
+    let list: Vec<&str> = edits.iter().map(|e| e.text.as_str()).collect();
+    format!(" (edited: {})", list.join(", "))
+}
+
 /// Arguments of `schedlab compare`.
 #[derive(clap::Args)]
 struct CompareArgs {
@@ -700,6 +780,8 @@ struct CompareArgs {
     /// Check scheduler invariants after every event (slow).
     #[arg(long)]
     checked: bool,
+    #[command(flatten)]
+    edits: EditArgs,
 }
 
 /// The points of `compare`: one per `--sweep` value (the key appended to
@@ -762,7 +844,9 @@ fn compare_points(
 
 /// `schedlab compare`: an ad hoc experiment over the given configurations.
 fn compare(a: CompareArgs) -> Result<(), Failure> {
-    let m = schedlab_topo::resolve_machine(&a.machine).map_err(|e| input(e.to_string()))?;
+    let machine_edits = a.edits.check(&[a.machine.as_str()])?;
+    let (m, _) = schedlab_topo::resolve_machine_edited(&a.machine, &machine_edits, true)
+        .map_err(|e| input(e.to_string()))?;
     if !(1..=1000).contains(&a.reps) {
         return Err(input(format!("--reps {}: must be 1 to 1000", a.reps)));
     }
@@ -774,12 +858,13 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let affinity = a.place.affinity(&m)?;
     let points = compare_points(&a, m.nr_cpus(), affinity)?;
     let setup = format!(
-        "{}{} on {}{}{}",
+        "{}{} on {}{}{}{}",
         a.workload,
         a.sweep
             .as_deref()
             .map_or(String::new(), |s| format!(", sweeping {s}")),
         a.machine,
+        edited_suffix(&machine_edits),
         a.place
             .cpus
             .as_deref()
@@ -806,6 +891,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         quick: false,
         seed: a.seed,
         checked: a.checked || cfg!(debug_assertions),
+        machine_edits: machine_edits.clone(),
     };
     let results = experiments::run_all(std::slice::from_ref(&def), &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
@@ -824,6 +910,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let Some(out) = &a.out {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
+        res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
             .with_context(|| format!("writing {}", out.join("results.json").display()))?;
@@ -848,9 +935,12 @@ fn run(
     place: Placement,
     json: Option<PathBuf>,
     checked: bool,
+    edits: EditArgs,
     trace: Option<TraceOut>,
 ) -> Result<(), Failure> {
-    let m = schedlab_topo::resolve_machine(&machine).map_err(|e| input(e.to_string()))?;
+    let machine_edits = edits.check(&[machine.as_str()])?;
+    let (m, _) = schedlab_topo::resolve_machine_edited(&machine, &machine_edits, true)
+        .map_err(|e| input(e.to_string()))?;
     let mut cfg = configs::resolve(&config, m.arch).map_err(input)?;
     for f in &features {
         cfg.features.apply(f).map_err(input)?;

@@ -663,6 +663,10 @@ pub struct Options {
     pub seed: u64,
     /// Check invariants after every event (slow).
     pub checked: bool,
+    /// Changes to the machines' numbers before loading them (see
+    /// `schedlab_topo::edit`); an edit applies to every machine that has
+    /// its path and leaves the others as they are.
+    pub machine_edits: Vec<schedlab_topo::MachineEdit>,
 }
 
 impl Default for Options {
@@ -672,6 +676,7 @@ impl Default for Options {
             seed: 1,
             // Debug builds (the test suite) check invariants after every event.
             checked: cfg!(debug_assertions),
+            machine_edits: Vec::new(),
         }
     }
 }
@@ -774,12 +779,14 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
 /// Runs one simulation of an experiment point under a configuration.
 pub fn run_point(
     machine: &str,
+    edits: &[schedlab_topo::MachineEdit],
     point: &Point,
     config: &str,
     seed: u64,
     checked: bool,
 ) -> Result<RunOutcome, String> {
-    let m = schedlab_topo::resolve_machine(machine).map_err(|e| e.to_string())?;
+    let (m, _) =
+        schedlab_topo::resolve_machine_edited(machine, edits, false).map_err(|e| e.to_string())?;
     let cfg = configs::resolve(config, m.arch)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     let spec = point.workload.build(point.affinity, point.mem_node);
@@ -875,7 +882,14 @@ pub fn run_all(
         .map(|j| {
             let d = &defs[j.exp];
             let seed = seed_for(opts.seed, &d.name, j.point, j.rep);
-            let r = run_point(&d.machine, &d.points[j.point], j.config, seed, opts.checked);
+            let r = run_point(
+                &d.machine,
+                &opts.machine_edits,
+                &d.points[j.point],
+                j.config,
+                seed,
+                opts.checked,
+            );
             progress();
             r.map_err(|e| format!("{} {} rep {}: {e}", d.name, j.config, j.rep))
         })
@@ -1144,6 +1158,7 @@ mod tests {
                 quick: true,
                 seed: 1,
                 checked: false,
+                machine_edits: Vec::new(),
             };
             let r = run_all(&[d], &opts, &|| {}).unwrap();
             let r = &r[0];
@@ -1185,6 +1200,7 @@ mod tests {
             quick: true,
             seed: 1,
             checked: false,
+            machine_edits: Vec::new(),
         };
         let r = run_all(&[dt, y], &opts, &|| {}).unwrap();
         assert_eq!(r[0].machine, "power10:online=0-63");
@@ -1216,7 +1232,7 @@ mod tests {
     /// One point of an S3 experiment under `config`, one repetition, checked.
     fn s3_run(spec: &str, config: &str) -> HybridPlacement {
         let p = point(Params::new(), spec, None, None).unwrap();
-        let o = run_point("alderlake", &p, config, 7, true).unwrap();
+        let o = run_point("alderlake", &[], &p, config, 7, true).unwrap();
         assert!(!o.metrics.is_empty(), "{spec} {config}: no metric");
         o.placement.hybrid.expect("alderlake is hybrid")
     }
@@ -1249,6 +1265,7 @@ mod tests {
             quick: true,
             seed: 1,
             checked: false,
+            machine_edits: Vec::new(),
         };
         let r = run_all(&[d], &opts, &|| {}).unwrap();
         let r = &r[0];

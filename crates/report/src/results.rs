@@ -77,6 +77,10 @@ pub struct Results {
     pub version: String,
     /// One entry per experiment run.
     pub experiments: Vec<ExperimentResult>,
+    /// The `--machine-edit`s the runs were made with (absent when none):
+    /// results of edited machines are not the presets' results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machine_edits: Vec<String>,
 }
 
 impl Results {
@@ -87,6 +91,7 @@ impl Results {
             schema: SCHEMA.to_string(),
             version: version.into(),
             experiments: Vec::new(),
+            machine_edits: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod build;
 pub mod cpumask;
 pub mod domains;
+pub mod edit;
 pub mod error;
 pub mod format;
 pub mod load;
@@ -22,6 +23,7 @@ pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
 pub use domains::{
     CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,
 };
+pub use edit::{apply_edits, load_edited, EditOp, MachineEdit};
 pub use error::TopoError;
 pub use format::{format_cpu, format_machine, format_topo, topo_json};
 pub use load::{load_machine_file, load_machine_str};
@@ -29,5 +31,5 @@ pub use machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
 };
 pub use online::{split_online, with_online_cpus};
-pub use presets::{preset, preset_text, resolve_machine, PRESET_NAMES};
+pub use presets::{preset, preset_text, resolve_machine, resolve_machine_edited, PRESET_NAMES};
 pub use sysfs::{machine_from_sysfs, machine_to_toml};

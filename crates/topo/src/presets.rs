@@ -3,6 +3,7 @@
 //! Every number in a preset file carries its source key from
 //! `shared/reference/hardware.md` (e.g. `[WAYCA]`) or the word ESTIMATE in a comment.
 
+use crate::edit::{load_edited, MachineEdit};
 use crate::error::TopoError;
 use crate::load::{load_machine_file, load_machine_str};
 use crate::machine::Machine;
@@ -68,6 +69,44 @@ pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
             "no such file".to_string()
         },
     })
+}
+
+/// [`resolve_machine`] with machine edits applied to the preset's or file's
+/// text before loading (see [`crate::edit`]); with `require_match`, an edit
+/// whose path is not in the machine is an error. Returns the machine and,
+/// per edit, how many numbers it changed.
+pub fn resolve_machine_edited(
+    name_or_path: &str,
+    edits: &[MachineEdit],
+    require_match: bool,
+) -> Result<(Machine, Vec<u32>), TopoError> {
+    if edits.is_empty() {
+        return Ok((resolve_machine(name_or_path)?, Vec::new()));
+    }
+    if preset_text(name_or_path).is_none() && !Path::new(name_or_path).is_file() {
+        if let Some((name, online)) = crate::online::split_online(name_or_path)? {
+            let (m, n) = resolve_machine_edited(name, edits, require_match)?;
+            return Ok((crate::online::with_online_cpus(&m, &online)?, n));
+        }
+    }
+    if let Some(text) = preset_text(name_or_path) {
+        return load_edited(
+            text,
+            &format!("preset:{name_or_path}"),
+            edits,
+            require_match,
+        );
+    }
+    let path = Path::new(name_or_path);
+    if path.is_file() {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| TopoError::Io {
+            origin: origin.clone(),
+            reason: e.to_string(),
+        })?;
+        return load_edited(&text, &origin, edits, require_match);
+    }
+    resolve_machine(name_or_path).map(|m| (m, Vec::new()))
 }
 
 #[cfg(test)]

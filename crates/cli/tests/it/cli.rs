@@ -576,3 +576,93 @@ fn reproduce_reps_overrides_the_repetitions() {
     assert!(e.contains("--reps 0"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
 }
+
+/// `--machine-edit` changes a machine number before the runs: the runs move,
+/// results.json and the tables record the edit, and a bad edit is a
+/// one-line error with exit 2 before anything runs.
+#[test]
+fn machine_edits_change_the_runs_and_are_recorded() {
+    let run = |edit: Option<&str>| -> (serde_json::Value, String) {
+        let dir = tempdir(&format!("edit-{}", edit.is_some()));
+        let mut args = vec![
+            "reproduce",
+            "exynos5433-mixed",
+            "--quick",
+            "--reps",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        if let Some(e) = edit {
+            args.extend(["--machine-edit", e]);
+        }
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+        (v, std::fs::read_to_string(dir.join("tables.txt")).unwrap())
+    };
+    let (plain, plain_text) = run(None);
+    let (edited, text) = run(Some("wakeup.ipi_ns*4"));
+    assert!(plain.get("machine_edits").is_none());
+    assert!(!plain_text.contains("Machine edits"));
+    assert_eq!(
+        edited["machine_edits"],
+        serde_json::json!(["wakeup.ipi_ns*4"])
+    );
+    assert!(text.contains("== Machine edits: wakeup.ipi_ns*4"), "{text}");
+    assert!(
+        text.contains("exynos5433 (edited: wakeup.ipi_ns*4)"),
+        "{text}"
+    );
+    assert_ne!(
+        plain["experiments"][0]["rows"], edited["experiments"][0]["rows"],
+        "slower IPIs move the results"
+    );
+    for (args, want) in [
+        (
+            &[
+                "reproduce",
+                "exynos5433-mixed",
+                "--machine-edit",
+                "wakeup.ipi_ns",
+            ][..],
+            "PATH*FACTOR",
+        ),
+        (
+            &[
+                "reproduce",
+                "exynos5433-mixed",
+                "--machine-edit",
+                "wakeup.nope*2",
+            ][..],
+            "no such number",
+        ),
+        (
+            &[
+                "reproduce",
+                "exynos5433-mixed",
+                "--machine-edit",
+                "core_type.capacity=0",
+            ][..],
+            "edited: core_type.capacity=0",
+        ),
+        (
+            &[
+                "run",
+                "--machine",
+                "kunpeng920",
+                "--workload",
+                "pipe:instances=1",
+                "--machine-edit",
+                "name*2",
+            ][..],
+            "not a number",
+        ),
+    ] {
+        let o = schedlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+    }
+}

@@ -1,0 +1,345 @@
+//! Machine edits: change one number of a machine file before it is loaded,
+//! to ask how much a result depends on it (`--machine-edit 'wakeup.ipi_ns*2'`).
+//!
+//! Many numbers of the presets are estimates (marked ESTIMATE in the files);
+//! an edit lets a user move one and rerun an experiment, without copying and
+//! editing a preset. An edit is `PATH*FACTOR` (scale a number) or `PATH=VALUE`
+//! (set a number). `PATH` is the dotted key of the machine file
+//! (docs/machine-format.md), e.g. `wakeup.ipi_ns`, `c2c.cluster_ns`,
+//! `memory.mem_latency_ns`; a segment that names an array of tables
+//! (`core_type`, `cache`, `link`, `node`) applies the rest of the path to
+//! every element, so `core_type.core_bw_bytes_per_s*0.5` halves it for every
+//! core type, and `link.bw_bytes_per_s*2` doubles every link. Integers stay
+//! integers (rounded to nearest). The edited machine is validated like any
+//! machine file, so an edit that makes it impossible is an error.
+
+use crate::error::TopoError;
+use crate::load::load_machine_str;
+use crate::machine::Machine;
+use std::fmt;
+
+/// What an edit does to the number at its path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EditOp {
+    /// Multiply by a finite factor > 0.
+    Scale(f64),
+    /// Replace by this number.
+    Set(f64),
+}
+
+/// One parsed `PATH*FACTOR` or `PATH=VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineEdit {
+    /// The dotted key, split at the dots.
+    pub path: Vec<String>,
+    pub op: EditOp,
+    /// The edit as the user wrote it (for messages and results.json).
+    pub text: String,
+}
+
+impl fmt::Display for MachineEdit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn bad_edit(s: &str, reason: impl Into<String>) -> TopoError {
+    TopoError::Invalid {
+        origin: format!("--machine-edit '{s}'"),
+        field: "machine-edit".to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl MachineEdit {
+    /// Parses `PATH*FACTOR` or `PATH=VALUE`.
+    pub fn parse(s: &str) -> Result<MachineEdit, TopoError> {
+        let (path, num, scale) = match (s.split_once('*'), s.split_once('=')) {
+            (Some((p, n)), None) => (p, n, true),
+            (None, Some((p, n))) => (p, n, false),
+            _ => {
+                return Err(bad_edit(
+                    s,
+                    "expected PATH*FACTOR or PATH=VALUE, e.g. wakeup.ipi_ns*2",
+                ))
+            }
+        };
+        let path: Vec<String> = path.trim().split('.').map(|p| p.to_string()).collect();
+        if path.iter().any(|p| {
+            p.is_empty()
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        }) {
+            return Err(bad_edit(
+                s,
+                "the path must be dotted key names, e.g. wakeup.ipi_ns",
+            ));
+        }
+        let v: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| bad_edit(s, format!("'{}' is not a number", num.trim())))?;
+        if !v.is_finite() {
+            return Err(bad_edit(s, "the number must be finite"));
+        }
+        if scale && v <= 0.0 {
+            return Err(bad_edit(s, "a factor must be greater than 0"));
+        }
+        Ok(MachineEdit {
+            path,
+            op: if scale {
+                EditOp::Scale(v)
+            } else {
+                EditOp::Set(v)
+            },
+            text: s.trim().to_string(),
+        })
+    }
+}
+
+/// Applies `edits` to a machine file's text. Returns the edited text and,
+/// per edit, how many numbers it changed (0: its path is not in this
+/// machine). `origin` names the input in errors.
+pub fn apply_edits(
+    text: &str,
+    origin: &str,
+    edits: &[MachineEdit],
+) -> Result<(String, Vec<u32>), TopoError> {
+    let mut doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| TopoError::Parse {
+            origin: origin.to_string(),
+            field: "-".to_string(),
+            reason: e.message().replace('\n', " "),
+        })?;
+    let mut counts = Vec::with_capacity(edits.len());
+    for e in edits {
+        counts.push(edit_table(&mut doc, &e.path, e, origin)?);
+    }
+    let out = toml::to_string(&doc).map_err(|err| TopoError::Invalid {
+        origin: origin.to_string(),
+        field: "machine-edit".to_string(),
+        reason: err.to_string(),
+    })?;
+    Ok((out, counts))
+}
+
+fn edit_table(
+    t: &mut toml::Table,
+    path: &[String],
+    e: &MachineEdit,
+    origin: &str,
+) -> Result<u32, TopoError> {
+    let Some((key, rest)) = path.split_first() else {
+        return Ok(0);
+    };
+    match t.get_mut(key.as_str()) {
+        None => Ok(0),
+        Some(v) => edit_value(v, rest, e, origin),
+    }
+}
+
+fn edit_value(
+    v: &mut toml::Value,
+    rest: &[String],
+    e: &MachineEdit,
+    origin: &str,
+) -> Result<u32, TopoError> {
+    use toml::Value;
+    if rest.is_empty() {
+        let wrong = |what: &str| TopoError::Invalid {
+            origin: origin.to_string(),
+            field: e.path.join("."),
+            reason: format!("{what}, not a number: machine edit '{e}' cannot change it"),
+        };
+        let new = match (*v).clone() {
+            Value::Integer(i) => {
+                let x = match e.op {
+                    EditOp::Scale(f) => i as f64 * f,
+                    EditOp::Set(x) => x,
+                };
+                let r = x.round();
+                if !(i64::MIN as f64..=i64::MAX as f64).contains(&r) {
+                    return Err(TopoError::Invalid {
+                        origin: origin.to_string(),
+                        field: e.path.join("."),
+                        reason: format!("machine edit '{e}' gives {x}, out of range"),
+                    });
+                }
+                Value::Integer(r as i64)
+            }
+            Value::Float(f) => Value::Float(match e.op {
+                EditOp::Scale(k) => f * k,
+                EditOp::Set(x) => x,
+            }),
+            Value::Table(_) => return Err(wrong("a table")),
+            Value::Array(_) => return Err(wrong("an array")),
+            Value::String(_) => return Err(wrong("a string")),
+            Value::Boolean(_) => return Err(wrong("a boolean")),
+            Value::Datetime(_) => return Err(wrong("a date")),
+        };
+        *v = new;
+        return Ok(1);
+    }
+    match v {
+        Value::Table(t) => edit_table(t, rest, e, origin),
+        Value::Array(a) => {
+            let mut n = 0;
+            for x in a.iter_mut() {
+                if x.is_table() {
+                    n += edit_value(x, rest, e, origin)?;
+                }
+            }
+            Ok(n)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// Loads a machine file's text with `edits` applied. An edit that changes
+/// nothing in this machine is an error when `require_match` is set.
+pub fn load_edited(
+    text: &str,
+    origin: &str,
+    edits: &[MachineEdit],
+    require_match: bool,
+) -> Result<(Machine, Vec<u32>), TopoError> {
+    if edits.is_empty() {
+        return Ok((load_machine_str(text, origin)?, Vec::new()));
+    }
+    let (edited, counts) = apply_edits(text, origin, edits)?;
+    if require_match {
+        if let Some((e, _)) = edits.iter().zip(&counts).find(|(_, &n)| n == 0) {
+            return Err(TopoError::Invalid {
+                origin: origin.to_string(),
+                field: e.path.join("."),
+                reason: format!("machine edit '{e}': no such number in this machine"),
+            });
+        }
+    }
+    let list: Vec<String> = edits.iter().map(|e| e.text.clone()).collect();
+    let origin = format!("{origin} (edited: {})", list.join(", "));
+    Ok((load_machine_str(&edited, &origin)?, counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{preset, preset_text};
+    use proptest::prelude::*;
+
+    fn edit(s: &str) -> MachineEdit {
+        MachineEdit::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_round_trip_through_an_edit_that_matches_nothing_changes_no_preset() {
+        for name in crate::PRESET_NAMES {
+            let text = preset_text(name).unwrap();
+            let (m, n) = load_edited(text, name, &[edit("no.such_key*2")], false).unwrap();
+            assert_eq!(n, vec![0]);
+            assert_eq!(m, preset(name).unwrap(), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_online_suffix_keeps_working_with_edits() {
+        let (m, n) =
+            crate::resolve_machine_edited("power10:online=0-63", &[edit("wakeup.ipi_ns*2")], true)
+                .unwrap();
+        assert_eq!(n, vec![1]);
+        assert_eq!(m.nr_cpus(), 64);
+        assert_eq!(
+            m.wakeup.ipi_ns,
+            2 * preset("power10").unwrap().wakeup.ipi_ns
+        );
+    }
+
+    #[test]
+    fn scales_an_integer_and_keeps_it_an_integer() {
+        let text = preset_text("kunpeng920").unwrap();
+        let (m, n) = load_edited(text, "k", &[edit("wakeup.ipi_ns*2.5")], true).unwrap();
+        assert_eq!(n, vec![1]);
+        let base = preset("kunpeng920").unwrap();
+        assert_eq!(m.wakeup.ipi_ns, base.wakeup.ipi_ns * 5 / 2);
+        // Nothing else moved.
+        assert_eq!(m.wakeup.idle_exit_ns, base.wakeup.idle_exit_ns);
+        assert_eq!(m.c2c, base.c2c);
+        assert_eq!(m.nr_cpus(), base.nr_cpus());
+    }
+
+    #[test]
+    fn a_path_through_an_array_of_tables_edits_every_element() {
+        let text = preset_text("exynos5422").unwrap();
+        let (m, n) = load_edited(
+            text,
+            "e",
+            &[edit("core_type.core_bw_bytes_per_s*0.5")],
+            true,
+        )
+        .unwrap();
+        let base = preset("exynos5422").unwrap();
+        assert_eq!(n, vec![base.core_types.len() as u32]);
+        for (a, b) in m.core_types.iter().zip(&base.core_types) {
+            assert!((a.core_bw_bytes_per_s - b.core_bw_bytes_per_s * 0.5).abs() < 1.0);
+        }
+    }
+
+    #[test]
+    fn set_replaces_a_number() {
+        let text = preset_text("kunpeng920").unwrap();
+        let (m, _) = load_edited(text, "k", &[edit("c2c.cluster_ns=50")], true).unwrap();
+        assert_eq!(m.c2c.cluster_ns, 50);
+    }
+
+    #[test]
+    fn an_edit_with_no_match_is_an_error_only_when_a_match_is_required() {
+        let text = preset_text("kunpeng920").unwrap();
+        let e = load_edited(text, "k", &[edit("wakeup.no_such_ns*2")], true).unwrap_err();
+        assert!(e.to_string().contains("no such number"), "{e}");
+        let (_, n) = load_edited(text, "k", &[edit("wakeup.no_such_ns*2")], false).unwrap();
+        assert_eq!(n, vec![0]);
+    }
+
+    #[test]
+    fn an_edit_that_makes_the_machine_impossible_is_a_load_error() {
+        let text = preset_text("kunpeng920").unwrap();
+        let e = load_edited(text, "k", &[edit("shape.cores_per_cluster=0")], true).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("edited: shape.cores_per_cluster=0"), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn non_numbers_and_bad_syntax_are_rejected() {
+        let text = preset_text("kunpeng920").unwrap();
+        let e = load_edited(text, "k", &[edit("name*2")], true).unwrap_err();
+        assert!(e.to_string().contains("a string"), "{e}");
+        let e = load_edited(text, "k", &[edit("wakeup*2")], true).unwrap_err();
+        assert!(e.to_string().contains("a table"), "{e}");
+        for bad in [
+            "wakeup.ipi_ns",
+            "wakeup.ipi_ns*0",
+            "wakeup.ipi_ns*-1",
+            "wakeup.ipi_ns*x",
+            "wakeup.ipi_ns*inf",
+            "wakeup..ipi_ns*2",
+            "*2",
+            "a*2=3",
+        ] {
+            assert!(MachineEdit::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        /// Whatever the edit text, parsing and applying it never panics.
+        #[test]
+        fn edits_never_panic(s in "[a-z_.]{0,24}[*=]?[-0-9.e]{0,8}") {
+            if let Ok(e) = MachineEdit::parse(&s) {
+                let text = preset_text("alderlake").unwrap();
+                let _ = load_edited(text, "a", &[e], false);
+            }
+        }
+    }
+}
