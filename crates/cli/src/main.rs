@@ -393,9 +393,9 @@ fn reproduce(
     for r in &results {
         for c in schedlab_exp::published::shape_claims(&r.name) {
             let verdict = match (c.check)(r) {
-                Some(true) => "holds",
-                Some(false) => "DOES NOT HOLD",
-                None => "n/a (rows missing)",
+                Some(v) if v.holds => format!("holds ({})", v.evidence),
+                Some(v) => format!("DOES NOT HOLD ({})", v.evidence),
+                None => "n/a (rows missing)".to_string(),
             };
             text.push_str(&format!("{:<20} {:<70} {verdict}\n", r.name, c.description));
         }

@@ -259,8 +259,10 @@ fn s5_changes(
     bench: &str,
     lo: u64,
     hi: u64,
-) -> Option<Vec<f64>> {
-    let v: Vec<f64> = (lo..=hi).filter_map(|t| s5_change(r, bench, t)).collect();
+) -> Option<Vec<(String, f64)>> {
+    let v: Vec<(String, f64)> = (lo..=hi)
+        .filter_map(|t| Some((format!("{bench}-{t}"), s5_change(r, bench, t)?)))
+        .collect();
     (!v.is_empty()).then_some(v)
 }
 
@@ -290,7 +292,42 @@ pub fn published_absolute(experiment: &str) -> &'static [(u64, &'static str, f64
 /// the shape to reproduce; evaluated on our results (display only).
 pub struct ShapeClaim {
     pub description: &'static str,
-    pub check: fn(&schedlab_report::ExperimentResult) -> Option<bool>,
+    /// The verdict on a result (`None`: the rows it needs are missing).
+    pub check: fn(&schedlab_report::ExperimentResult) -> Option<Verdict>,
+}
+
+/// A shape claim's verdict and the figures it rests on, e.g. `lowest
+/// +32.2% at streamcluster-17, highest +78.1% at streamcluster-30`, so that
+/// a reader sees how close it came.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub holds: bool,
+    pub evidence: String,
+}
+
+impl Verdict {
+    fn new(holds: bool, evidence: impl Into<String>) -> Verdict {
+        Verdict {
+            holds,
+            evidence: evidence.into(),
+        }
+    }
+
+    /// Every labelled change satisfies `ok`; the evidence names the lowest
+    /// and the highest change (one figure when there is one change).
+    fn all(v: &[(String, f64)], ok: impl Fn(f64) -> bool) -> Option<Verdict> {
+        let lo = v.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let hi = v.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let evidence = if v.len() == 1 {
+            format!("{:+.2}% at {}", lo.1, lo.0)
+        } else {
+            format!(
+                "lowest {:+.2}% at {}, highest {:+.2}% at {}",
+                lo.1, lo.0, hi.1, hi.0
+            )
+        };
+        Some(Verdict::new(v.iter().all(|x| ok(x.1)), evidence))
+    }
 }
 
 /// Our change % (positive = better) for `config` at `param = value`, metric.
@@ -311,28 +348,57 @@ pub fn change_at(
         .map(|row| row.change_pct)
 }
 
+/// `change_at` for each of `values`, labelled `param=value`; `None` if one is
+/// missing.
+fn changes_at(
+    r: &schedlab_report::ExperimentResult,
+    config: &str,
+    metric: &str,
+    param: &str,
+    values: &[u64],
+) -> Option<Vec<(String, f64)>> {
+    values
+        .iter()
+        .map(|&v| {
+            Some((
+                format!("{param}={v}"),
+                change_at(r, config, metric, param, v)?,
+            ))
+        })
+        .collect()
+}
+
+/// The best change of a compressor at medium load (4-8 threads), labelled.
+fn medium_load_best(r: &schedlab_report::ExperimentResult) -> Option<(String, f64)> {
+    changes_at(r, "cluster", "tput", "threads", &[4, 6, 8])?
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 /// The shape claims of an experiment.
 pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
     match experiment {
         "kunpeng920-stream" => vec![
             ShapeClaim {
                 description: "cluster beats vanilla at 4 threads (copy)",
-                check: |r| Some(change_at(r, "cluster", "copy", "threads", 4)? > 0.0),
+                check: |r| Verdict::all(&changes_at(r, "cluster", "copy", "threads", &[4])?, |g| g > 0.0),
             },
             ShapeClaim {
                 description: "the gain shrinks from 4 to 6 to 12 threads (copy)",
                 check: |r| {
-                    let g4 = change_at(r, "cluster", "copy", "threads", 4)?;
-                    let g6 = change_at(r, "cluster", "copy", "threads", 6)?;
-                    let g12 = change_at(r, "cluster", "copy", "threads", 12)?;
-                    Some(g4 > g6 && g6 >= g12)
+                    let g = changes_at(r, "cluster", "copy", "threads", &[4, 6, 12])?;
+                    Some(Verdict::new(
+                        g[0].1 > g[1].1 && g[1].1 >= g[2].1,
+                        format!("{:+.2}%, {:+.2}%, {:+.2}%", g[0].1, g[1].1, g[2].1),
+                    ))
                 },
             },
             ShapeClaim {
                 description: "magnitude at 4 threads within 2x of the published +10.03% (copy)",
                 check: |r| {
-                    let g = change_at(r, "cluster", "copy", "threads", 4)?;
-                    Some(g > 10.03 / 2.0 && g < 10.03 * 2.0)
+                    Verdict::all(&changes_at(r, "cluster", "copy", "threads", &[4])?, |g| {
+                        g > 10.03 / 2.0 && g < 10.03 * 2.0
+                    })
                 },
             },
         ],
@@ -340,22 +406,20 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
             ShapeClaim {
                 description: "cluster gains at medium load (4-8 threads on 24 CPUs)",
                 check: |r| {
-                    let best = [4, 6, 8]
-                        .iter()
-                        .filter_map(|&t| change_at(r, "cluster", "tput", "threads", t))
-                        .fold(f64::MIN, f64::max);
-                    Some(best > 0.0)
+                    let (at, best) = medium_load_best(r)?;
+                    Some(Verdict::new(best > 0.0, format!("best {best:+.2}% at {at}")))
                 },
             },
             ShapeClaim {
                 description:
                     "the gain shrinks as the node fills up (24 threads below the 4-8 best)",
                 check: |r| {
-                    let best = [4, 6, 8]
-                        .iter()
-                        .filter_map(|&t| change_at(r, "cluster", "tput", "threads", t))
-                        .fold(f64::MIN, f64::max);
-                    Some(change_at(r, "cluster", "tput", "threads", 24)? < best)
+                    let (at, best) = medium_load_best(r)?;
+                    let full = change_at(r, "cluster", "tput", "threads", 24)?;
+                    Some(Verdict::new(
+                        full < best,
+                        format!("{full:+.2}% at threads=24, best {best:+.2}% at {at}"),
+                    ))
                 },
             },
         ],
@@ -366,17 +430,16 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                     .rows
                     .iter()
                     .find(|row| row.config == "hperf-hmp" && row.metric == "score")?;
-                Some(row.change_pct > 0.0)
+                let g = row.change_pct;
+                Some(Verdict::new(g > 0.0, format!("{g:+.2}%")))
             },
         }],
         "kunpeng920-kernbench" => vec![ShapeClaim {
             description: "near zero for CPU-bound work (|elapsed change| < 1% at every -j)",
             check: |r| {
-                let all = [24, 48, 96]
-                    .iter()
-                    .map(|&t| change_at(r, "cluster", "elsp", "threads", t))
-                    .collect::<Option<Vec<f64>>>()?;
-                Some(all.iter().all(|g| g.abs() < 1.0))
+                Verdict::all(&changes_at(r, "cluster", "elsp", "threads", &[24, 48, 96])?, |g| {
+                    g.abs() < 1.0
+                })
             },
         }],
         "exynos5422-parsec" => vec![
@@ -387,69 +450,69 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 check: |r| {
                     let mut v = s5_changes(r, "streamcluster", 1, 4)?;
                     v.extend(s5_changes(r, "blackscholes", 2, 4)?);
-                    Some(v.iter().all(|g| g.abs() < 5.0))
+                    Verdict::all(&v, |g| g.abs() < 5.0)
                 },
             },
             ShapeClaim {
                 description: "large streamcluster gap from 5 threads: hperf-hmp > 30% faster at every count 5-8 (published ~50%)",
-                check: |r| Some(s5_changes(r, "streamcluster", 5, 8)?.iter().all(|&g| g > 30.0)),
+                check: |r| Verdict::all(&s5_changes(r, "streamcluster", 5, 8)?, |g| g > 30.0),
             },
             ShapeClaim {
                 // "2-2.6x" with the tolerance of the 5-8 claim: the published
                 // 17-thread row itself is 1.87x (+46.6%).
                 description: "streamcluster gap from 17 threads: hperf-hmp > 40% faster (1.67x) at every count 17-32 (published 47-62%, 1.87-2.63x)",
-                check: |r| Some(s5_changes(r, "streamcluster", 17, 32)?.iter().all(|&g| g > 40.0)),
+                check: |r| Verdict::all(&s5_changes(r, "streamcluster", 17, 32)?, |g| g > 40.0),
             },
             ShapeClaim {
                 description: "small steady gap for bodytrack and blackscholes: hperf-hmp 0-35% faster at every count 8-32",
                 check: |r| {
                     let mut v = s5_changes(r, "bodytrack", 8, 32)?;
                     v.extend(s5_changes(r, "blackscholes", 8, 32)?);
-                    Some(v.iter().all(|&g| g > 0.0 && g < 35.0))
+                    Verdict::all(&v, |g| g > 0.0 && g < 35.0)
                 },
             },
         ],
         "alderlake-single" => vec![
             ShapeClaim {
                 description: "no regression with the series: cluster within 1% of vanilla for every single-threaded benchmark",
-                check: |r| {
-                    let v = s3_changes(r, "cluster");
-                    Some(!v.is_empty() && v.iter().all(|g| g.abs() < 1.0))
-                },
+                check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g.abs() < 1.0),
             },
             ShapeClaim {
                 description: "cluster-naive (5.16 balancer, ITMT on) clearly slower for single-threaded benchmarks (> 5%)",
-                check: |r| {
-                    let v = s3_changes(r, "cluster-naive");
-                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
-                },
+                check: |r| Verdict::all(&s3_changes(r, "cluster-naive"), |g| g < -5.0),
             },
             ShapeClaim {
                 description: "naive CLS clearly slower for single-threaded benchmarks (> 5%), as measured on 5.16-rc1 (ITMT off: cluster-naive-noitmt)",
-                check: |r| {
-                    let v = s3_changes(r, "cluster-naive-noitmt");
-                    Some(!v.is_empty() && v.iter().all(|&g| g < -5.0))
-                },
+                check: |r| Verdict::all(&s3_changes(r, "cluster-naive-noitmt"), |g| g < -5.0),
             },
         ],
         "alderlake-multi" => vec![ShapeClaim {
             description: "multi-threaded: cluster within 2% of vanilla (published -0.76..+0.91%)",
-            check: |r| {
-                let v = s3_changes(r, "cluster");
-                Some(!v.is_empty() && v.iter().all(|g| g.abs() < 2.0))
-            },
+            check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g.abs() < 2.0),
         }],
         _ => Vec::new(),
     }
 }
 
-/// Our `runtime` changes of `config` over every point of an S3 experiment.
-fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<f64> {
+/// Our `runtime` changes of `config` over every point of an S3 experiment,
+/// labelled by the point's parameters.
+fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<(String, f64)> {
     r.rows
         .iter()
         .filter(|row| row.config == config && row.metric == "runtime")
-        .map(|row| row.change_pct)
+        .map(|row| (params_label(&row.params), row.change_pct))
         .collect()
+}
+
+/// `bench=kbuild,threads=8` for a row's parameters.
+fn params_label(p: &schedlab_report::Params) -> String {
+    p.iter()
+        .map(|(k, v)| match v.as_str() {
+            Some(s) => format!("{k}={s}"),
+            None => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -491,7 +554,27 @@ mod tests {
         let claims = shape_claims("exynos5422-parsec");
         assert_eq!(claims.len(), 4);
         for c in &claims {
-            assert_eq!((c.check)(&r), Some(true), "{}", c.description);
+            let v = (c.check)(&r).expect("rows present");
+            assert!(v.holds, "{}: {}", c.description, v.evidence);
         }
+    }
+
+    /// A verdict names the figures it rests on: the lowest and highest
+    /// change with their points.
+    #[test]
+    fn a_verdict_names_its_lowest_and_highest_change() {
+        let r = published_s5();
+        let claims = shape_claims("exynos5422-parsec");
+        let v = (claims[2].check)(&r).unwrap();
+        assert!(v.holds);
+        assert!(
+            v.evidence.starts_with("lowest +46.") && v.evidence.contains("at streamcluster-17,"),
+            "{}",
+            v.evidence
+        );
+        let v = Verdict::all(&[("a".into(), 3.0), ("b".into(), -1.0)], |g| g > 0.0).unwrap();
+        assert!(!v.holds);
+        assert_eq!(v.evidence, "lowest -1.00% at b, highest +3.00% at a");
+        assert_eq!(Verdict::all(&[], |_| true), None);
     }
 }
