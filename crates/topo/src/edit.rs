@@ -9,7 +9,9 @@
 //! `memory.mem_latency_ns`; a segment that names an array of tables
 //! (`core_type`, `cache`, `link`, `node`) applies the rest of the path to
 //! every element, so `core_type.core_bw_bytes_per_s*0.5` halves it for every
-//! core type, and `link.bw_bytes_per_s*2` doubles every link. Integers stay
+//! core type, and `link.bw_bytes_per_s*2` doubles every link; a number picks
+//! one element (`core_type.0.smt_thread_speed*0.8`, counting from 0 in file
+//! order). Integers stay
 //! integers (rounded to nearest). The edited machine is validated like any
 //! machine file, so an edit that makes it impossible is an error.
 
@@ -185,6 +187,13 @@ fn edit_value(
     match v {
         Value::Table(t) => edit_table(t, rest, e, origin),
         Value::Array(a) => {
+            // A number picks one element (`core_type.0.capacity`).
+            if let Ok(i) = rest[0].parse::<usize>() {
+                return match a.get_mut(i) {
+                    Some(x) => edit_value(x, &rest[1..], e, origin),
+                    None => Ok(0),
+                };
+            }
             let mut n = 0;
             for x in a.iter_mut() {
                 if x.is_table() {
@@ -284,6 +293,26 @@ mod tests {
         for (a, b) in m.core_types.iter().zip(&base.core_types) {
             assert!((a.core_bw_bytes_per_s - b.core_bw_bytes_per_s * 0.5).abs() < 1.0);
         }
+    }
+
+    #[test]
+    fn a_number_in_the_path_picks_one_element() {
+        let text = preset_text("alderlake").unwrap();
+        let base = preset("alderlake").unwrap();
+        let (m, n) =
+            load_edited(text, "a", &[edit("core_type.0.smt_thread_speed*1.2")], true).unwrap();
+        assert_eq!(n, vec![1]);
+        let want = base.core_types[0].smt_thread_speed * 1.2;
+        assert!((m.core_types[0].smt_thread_speed - want).abs() < 1e-9);
+        assert_eq!(m.core_types[1], base.core_types[1]);
+        // Every element: the E-cores' 1.0 would leave (0, 1].
+        let e = load_edited(text, "a", &[edit("core_type.smt_thread_speed*1.2")], true);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("core_type[1].smt_thread_speed"));
+        let (_, n) = load_edited(text, "a", &[edit("core_type.9.capacity*2")], false).unwrap();
+        assert_eq!(n, vec![0]);
     }
 
     #[test]
