@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use schedlab_engine::{Sim, SimConfig, StopReason, FEATURES};
-use schedlab_exp::{configs, experiments, workloads::Builtin};
+use schedlab_exp::{configs, experiments, sensitivity, workloads::Builtin};
 use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
 use schedlab_topo::{CpuMask, MachineEdit, MAX_CPUS};
 use std::io::IsTerminal;
@@ -77,6 +77,8 @@ enum Cmd {
         checked: bool,
         #[command(flatten)]
         edits: EditArgs,
+        #[command(flatten)]
+        sensitivity: SensitivityArgs,
     },
     /// Compare configurations on one machine and workload: an ad hoc
     /// experiment with repetitions, printed as mmtests-style tables (with
@@ -200,7 +202,19 @@ fn main() {
             reps,
             checked,
             edits,
-        } => reproduce(names, quick, out, json, list, seed, reps, checked, edits),
+            sensitivity,
+        } => reproduce(
+            names,
+            quick,
+            out,
+            json,
+            list,
+            seed,
+            reps,
+            checked,
+            edits,
+            sensitivity,
+        ),
         Cmd::Topo {
             machine,
             json,
@@ -313,6 +327,7 @@ fn reproduce(
     reps: Option<usize>,
     checked: bool,
     edits: EditArgs,
+    sensitivity: SensitivityArgs,
 ) -> Result<(), Failure> {
     if list {
         for n in experiments::names() {
@@ -342,10 +357,12 @@ fn reproduce(
     }
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
+    let plan = sensitivity.plan(&defs, &machine_edits)?;
     let total: u64 = defs
         .iter()
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
-        .sum();
+        .sum::<u64>()
+        + plan.as_ref().map_or(0, |p| p.runs(&defs));
     let pb = progress_bar(total);
     // Debug builds always check invariants (the test suite runs them).
     let opts = experiments::Options {
@@ -357,6 +374,7 @@ fn reproduce(
     let started = Instant::now();
     let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    let sensitivity_text = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &|| pb.inc(1))?;
     pb.finish_and_clear();
     let mut text = edits_banner(&machine_edits);
     for (d, r) in defs.iter().zip(&results) {
@@ -405,6 +423,10 @@ fn reproduce(
     text.push_str(&render_summary(&results, &SummaryOptions::default()));
     if !text.ends_with('\n') {
         text.push('\n');
+    }
+    if !sensitivity_text.is_empty() {
+        text.push('\n');
+        text.push_str(&sensitivity_text);
     }
     emit(&text);
     eprintln!(
@@ -750,6 +772,65 @@ fn edited_suffix(edits: &[MachineEdit]) -> String {
     format!(" (edited: {})", list.join(", "))
 }
 
+/// `--sensitivity`, shared by reproduce and compare.
+#[derive(clap::Args)]
+struct SensitivityArgs {
+    /// After the runs, rerun once per number that the machine files mark
+    /// ESTIMATE, divided and multiplied by --sensitivity-factor, and report
+    /// which shape verdicts change and how far the changes move.
+    #[arg(long)]
+    sensitivity: bool,
+    /// The factor of --sensitivity (greater than 1, at most 100).
+    #[arg(long, default_value_t = 2.0, value_name = "F")]
+    sensitivity_factor: f64,
+}
+
+impl SensitivityArgs {
+    /// The edited reruns, if asked for (bad factors and machines that cannot
+    /// be read fail here, before anything runs).
+    fn plan(
+        &self,
+        defs: &[experiments::ExperimentDef],
+        base_edits: &[MachineEdit],
+    ) -> Result<Option<sensitivity::Plan>, Failure> {
+        let f = self.sensitivity_factor;
+        if !(f > 1.0 && f <= 100.0) {
+            return Err(input(format!(
+                "--sensitivity-factor {f}: must be greater than 1 and at most 100"
+            )));
+        }
+        if !self.sensitivity {
+            return Ok(None);
+        }
+        sensitivity::plan(defs, base_edits, f)
+            .map(Some)
+            .map_err(input)
+    }
+
+    /// Runs the plan and renders its section ("" without a plan).
+    fn run(
+        &self,
+        plan: Option<&sensitivity::Plan>,
+        defs: &[experiments::ExperimentDef],
+        base: &[schedlab_report::ExperimentResult],
+        opts: &experiments::Options,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<String, Failure> {
+        let Some(plan) = plan else {
+            return Ok(String::new());
+        };
+        let outcomes = sensitivity::run(defs, plan, opts, progress)
+            .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+        Ok(sensitivity::render(
+            defs,
+            base,
+            plan,
+            &outcomes,
+            self.sensitivity_factor,
+        ))
+    }
+}
+
 /// Arguments of `schedlab compare`.
 #[derive(clap::Args)]
 struct CompareArgs {
@@ -782,6 +863,8 @@ struct CompareArgs {
     checked: bool,
     #[command(flatten)]
     edits: EditArgs,
+    #[command(flatten)]
+    sensitivity: SensitivityArgs,
 }
 
 /// The points of `compare`: one per `--sweep` value (the key appended to
@@ -885,7 +968,10 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         setup,
         wakeup_notes: false,
     };
-    let total = (def.points.len() * def.configs.len() * def.repetitions) as u64;
+    let defs = std::slice::from_ref(&def);
+    let plan = a.sensitivity.plan(defs, &machine_edits)?;
+    let total = (def.points.len() * def.configs.len() * def.repetitions) as u64
+        + plan.as_ref().map_or(0, |p| p.runs(defs));
     let pb = progress_bar(total);
     let opts = experiments::Options {
         quick: false,
@@ -893,8 +979,11 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         checked: a.checked || cfg!(debug_assertions),
         machine_edits: machine_edits.clone(),
     };
-    let results = experiments::run_all(std::slice::from_ref(&def), &opts, &|| pb.inc(1))
+    let results = experiments::run_all(defs, &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    let sensitivity_text = a
+        .sensitivity
+        .run(plan.as_ref(), defs, &results, &opts, &|| pb.inc(1))?;
     pb.finish_and_clear();
     let r = &results[0];
     let mut text = format!(
@@ -905,6 +994,10 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     text.push('\n');
     for n in &r.notes {
         text.push_str(&format!("note: {n}\n"));
+    }
+    if !sensitivity_text.is_empty() {
+        text.push('\n');
+        text.push_str(&sensitivity_text);
     }
     emit(&text);
     if let Some(out) = &a.out {

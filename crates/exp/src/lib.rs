@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod configs;
 pub mod experiments;
 pub mod published;
+pub mod sensitivity;
 pub mod workloads;
 
 #[cfg(test)]

@@ -232,6 +232,76 @@ pub fn load_edited(
     Ok((load_machine_str(&edited, &origin)?, counts))
 }
 
+/// A number of a machine file marked as an estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateKey {
+    /// The dotted path an edit takes (`wakeup.ipi_ns`, `core_type.0.capacity`).
+    pub path: String,
+    pub value: f64,
+}
+
+/// The numbers of a machine file whose line, or whose table's header line,
+/// carries the word ESTIMATE in a comment (the presets' and `topo --host
+/// --emit-machine`'s convention), in file order. Elements of table arrays are
+/// addressed by index (`core_type.1.capacity`).
+pub fn estimate_keys(text: &str) -> Vec<EstimateKey> {
+    let mut out = Vec::new();
+    let mut table = String::new();
+    let mut table_estimate = false;
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for line in text.lines() {
+        let (body, comment) = match line.split_once('#') {
+            Some((b, c)) => (b.trim(), c),
+            None => (line.trim(), ""),
+        };
+        let estimate = comment.contains("ESTIMATE");
+        let header = |open: &str, close: &str| {
+            body.strip_prefix(open)
+                .and_then(|b| b.strip_suffix(close))
+                .filter(|n| n.starts_with(|c: char| c.is_ascii_alphabetic()))
+                .map(str::trim)
+        };
+        if let Some(name) = header("[[", "]]") {
+            let i = match counts.iter_mut().find(|(n, _)| n == name) {
+                Some((_, k)) => {
+                    *k += 1;
+                    *k
+                }
+                None => {
+                    counts.push((name.to_string(), 0));
+                    0
+                }
+            };
+            table = format!("{name}.{i}");
+            table_estimate = estimate;
+            continue;
+        }
+        if let Some(name) = header("[", "]") {
+            table = name.to_string();
+            table_estimate = estimate;
+            continue;
+        }
+        let Some((key, value)) = body.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if key.is_empty() || !(estimate || table_estimate) {
+            continue;
+        }
+        if let Ok(v) = value.trim().parse::<f64>() {
+            if v.is_finite() {
+                let path = if table.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{table}.{key}")
+                };
+                out.push(EstimateKey { path, value: v });
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +383,45 @@ mod tests {
             .contains("core_type[1].smt_thread_speed"));
         let (_, n) = load_edited(text, "a", &[edit("core_type.9.capacity*2")], false).unwrap();
         assert_eq!(n, vec![0]);
+    }
+
+    #[test]
+    fn estimate_keys_are_the_numbers_marked_estimate() {
+        let keys = estimate_keys(preset_text("alderlake").unwrap());
+        let paths: Vec<&str> = keys.iter().map(|k| k.path.as_str()).collect();
+        for want in [
+            "core_type.0.smt_thread_speed",
+            "core_type.1.capacity",
+            "memory.mem_latency_ns",
+            "wakeup.ipi_ns",
+        ] {
+            assert!(paths.contains(&want), "{want} in {paths:?}");
+        }
+        // Measured numbers are not estimates.
+        assert!(!paths.contains(&"core_type.0.freq_max_mhz"), "{paths:?}");
+        // Every path is an edit that changes exactly one number.
+        for k in &keys {
+            let e = edit(&format!("{}*1", k.path));
+            let (_, n) = load_edited(preset_text("alderlake").unwrap(), "a", &[e], true).unwrap();
+            assert_eq!(n, vec![1], "{}", k.path);
+        }
+        // A header comment marks its whole table; array rows are not headers.
+        let text = "name = \"x\"\n[numa]\ndistance = [\n  [10, 20],\n  [20, 10],\n]\n\
+                    [c2c]  # ESTIMATE\nsmt_ns = 5\n[wakeup]\nipi_ns = 1  # ESTIMATE\nidle_exit_ns = 2\n";
+        let keys = estimate_keys(text);
+        assert_eq!(
+            keys,
+            vec![
+                EstimateKey {
+                    path: "c2c.smt_ns".into(),
+                    value: 5.0
+                },
+                EstimateKey {
+                    path: "wakeup.ipi_ns".into(),
+                    value: 1.0
+                },
+            ]
+        );
     }
 
     #[test]

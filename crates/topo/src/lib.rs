@@ -23,7 +23,7 @@ pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
 pub use domains::{
     CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,
 };
-pub use edit::{apply_edits, load_edited, EditOp, MachineEdit};
+pub use edit::{apply_edits, estimate_keys, load_edited, EditOp, EstimateKey, MachineEdit};
 pub use error::TopoError;
 pub use format::{format_cpu, format_machine, format_topo, topo_json};
 pub use load::{load_machine_file, load_machine_str};
@@ -31,5 +31,7 @@ pub use machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
 };
 pub use online::{split_online, with_online_cpus};
-pub use presets::{preset, preset_text, resolve_machine, resolve_machine_edited, PRESET_NAMES};
+pub use presets::{
+    machine_text, preset, preset_text, resolve_machine, resolve_machine_edited, PRESET_NAMES,
+};
 pub use sysfs::{machine_from_sysfs, machine_to_toml};

@@ -71,6 +71,26 @@ pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
     })
 }
 
+/// The machine-file text behind a preset name or file path (either may end
+/// in `:online=LIST`, which is ignored here).
+pub fn machine_text(name_or_path: &str) -> Result<String, TopoError> {
+    if let Some(text) = preset_text(name_or_path) {
+        return Ok(text.to_string());
+    }
+    let path = Path::new(name_or_path);
+    if path.is_file() {
+        return std::fs::read_to_string(path).map_err(|e| TopoError::Io {
+            origin: path.display().to_string(),
+            reason: e.to_string(),
+        });
+    }
+    if let Some((name, _)) = crate::online::split_online(name_or_path)? {
+        return machine_text(name);
+    }
+    // The same error as resolving it.
+    resolve_machine(name_or_path).map(|_| String::new())
+}
+
 /// [`resolve_machine`] with machine edits applied to the preset's or file's
 /// text before loading (see [`crate::edit`]); with `require_match`, an edit
 /// whose path is not in the machine is an error. Returns the machine and,

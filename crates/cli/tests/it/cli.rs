@@ -666,3 +666,48 @@ fn machine_edits_change_the_runs_and_are_recorded() {
         assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
     }
 }
+
+/// `--sensitivity` reruns with every ESTIMATE number of the machine halved
+/// and doubled and reports each edit; impossible edits are listed as
+/// skipped; a bad factor is a one-line error with exit 2.
+#[test]
+fn sensitivity_reruns_each_estimate_and_reports_it() {
+    let dir = tempdir("sensitivity");
+    let o = schedlab(&[
+        "reproduce",
+        "alderlake-single",
+        "--quick",
+        "--reps",
+        "1",
+        "--sensitivity",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.join("tables.txt")).unwrap();
+    let s = &text[text.find("== Sensitivity").expect("section")..];
+    for want in [
+        "wakeup.ipi_ns*0.5 ",
+        "wakeup.ipi_ns*2 ",
+        "core_type.1.capacity*0.5 ",
+        "largest move alderlake-single",
+        "core_type.0.smt_thread_speed*2 ",
+        "skipped:",
+        "edits change a shape verdict",
+    ] {
+        assert!(s.contains(want), "{want}: {s}");
+    }
+    // Measured numbers are left alone.
+    assert!(!s.contains("freq_max_mhz"), "{s}");
+    let o = schedlab(&[
+        "reproduce",
+        "alderlake-single",
+        "--sensitivity",
+        "--sensitivity-factor",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--sensitivity-factor 1"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+}

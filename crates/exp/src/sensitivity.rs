@@ -1,0 +1,357 @@
+//! Sensitivity to a machine's estimates: rerun experiments with each number
+//! their machine files mark ESTIMATE scaled down and up, and report which
+//! shape verdicts change and how far the changes against the baseline move.
+//!
+//! A simulated table is only as good as the numbers behind it. The presets
+//! cite a source for every measured number and mark the rest ESTIMATE; a
+//! machine imported from sysfs is mostly estimates. This module answers
+//! "does my conclusion depend on them?" by brute force: one edited rerun per
+//! estimate and direction (`schedlab reproduce --sensitivity`, `schedlab
+//! compare --sensitivity`). An edit applies only to the experiments whose
+//! machine marks that number as an estimate.
+
+use crate::experiments::{run_all, ExperimentDef, Options};
+use crate::published::shape_claims;
+use schedlab_report::ExperimentResult;
+use schedlab_topo::{estimate_keys, machine_text, resolve_machine_edited, MachineEdit};
+use std::collections::BTreeMap;
+
+/// One edited rerun: the edit and the experiments (indices into the defs)
+/// whose machine marks its number as an estimate.
+#[derive(Debug, Clone)]
+pub struct PlannedEdit {
+    pub edit: MachineEdit,
+    pub defs: Vec<usize>,
+}
+
+/// What `--sensitivity` will run, and the edits it cannot (an edit that makes
+/// a machine impossible, e.g. an SMT speed above 1).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub edits: Vec<PlannedEdit>,
+    /// (edit, machine, reason).
+    pub skipped: Vec<(String, String, String)>,
+}
+
+impl Plan {
+    /// Simulations the edited reruns take.
+    pub fn runs(&self, defs: &[ExperimentDef]) -> u64 {
+        self.edits
+            .iter()
+            .flat_map(|e| &e.defs)
+            .map(|&i| (defs[i].points.len() * defs[i].configs.len() * defs[i].repetitions) as u64)
+            .sum()
+    }
+}
+
+/// `2`, `0.5`, `1.25`: a factor as an edit writes it.
+fn factor_text(f: f64) -> String {
+    let s = format!("{f:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Every ESTIMATE number of the experiments' machines, divided and
+/// multiplied by `factor` (> 1), on top of the run's own `base_edits`.
+pub fn plan(
+    defs: &[ExperimentDef],
+    base_edits: &[MachineEdit],
+    factor: f64,
+) -> Result<Plan, String> {
+    let mut plan = Plan::default();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
+    machines.sort_unstable();
+    machines.dedup();
+    for machine in machines {
+        let text = machine_text(machine).map_err(|e| e.to_string())?;
+        for key in estimate_keys(&text) {
+            for f in [1.0 / factor, factor] {
+                let edit = MachineEdit::parse(&format!("{}*{}", key.path, factor_text(f)))
+                    .map_err(|e| e.to_string())?;
+                let mut all = base_edits.to_vec();
+                all.push(edit.clone());
+                if let Err(e) = resolve_machine_edited(machine, &all, false) {
+                    plan.skipped
+                        .push((edit.text.clone(), machine.to_string(), e.to_string()));
+                    continue;
+                }
+                let slot = *index.entry(edit.text.clone()).or_insert_with(|| {
+                    plan.edits.push(PlannedEdit {
+                        edit,
+                        defs: Vec::new(),
+                    });
+                    plan.edits.len() - 1
+                });
+                let users = defs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| d.machine == machine)
+                    .map(|(i, _)| i);
+                plan.edits[slot].defs.extend(users);
+            }
+        }
+    }
+    for e in &mut plan.edits {
+        e.defs.sort_unstable();
+    }
+    Ok(plan)
+}
+
+/// The results of one edited rerun, in the order of its `defs`.
+#[derive(Debug, Clone)]
+pub struct EditOutcome {
+    pub edit: String,
+    pub defs: Vec<usize>,
+    pub results: Vec<ExperimentResult>,
+}
+
+/// Runs the plan: one `run_all` per edit over the experiments it concerns,
+/// with the run's own edits first.
+pub fn run(
+    defs: &[ExperimentDef],
+    plan: &Plan,
+    opts: &Options,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<EditOutcome>, String> {
+    plan.edits
+        .iter()
+        .map(|p| {
+            let subset: Vec<ExperimentDef> = p.defs.iter().map(|&i| defs[i].clone()).collect();
+            let mut o = opts.clone();
+            o.machine_edits.push(p.edit.clone());
+            let results = run_all(&subset, &o, progress).map_err(|e| format!("{}: {e}", p.edit))?;
+            Ok(EditOutcome {
+                edit: p.edit.text.clone(),
+                defs: p.defs.clone(),
+                results,
+            })
+        })
+        .collect()
+}
+
+/// How one edited rerun differs from the unedited results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// Shape claims whose verdict changed: (experiment, claim, now holds).
+    pub verdicts: Vec<(String, &'static str, bool)>,
+    /// The row whose change against the baseline moved most:
+    /// (experiment, params, config, metric, unedited %, edited %).
+    pub largest: Option<(String, String, String, String, f64, f64)>,
+    /// Rows significant in both runs whose change changed sign.
+    pub sign_flips: usize,
+}
+
+fn params_text(p: &schedlab_report::Params) -> String {
+    let v: Vec<String> = p
+        .iter()
+        .map(|(k, v)| match v.as_str() {
+            Some(s) => format!("{k}={s}"),
+            None => format!("{k}={v}"),
+        })
+        .collect();
+    v.join(",")
+}
+
+/// Compares an edited rerun with the unedited results (`base`, indexed like
+/// the defs).
+pub fn shift(base: &[ExperimentResult], o: &EditOutcome) -> Shift {
+    let mut s = Shift {
+        verdicts: Vec::new(),
+        largest: None,
+        sign_flips: 0,
+    };
+    let mut best = -1.0;
+    for (&i, r) in o.defs.iter().zip(&o.results) {
+        let b = &base[i];
+        for c in shape_claims(&r.name) {
+            let (was, now) = ((c.check)(b), (c.check)(r));
+            if let (Some(was), Some(now)) = (was, now) {
+                if was.holds != now.holds {
+                    s.verdicts.push((r.name.clone(), c.description, now.holds));
+                }
+            }
+        }
+        for row in r.rows.iter().filter(|row| row.config != r.baseline) {
+            let Some(br) = b.rows.iter().find(|x| {
+                x.config == row.config && x.metric == row.metric && x.params == row.params
+            }) else {
+                continue;
+            };
+            let d = (row.change_pct - br.change_pct).abs();
+            if d > best {
+                best = d;
+                s.largest = Some((
+                    r.name.clone(),
+                    params_text(&row.params),
+                    row.config.clone(),
+                    row.metric.clone(),
+                    br.change_pct,
+                    row.change_pct,
+                ));
+            }
+            if row.significant
+                && br.significant
+                && row.change_pct.signum() != br.change_pct.signum()
+            {
+                s.sign_flips += 1;
+            }
+        }
+    }
+    s
+}
+
+/// The `== Sensitivity` section of a report.
+pub fn render(
+    defs: &[ExperimentDef],
+    base: &[ExperimentResult],
+    plan: &Plan,
+    outcomes: &[EditOutcome],
+    factor: f64,
+) -> String {
+    let mut t = format!(
+        "== Sensitivity: every number marked ESTIMATE in the machines, scaled by 1/{f} and {f} (one rerun each, same seeds)\n",
+        f = factor_text(factor)
+    );
+    if outcomes.is_empty() {
+        t.push_str("(the machines mark no number ESTIMATE)\n");
+    }
+    let mut changed = 0;
+    let claims = defs.iter().any(|d| !shape_claims(&d.name).is_empty());
+    for o in outcomes {
+        let s = shift(base, o);
+        let mut names: Vec<&str> = o.defs.iter().map(|&i| defs[i].machine.as_str()).collect();
+        names.dedup();
+        let verdicts = if !claims {
+            String::new()
+        } else if s.verdicts.is_empty() {
+            "no verdict changes; ".to_string()
+        } else {
+            changed += 1;
+            s.verdicts
+                .iter()
+                .map(|(e, c, now)| {
+                    format!(
+                        "{e} \"{c}\" {}",
+                        if *now { "now holds" } else { "NO LONGER HOLDS" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+                + "; "
+        };
+        let largest = match &s.largest {
+            Some((e, p, c, m, was, now)) => {
+                let p = if p.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {p}")
+                };
+                format!("largest move {e}{p} {c} {m}: {was:+.2}% -> {now:+.2}%")
+            }
+            None => "no compared rows".into(),
+        };
+        t.push_str(&format!(
+            "{:<40} [{}] {verdicts}{largest}; significant sign flips: {}\n",
+            o.edit,
+            names.join(","),
+            s.sign_flips
+        ));
+    }
+    for (e, m, why) in &plan.skipped {
+        t.push_str(&format!("{e:<40} [{m}] skipped: {why}\n"));
+    }
+    if claims {
+        t.push_str(&format!(
+            "{changed} of {} edits change a shape verdict\n",
+            outcomes.len()
+        ));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::get;
+
+    #[test]
+    fn the_plan_halves_and_doubles_each_estimate_of_each_machine() {
+        let defs = vec![
+            get("exynos5433-mixed", true).unwrap(),
+            get("kunpeng920-stream", true).unwrap(),
+            get("alderlake-single", true).unwrap(),
+        ];
+        let p = plan(&defs, &[], 2.0).unwrap();
+        let texts: Vec<&str> = p.edits.iter().map(|e| e.edit.text.as_str()).collect();
+        assert!(texts.contains(&"wakeup.ipi_ns*0.5") && texts.contains(&"wakeup.ipi_ns*2"));
+        // Both machines mark their wake-up costs ESTIMATE.
+        let ipi = p
+            .edits
+            .iter()
+            .find(|e| e.edit.text == "wakeup.ipi_ns*2")
+            .unwrap();
+        assert_eq!(ipi.defs, vec![0, 1, 2]);
+        // The A53's capacity is an estimate on the 5433 only.
+        let cap = p
+            .edits
+            .iter()
+            .find(|e| e.edit.text == "core_type.0.capacity*2")
+            .unwrap();
+        assert_eq!(cap.defs, vec![0]);
+        // Alder Lake's P-core SMT speed 0.62 doubled leaves (0, 1]: skipped.
+        assert!(p
+            .skipped
+            .iter()
+            .any(|(e, m, _)| e == "core_type.0.smt_thread_speed*2" && m == "alderlake"));
+        assert!(p
+            .edits
+            .iter()
+            .any(|e| e.edit.text == "core_type.0.smt_thread_speed*0.5" && e.defs == vec![2]));
+        let bw = p
+            .edits
+            .iter()
+            .find(|e| e.edit.text == "core_type.0.core_bw_bytes_per_s*2")
+            .unwrap();
+        // The 5433's and Alder Lake's are estimates; Kunpeng's 12.4 GB/s is measured.
+        assert_eq!(bw.defs, vec![0, 2]);
+    }
+
+    #[test]
+    fn a_shift_reports_verdict_changes_and_the_largest_move() {
+        let mut d = get("exynos5433-mixed", true).unwrap();
+        d.repetitions = 1;
+        let opts = Options {
+            quick: true,
+            seed: 1,
+            checked: false,
+            machine_edits: Vec::new(),
+        };
+        let base = run_all(std::slice::from_ref(&d), &opts, &|| {}).unwrap();
+        let p = Plan {
+            edits: vec![PlannedEdit {
+                edit: MachineEdit::parse("wakeup.ipi_ns*4").unwrap(),
+                defs: vec![0],
+            }],
+            skipped: Vec::new(),
+        };
+        let out = run(std::slice::from_ref(&d), &p, &opts, &|| {}).unwrap();
+        let s = shift(&base, &out[0]);
+        let (e, _, c, _, was, now) = s.largest.clone().unwrap();
+        assert_eq!((e.as_str(), c.as_str()), ("exynos5433-mixed", "hperf-hmp"));
+        assert_ne!(was, now, "slower IPIs move the comparison");
+        // The same results are no shift at all.
+        let same = EditOutcome {
+            edit: "x".into(),
+            defs: vec![0],
+            results: base.clone(),
+        };
+        let s = shift(&base, &same);
+        assert!(s.verdicts.is_empty() && s.sign_flips == 0);
+        assert_eq!(s.largest.map(|l| l.4 == l.5), Some(true));
+        let text = render(std::slice::from_ref(&d), &base, &p, &out, 2.0);
+        assert!(
+            text.contains("wakeup.ipi_ns*4") && text.contains("[exynos5433]"),
+            "{text}"
+        );
+    }
+}
