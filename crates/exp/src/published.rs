@@ -505,7 +505,7 @@ fn s3_changes(r: &schedlab_report::ExperimentResult, config: &str) -> Vec<(Strin
 }
 
 /// `bench=kbuild,threads=8` for a row's parameters.
-fn params_label(p: &schedlab_report::Params) -> String {
+pub(crate) fn params_label(p: &schedlab_report::Params) -> String {
     p.iter()
         .map(|(k, v)| match v.as_str() {
             Some(s) => format!("{k}={s}"),

@@ -11,7 +11,7 @@
 //! machine marks that number as an estimate.
 
 use crate::experiments::{run_all, ExperimentDef, Options};
-use crate::published::shape_claims;
+use crate::published::{params_label, shape_claims};
 use schedlab_report::ExperimentResult;
 use schedlab_topo::{estimate_keys, machine_text, resolve_machine_edited, MachineEdit};
 use std::collections::BTreeMap;
@@ -141,17 +141,6 @@ pub struct Shift {
     pub sign_flips: usize,
 }
 
-fn params_text(p: &schedlab_report::Params) -> String {
-    let v: Vec<String> = p
-        .iter()
-        .map(|(k, v)| match v.as_str() {
-            Some(s) => format!("{k}={s}"),
-            None => format!("{k}={v}"),
-        })
-        .collect();
-    v.join(",")
-}
-
 /// Compares an edited rerun with the unedited results (`base`, indexed like
 /// the defs).
 pub fn shift(base: &[ExperimentResult], o: &EditOutcome) -> Shift {
@@ -182,7 +171,7 @@ pub fn shift(base: &[ExperimentResult], o: &EditOutcome) -> Shift {
                 best = d;
                 s.largest = Some((
                     r.name.clone(),
-                    params_text(&row.params),
+                    params_label(&row.params),
                     row.config.clone(),
                     row.metric.clone(),
                     br.change_pct,
