@@ -49,37 +49,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run reference experiments and print mmtests-style comparison tables.
-    Reproduce {
-        /// Experiments to run (all when none is named).
-        names: Vec<String>,
-        /// Fewer repetitions and shorter runs (still honest) for CI and smoke tests.
-        #[arg(long)]
-        quick: bool,
-        /// Directory for results.json, the tables and plots/ (SVG).
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
-        /// Also write results.json here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Print one experiment name per line and exit.
-        #[arg(long)]
-        list: bool,
-        /// Base seed; each repetition derives its own.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Repetitions per point and configuration, overriding each
-        /// experiment's own (1 to 1000); the first N of a larger count are
-        /// the same runs, as each repetition's seed depends only on its index.
-        #[arg(long)]
-        reps: Option<usize>,
-        /// Check scheduler invariants after every event (slow).
-        #[arg(long)]
-        checked: bool,
-        #[command(flatten)]
-        edits: EditArgs,
-        #[command(flatten)]
-        sensitivity: SensitivityArgs,
-    },
+    Reproduce(ReproduceArgs),
     /// Compare configurations on one machine and workload: an ad hoc
     /// experiment with repetitions, printed as mmtests-style tables (with
     /// --out also results.json, tables.txt and plots/).
@@ -192,29 +162,7 @@ fn input(msg: impl Into<String>) -> Failure {
 fn main() {
     let cli = Cli::parse();
     let res = match cli.cmd {
-        Cmd::Reproduce {
-            names,
-            quick,
-            out,
-            json,
-            list,
-            seed,
-            reps,
-            checked,
-            edits,
-            sensitivity,
-        } => reproduce(
-            names,
-            quick,
-            out,
-            json,
-            list,
-            seed,
-            reps,
-            checked,
-            edits,
-            sensitivity,
-        ),
+        Cmd::Reproduce(args) => reproduce(args),
         Cmd::Topo {
             machine,
             json,
@@ -316,19 +264,19 @@ fn run_spinner() -> ProgressBar {
     pb
 }
 
-#[allow(clippy::too_many_arguments)]
-fn reproduce(
-    names: Vec<String>,
-    quick: bool,
-    out: PathBuf,
-    json: Option<PathBuf>,
-    list: bool,
-    seed: u64,
-    reps: Option<usize>,
-    checked: bool,
-    edits: EditArgs,
-    sensitivity: SensitivityArgs,
-) -> Result<(), Failure> {
+fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
+    let ReproduceArgs {
+        names,
+        quick,
+        out,
+        json,
+        list,
+        seed,
+        reps,
+        checked,
+        edits,
+        sensitivity,
+    } = a;
     if list {
         for n in experiments::names() {
             outln!("{n}");
@@ -704,6 +652,40 @@ impl Placement {
     }
 }
 
+/// Arguments of `schedlab reproduce`.
+#[derive(clap::Args)]
+struct ReproduceArgs {
+    /// Experiments to run (all when none is named).
+    names: Vec<String>,
+    /// Fewer repetitions and shorter runs (still honest) for CI and smoke tests.
+    #[arg(long)]
+    quick: bool,
+    /// Directory for results.json, the tables and plots/ (SVG).
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Also write results.json here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Print one experiment name per line and exit.
+    #[arg(long)]
+    list: bool,
+    /// Base seed; each repetition derives its own.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Repetitions per point and configuration, overriding each
+    /// experiment's own (1 to 1000); the first N of a larger count are
+    /// the same runs, as each repetition's seed depends only on its index.
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Check scheduler invariants after every event (slow).
+    #[arg(long)]
+    checked: bool,
+    #[command(flatten)]
+    edits: EditArgs,
+    #[command(flatten)]
+    sensitivity: SensitivityArgs,
+}
+
 /// `--machine-edit`, shared by reproduce, compare and run.
 #[derive(clap::Args)]
 struct EditArgs {
@@ -711,7 +693,8 @@ struct EditArgs {
     /// scales it, PATH=VALUE sets it (repeatable). PATH is the machine
     /// file's dotted key (docs/machine-format.md), e.g. wakeup.ipi_ns*2 or
     /// c2c.cluster_ns=50; a table array (core_type, cache, link, node)
-    /// applies it to every element. Results record the edits.
+    /// applies it to every element, a number picks one
+    /// (core_type.0.capacity*0.9). Results record the edits.
     #[arg(long = "machine-edit", value_name = "EDIT")]
     edits: Vec<String>,
 }
