@@ -11,9 +11,9 @@
 //! every element, so `core_type.core_bw_bytes_per_s*0.5` halves it for every
 //! core type, and `link.bw_bytes_per_s*2` doubles every link; a number picks
 //! one element (`core_type.0.smt_thread_speed*0.8`, counting from 0 in file
-//! order). Integers stay
-//! integers (rounded to nearest). The edited machine is validated like any
-//! machine file, so an edit that makes it impossible is an error.
+//! order). Integers stay integers (rounded to nearest). The edited machine is
+//! validated like any machine file, so an edit that makes it impossible is an
+//! error.
 
 use crate::error::TopoError;
 use crate::load::load_machine_str;
@@ -122,7 +122,7 @@ pub fn apply_edits(
     let out = toml::to_string(&doc).map_err(|err| TopoError::Invalid {
         origin: origin.to_string(),
         field: "machine-edit".to_string(),
-        reason: err.to_string(),
+        reason: err.to_string().replace('\n', " "),
     })?;
     Ok((out, counts))
 }
@@ -214,8 +214,10 @@ pub fn load_edited(
     edits: &[MachineEdit],
     require_match: bool,
 ) -> Result<(Machine, Vec<u32>), TopoError> {
+    // The file as written first: its own errors name its own lines.
+    let unedited = load_machine_str(text, origin)?;
     if edits.is_empty() {
-        return Ok((load_machine_str(text, origin)?, Vec::new()));
+        return Ok((unedited, Vec::new()));
     }
     let (edited, counts) = apply_edits(text, origin, edits)?;
     if require_match {
