@@ -457,30 +457,37 @@ fn topo(
         }
         return Ok(());
     }
-    let m =
+    // The machine, and the file --emit-machine prints: a preset's or a
+    // file's own text, sysfs's with its ESTIMATE marks, else the machine
+    // written out (a preset with some CPUs offline).
+    let (m, text) =
         match source {
             None => return Err(input(
                 "topo: give a MACHINE (preset name or file), --host or --sysfs-root DIR, or --list",
             )),
             Some(MachineSource::Named(name)) => {
-                schedlab_topo::resolve_machine(&name).map_err(|e| input(e.to_string()))?
+                let m = schedlab_topo::resolve_machine(&name).map_err(|e| input(e.to_string()))?;
+                let own = schedlab_topo::preset_text(&name).is_some()
+                    || std::path::Path::new(&name).is_file();
+                let text = if own {
+                    schedlab_topo::machine_text(&name).map_err(|e| input(e.to_string()))?
+                } else {
+                    schedlab_topo::machine_to_toml(&m)
+                };
+                (m, text)
             }
-            Some(MachineSource::Sysfs(root)) => {
-                schedlab_topo::machine_from_sysfs(&root).map_err(|e| input(e.to_string()))?
-            }
+            Some(MachineSource::Sysfs(root)) => sysfs_machine(&root, None)?,
             Some(MachineSource::Host) => {
-                let mut m = schedlab_topo::machine_from_sysfs(std::path::Path::new("/sys"))
-                    .map_err(|e| input(e.to_string()))?;
-                m.arch = match std::env::consts::ARCH {
+                let arch = match std::env::consts::ARCH {
                     "x86" | "x86_64" => schedlab_topo::Arch::X86,
                     "powerpc" | "powerpc64" => schedlab_topo::Arch::PowerPc,
                     _ => schedlab_topo::Arch::Arm64,
                 };
-                m
+                sysfs_machine(std::path::Path::new("/sys"), Some(arch))?
             }
         };
     if emit_machine {
-        emit(&schedlab_topo::machine_to_toml(&m));
+        emit(&text);
         return Ok(());
     }
     let cfg = configs::resolve(&config, m.arch).map_err(input)?;
@@ -495,6 +502,32 @@ fn topo(
         emit(&schedlab_topo::format_topo(&m, &d));
     }
     Ok(())
+}
+
+/// A machine read from a sysfs tree and the machine file it was read as;
+/// `arch` replaces the file-based guess (for this computer, the build's).
+fn sysfs_machine(
+    root: &std::path::Path,
+    arch: Option<schedlab_topo::Arch>,
+) -> Result<(schedlab_topo::Machine, String), Failure> {
+    let mut text = schedlab_topo::sysfs_machine_text(root).map_err(|e| input(e.to_string()))?;
+    if let Some(a) = arch {
+        text = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("arch = ") {
+                    format!("arch = \"{}\"", a.as_str())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+    }
+    let m = schedlab_topo::load_machine_str(&text, &root.display().to_string())
+        .map_err(|e| input(e.to_string()))?;
+    Ok((m, text))
 }
 
 /// `FROM_MS..TO_MS` (milliseconds, fractions allowed, either side optional)

@@ -34,4 +34,4 @@ pub use online::{split_online, with_online_cpus};
 pub use presets::{
     machine_text, preset, preset_text, resolve_machine, resolve_machine_edited, PRESET_NAMES,
 };
-pub use sysfs::{machine_from_sysfs, machine_to_toml};
+pub use sysfs::{machine_from_sysfs, machine_to_toml, sysfs_machine_text};

@@ -183,6 +183,13 @@ struct SysCpu {
 /// ESTIMATE), CPPC (priority 0), and the node directory (one node).
 /// Architecture: `cpu_capacity` files mean arm64, a `purr` file powerpc, else x86.
 pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
+    load_machine_str(&sysfs_machine_text(root)?, &root.display().to_string())
+}
+
+/// The machine file [`machine_from_sysfs`] loads: what sysfs tells, plus
+/// defaults for what it does not (bandwidths, latencies, wake-up costs), each
+/// marked ESTIMATE in a comment, so that `--sensitivity` finds them.
+pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
     let origin = root.display().to_string();
     let cpu_dir = root.join("devices/system/cpu");
     let entries = std::fs::read_dir(&cpu_dir).map_err(|e| TopoError::Io {
@@ -462,7 +469,7 @@ pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
         s,
         "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000"
     );
-    load_machine_str(&s, &origin)
+    Ok(s)
 }
 
 /// sysfs cache sizes: `32K`, `1024K`, `16384K`, `2M`.

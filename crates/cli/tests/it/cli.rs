@@ -422,6 +422,41 @@ fn topo_host_and_sysfs_fixtures_work_and_emitted_machines_reload() {
             "{f}: domains differ after a round trip"
         );
     }
+    // The emitted file marks sysfs's gaps ESTIMATE, so --sensitivity on it
+    // moves them (and nothing that sysfs measured).
+    let file = dir.join("x86-hybrid.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("[wakeup]  # ESTIMATE"), "{text}");
+    let o = schedlab(&[
+        "compare",
+        "--machine",
+        file.to_str().unwrap(),
+        "--workload",
+        "pipe:instances=1,loops=200",
+        "--config",
+        "vanilla",
+        "--config",
+        "cluster",
+        "--reps",
+        "1",
+        "--sensitivity",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "wakeup.ipi_ns*2 ",
+        "c2c.llc_ns*0.5 ",
+        "core_type.0.core_bw_bytes_per_s*2 ",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(
+        !out.contains("capacity*"),
+        "capacities come from sysfs: {out}"
+    );
+    // A preset's --emit-machine is its own file, sources and all.
+    let o = schedlab(&["topo", "kunpeng920", "--emit-machine"]);
+    assert!(stdout(&o).contains("[WAYCA]"), "{}", stdout(&o));
     // A broken machine file: exit 2 naming the file.
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "name = \"x\"\n[shape]\npackages = 0\n").unwrap();
