@@ -322,7 +322,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
-    let sensitivity_text = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &|| pb.inc(1))?;
+    let sens = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &|| pb.inc(1))?;
     pb.finish_and_clear();
     let mut text = edits_banner(&machine_edits);
     for (d, r) in defs.iter().zip(&results) {
@@ -372,9 +372,9 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    if !sensitivity_text.is_empty() {
+    if let Some((_, t)) = &sens {
         text.push('\n');
-        text.push_str(&sensitivity_text);
+        text.push_str(t);
     }
     emit(&text);
     eprintln!(
@@ -385,6 +385,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let mut res = Results::new(env!("CARGO_PKG_VERSION"));
     res.experiments = results;
     res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
+    res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
         .with_context(|| format!("writing {}", out.join("results.json").display()))?;
@@ -823,7 +824,7 @@ impl SensitivityArgs {
             .map_err(input)
     }
 
-    /// Runs the plan and renders its section ("" without a plan).
+    /// Runs the plan: its results.json entries and its report section.
     fn run(
         &self,
         plan: Option<&sensitivity::Plan>,
@@ -831,19 +832,15 @@ impl SensitivityArgs {
         base: &[schedlab_report::ExperimentResult],
         opts: &experiments::Options,
         progress: &(dyn Fn() + Sync),
-    ) -> Result<String, Failure> {
+    ) -> Result<Option<(Vec<schedlab_report::SensitivityEntry>, String)>, Failure> {
         let Some(plan) = plan else {
-            return Ok(String::new());
+            return Ok(None);
         };
         let outcomes = sensitivity::run(defs, plan, opts, progress)
             .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
-        Ok(sensitivity::render(
-            defs,
-            base,
-            plan,
-            &outcomes,
-            self.sensitivity_factor,
-        ))
+        let entries = sensitivity::entries(defs, base, plan, &outcomes);
+        let text = sensitivity::render(defs, &entries, self.sensitivity_factor);
+        Ok(Some((entries, text)))
     }
 }
 
@@ -997,7 +994,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     };
     let results = experiments::run_all(defs, &opts, &|| pb.inc(1))
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
-    let sensitivity_text = a
+    let sens = a
         .sensitivity
         .run(plan.as_ref(), defs, &results, &opts, &|| pb.inc(1))?;
     pb.finish_and_clear();
@@ -1011,15 +1008,16 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     for n in &r.notes {
         text.push_str(&format!("note: {n}\n"));
     }
-    if !sensitivity_text.is_empty() {
+    if let Some((_, t)) = &sens {
         text.push('\n');
-        text.push_str(&sensitivity_text);
+        text.push_str(t);
     }
     emit(&text);
     if let Some(out) = &a.out {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
         res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
+        res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
             .with_context(|| format!("writing {}", out.join("results.json").display()))?;

@@ -12,7 +12,7 @@
 
 use crate::experiments::{run_all, ExperimentDef, Options};
 use crate::published::{params_label, shape_claims};
-use schedlab_report::ExperimentResult;
+use schedlab_report::{ExperimentResult, RowMove, SensitivityEntry, VerdictChange};
 use schedlab_topo::{estimate_keys, machine_text, resolve_machine_edited, MachineEdit};
 use std::collections::BTreeMap;
 
@@ -129,34 +129,34 @@ pub fn run(
         .collect()
 }
 
-/// How one edited rerun differs from the unedited results.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Shift {
-    /// Shape claims whose verdict changed: (experiment, claim, now holds).
-    pub verdicts: Vec<(String, &'static str, bool)>,
-    /// The row whose change against the baseline moved most:
-    /// (experiment, params, config, metric, unedited %, edited %).
-    pub largest: Option<(String, String, String, String, f64, f64)>,
-    /// Rows significant in both runs whose change changed sign.
-    pub sign_flips: usize,
-}
-
-/// Compares an edited rerun with the unedited results (`base`, indexed like
-/// the defs).
-pub fn shift(base: &[ExperimentResult], o: &EditOutcome) -> Shift {
-    let mut s = Shift {
-        verdicts: Vec::new(),
-        largest: None,
+/// How one edited rerun differs from the unedited results (`base`, indexed
+/// like the defs).
+pub fn entry(
+    defs: &[ExperimentDef],
+    base: &[ExperimentResult],
+    o: &EditOutcome,
+) -> SensitivityEntry {
+    let mut machines: Vec<String> = o.defs.iter().map(|&i| defs[i].machine.clone()).collect();
+    machines.dedup();
+    let mut e = SensitivityEntry {
+        edit: o.edit.clone(),
+        machines,
+        skipped: None,
+        verdict_changes: Vec::new(),
+        largest_move: None,
         sign_flips: 0,
     };
     let mut best = -1.0;
     for (&i, r) in o.defs.iter().zip(&o.results) {
         let b = &base[i];
         for c in shape_claims(&r.name) {
-            let (was, now) = ((c.check)(b), (c.check)(r));
-            if let (Some(was), Some(now)) = (was, now) {
+            if let (Some(was), Some(now)) = ((c.check)(b), (c.check)(r)) {
                 if was.holds != now.holds {
-                    s.verdicts.push((r.name.clone(), c.description, now.holds));
+                    e.verdict_changes.push(VerdictChange {
+                        experiment: r.name.clone(),
+                        claim: c.description.to_string(),
+                        holds: now.holds,
+                    });
                 }
             }
         }
@@ -169,90 +169,110 @@ pub fn shift(base: &[ExperimentResult], o: &EditOutcome) -> Shift {
             let d = (row.change_pct - br.change_pct).abs();
             if d > best {
                 best = d;
-                s.largest = Some((
-                    r.name.clone(),
-                    params_label(&row.params),
-                    row.config.clone(),
-                    row.metric.clone(),
-                    br.change_pct,
-                    row.change_pct,
-                ));
+                e.largest_move = Some(RowMove {
+                    experiment: r.name.clone(),
+                    params: row.params.clone(),
+                    config: row.config.clone(),
+                    metric: row.metric.clone(),
+                    change_pct: br.change_pct,
+                    edited_change_pct: row.change_pct,
+                });
             }
             if row.significant
                 && br.significant
                 && row.change_pct.signum() != br.change_pct.signum()
             {
-                s.sign_flips += 1;
+                e.sign_flips += 1;
             }
         }
     }
-    s
+    e
 }
 
-/// The `== Sensitivity` section of a report.
-pub fn render(
+/// Every rerun's entry, then the skipped edits'.
+pub fn entries(
     defs: &[ExperimentDef],
     base: &[ExperimentResult],
     plan: &Plan,
     outcomes: &[EditOutcome],
-    factor: f64,
-) -> String {
+) -> Vec<SensitivityEntry> {
+    let mut v: Vec<SensitivityEntry> = outcomes.iter().map(|o| entry(defs, base, o)).collect();
+    v.extend(
+        plan.skipped
+            .iter()
+            .map(|(edit, machine, why)| SensitivityEntry {
+                edit: edit.clone(),
+                machines: vec![machine.clone()],
+                skipped: Some(why.clone()),
+                verdict_changes: Vec::new(),
+                largest_move: None,
+                sign_flips: 0,
+            }),
+    );
+    v
+}
+
+/// The `== Sensitivity` section of a report.
+pub fn render(defs: &[ExperimentDef], entries: &[SensitivityEntry], factor: f64) -> String {
     let mut t = format!(
         "== Sensitivity: every number marked ESTIMATE in the machines, scaled by 1/{f} and {f} (one rerun each, same seeds)\n",
         f = factor_text(factor)
     );
-    if outcomes.is_empty() {
+    if entries.is_empty() {
         t.push_str("(the machines mark no number ESTIMATE)\n");
     }
-    let mut changed = 0;
     let claims = defs.iter().any(|d| !shape_claims(&d.name).is_empty());
-    for o in outcomes {
-        let s = shift(base, o);
-        let mut names: Vec<&str> = o.defs.iter().map(|&i| defs[i].machine.as_str()).collect();
-        names.dedup();
+    let (mut ran, mut changed) = (0, 0);
+    for e in entries {
+        let head = format!("{:<40} [{}]", e.edit, e.machines.join(","));
+        if let Some(why) = &e.skipped {
+            t.push_str(&format!("{head} skipped: {why}\n"));
+            continue;
+        }
+        ran += 1;
         let verdicts = if !claims {
             String::new()
-        } else if s.verdicts.is_empty() {
+        } else if e.verdict_changes.is_empty() {
             "no verdict changes; ".to_string()
         } else {
             changed += 1;
-            s.verdicts
+            e.verdict_changes
                 .iter()
-                .map(|(e, c, now)| {
-                    format!(
-                        "{e} \"{c}\" {}",
-                        if *now { "now holds" } else { "NO LONGER HOLDS" }
-                    )
+                .map(|v| {
+                    let now = if v.holds {
+                        "now holds"
+                    } else {
+                        "NO LONGER HOLDS"
+                    };
+                    format!("{} \"{}\" {now}", v.experiment, v.claim)
                 })
                 .collect::<Vec<_>>()
                 .join("; ")
                 + "; "
         };
-        let largest = match &s.largest {
-            Some((e, p, c, m, was, now)) => {
+        let largest = match &e.largest_move {
+            Some(m) => {
+                let p = params_label(&m.params);
                 let p = if p.is_empty() {
                     String::new()
                 } else {
                     format!(" {p}")
                 };
-                format!("largest move {e}{p} {c} {m}: {was:+.2}% -> {now:+.2}%")
+                format!(
+                    "largest move {}{p} {} {}: {:+.2}% -> {:+.2}%",
+                    m.experiment, m.config, m.metric, m.change_pct, m.edited_change_pct
+                )
             }
             None => "no compared rows".into(),
         };
         t.push_str(&format!(
-            "{:<40} [{}] {verdicts}{largest}; significant sign flips: {}\n",
-            o.edit,
-            names.join(","),
-            s.sign_flips
+            "{head} {verdicts}{largest}; significant sign flips: {}\n",
+            e.sign_flips
         ));
-    }
-    for (e, m, why) in &plan.skipped {
-        t.push_str(&format!("{e:<40} [{m}] skipped: {why}\n"));
     }
     if claims {
         t.push_str(&format!(
-            "{changed} of {} edits change a shape verdict\n",
-            outcomes.len()
+            "{changed} of {ran} edits change a shape verdict\n"
         ));
     }
     t
@@ -324,20 +344,31 @@ mod tests {
             skipped: Vec::new(),
         };
         let out = run(std::slice::from_ref(&d), &p, &opts, &|| {}).unwrap();
-        let s = shift(&base, &out[0]);
-        let (e, _, c, _, was, now) = s.largest.clone().unwrap();
-        assert_eq!((e.as_str(), c.as_str()), ("exynos5433-mixed", "hperf-hmp"));
-        assert_ne!(was, now, "slower IPIs move the comparison");
+        let defs = std::slice::from_ref(&d);
+        let e = entry(defs, &base, &out[0]);
+        let m = e.largest_move.clone().unwrap();
+        assert_eq!(
+            (m.experiment.as_str(), m.config.as_str()),
+            ("exynos5433-mixed", "hperf-hmp")
+        );
+        assert_ne!(
+            m.change_pct, m.edited_change_pct,
+            "slower IPIs move the comparison"
+        );
+        assert_eq!(e.machines, vec!["exynos5433".to_string()]);
         // The same results are no shift at all.
         let same = EditOutcome {
             edit: "x".into(),
             defs: vec![0],
             results: base.clone(),
         };
-        let s = shift(&base, &same);
-        assert!(s.verdicts.is_empty() && s.sign_flips == 0);
-        assert_eq!(s.largest.map(|l| l.4 == l.5), Some(true));
-        let text = render(std::slice::from_ref(&d), &base, &p, &out, 2.0);
+        let e = entry(defs, &base, &same);
+        assert!(e.verdict_changes.is_empty() && e.sign_flips == 0);
+        assert_eq!(
+            e.largest_move.map(|m| m.change_pct == m.edited_change_pct),
+            Some(true)
+        );
+        let text = render(defs, &entries(defs, &base, &p, &out), 2.0);
         assert!(
             text.contains("wakeup.ipi_ns*4") && text.contains("[exynos5433]"),
             "{text}"

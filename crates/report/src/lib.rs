@@ -14,7 +14,8 @@ pub mod table;
 
 pub use plot::{plot_experiment, Plot, PlotError};
 pub use results::{
-    params, ExperimentResult, MetricSpec, Params, ReportError, Results, Row, SampleRow, SCHEMA,
+    params, ExperimentResult, MetricSpec, Params, ReportError, Results, Row, RowMove, SampleRow,
+    SensitivityEntry, VerdictChange, SCHEMA,
 };
 pub use stats::{MeanKind, Summary};
 pub use table::{

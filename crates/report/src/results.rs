@@ -81,6 +81,49 @@ pub struct Results {
     /// results of edited machines are not the presets' results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine_edits: Vec<String>,
+    /// `--sensitivity`'s reruns, one per estimate edit (absent without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitivity: Vec<SensitivityEntry>,
+}
+
+/// One `--sensitivity` rerun: an edit of the numbers marked ESTIMATE and how
+/// the results moved against the unedited runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensitivityEntry {
+    /// The machine edit, e.g. `wakeup.ipi_ns*2`.
+    pub edit: String,
+    /// The machines it applied to (those that mark the number ESTIMATE).
+    pub machines: Vec<String>,
+    /// Why the edit was not run (it makes a machine impossible); then the
+    /// fields below are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Shape claims whose verdict changed.
+    pub verdict_changes: Vec<VerdictChange>,
+    /// The row whose change against the baseline moved most.
+    pub largest_move: Option<RowMove>,
+    /// Rows significant in both runs whose change changed sign.
+    pub sign_flips: usize,
+}
+
+/// A shape claim whose verdict an edit changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictChange {
+    pub experiment: String,
+    pub claim: String,
+    /// The verdict under the edit.
+    pub holds: bool,
+}
+
+/// A row's change against the baseline, unedited and edited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowMove {
+    pub experiment: String,
+    pub params: Params,
+    pub config: String,
+    pub metric: String,
+    pub change_pct: f64,
+    pub edited_change_pct: f64,
 }
 
 impl Results {
@@ -92,6 +135,7 @@ impl Results {
             version: version.into(),
             experiments: Vec::new(),
             machine_edits: Vec::new(),
+            sensitivity: Vec::new(),
         }
     }
 

@@ -734,6 +734,22 @@ fn sensitivity_reruns_each_estimate_and_reports_it() {
     }
     // Measured numbers are left alone.
     assert!(!s.contains("freq_max_mhz"), "{s}");
+    // results.json carries the same, one entry per edit.
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let entries = v["sensitivity"].as_array().expect("sensitivity entries");
+    let ipi = entries
+        .iter()
+        .find(|e| e["edit"] == "wakeup.ipi_ns*2")
+        .expect("wakeup.ipi_ns*2");
+    assert_eq!(ipi["machines"], serde_json::json!(["alderlake"]));
+    assert_eq!(ipi["largest_move"]["experiment"], "alderlake-single");
+    assert!(ipi.get("skipped").is_none());
+    let skipped = entries
+        .iter()
+        .find(|e| e["edit"] == "core_type.0.smt_thread_speed*2")
+        .expect("skipped edit");
+    assert!(skipped["skipped"].as_str().unwrap().contains("smt_thread_speed"));
     let o = schedlab(&[
         "reproduce",
         "alderlake-single",
