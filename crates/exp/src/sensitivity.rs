@@ -136,8 +136,12 @@ pub fn entry(
     base: &[ExperimentResult],
     o: &EditOutcome,
 ) -> SensitivityEntry {
-    let mut machines: Vec<String> = o.defs.iter().map(|&i| defs[i].machine.clone()).collect();
-    machines.dedup();
+    let mut machines: Vec<String> = Vec::new();
+    for &i in &o.defs {
+        if !machines.contains(&defs[i].machine) {
+            machines.push(defs[i].machine.clone());
+        }
+    }
     let mut e = SensitivityEntry {
         edit: o.edit.clone(),
         machines,

@@ -749,7 +749,10 @@ fn sensitivity_reruns_each_estimate_and_reports_it() {
         .iter()
         .find(|e| e["edit"] == "core_type.0.smt_thread_speed*2")
         .expect("skipped edit");
-    assert!(skipped["skipped"].as_str().unwrap().contains("smt_thread_speed"));
+    assert!(skipped["skipped"]
+        .as_str()
+        .unwrap()
+        .contains("smt_thread_speed"));
     let o = schedlab(&[
         "reproduce",
         "alderlake-single",
