@@ -401,11 +401,28 @@ mod tests {
         }
         // Measured numbers are not estimates.
         assert!(!paths.contains(&"core_type.0.freq_max_mhz"), "{paths:?}");
-        // Every path is an edit that changes exactly one number.
-        for k in &keys {
-            let e = edit(&format!("{}*1", k.path));
-            let (_, n) = load_edited(preset_text("alderlake").unwrap(), "a", &[e], true).unwrap();
-            assert_eq!(n, vec![1], "{}", k.path);
+        // In every preset, every estimate's path is an edit that changes
+        // exactly that number, which the file holds.
+        for name in crate::PRESET_NAMES {
+            let text = preset_text(name).unwrap();
+            let keys = estimate_keys(text);
+            assert!(keys.len() >= 3, "{name}: {keys:?}");
+            for k in &keys {
+                let (_, n) =
+                    load_edited(text, name, &[edit(&format!("{}*1", k.path))], true).unwrap();
+                assert_eq!(n, vec![1], "{name} {}", k.path);
+                let doc: toml::Table = text.parse().unwrap();
+                let mut v = toml::Value::Table(doc);
+                for seg in k.path.split('.') {
+                    v = match v {
+                        toml::Value::Table(mut t) => t.remove(seg).unwrap(),
+                        toml::Value::Array(mut a) => a.remove(seg.parse().unwrap()),
+                        other => panic!("{name} {}: {other:?}", k.path),
+                    };
+                }
+                let held = v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap();
+                assert_eq!(held, k.value, "{name} {}", k.path);
+            }
         }
         // A header comment marks its whole table; array rows are not headers.
         let text = "name = \"x\"\n[numa]\ndistance = [\n  [10, 20],\n  [20, 10],\n]\n\
