@@ -1082,9 +1082,10 @@ fn run(
     emit(&w.report_sim(&sim, &metrics));
     let c = &sim.counters;
     outln!(
-        "\nschedlab: {} on {} ({}), seed {}: {:?} after {:.3} ms simulated, {} events",
+        "\nschedlab: {} on {}{} ({}), seed {}: {:?} after {:.3} ms simulated, {} events",
         w.name(),
         sim.machine.name,
+        edited_suffix(&machine_edits),
         config,
         seed,
         stop,
@@ -1179,13 +1180,16 @@ fn run(
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::json!(v)))
             .collect();
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "schema": "schedlab.run/1",
             "machine": sim.machine.name, "workload": workload, "config": config, "seed": seed,
             "sim_time_ns": sim.now, "stop": format!("{stop:?}"), "metrics": metrics,
             "tasks": tasks, "cpus": cpus, "counters": c, "hz": cfg.hz,
             "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
         });
+        if !machine_edits.is_empty() {
+            v["machine_edits"] = machine_edits.iter().map(|e| e.text.clone()).collect();
+        }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;

@@ -653,6 +653,28 @@ fn machine_edits_change_the_runs_and_are_recorded() {
         plain["experiments"][0]["rows"], edited["experiments"][0]["rows"],
         "slower IPIs move the results"
     );
+    // `run` says so too, in its summary and its JSON.
+    let dir = tempdir("edit-run");
+    let json = dir.join("run.json");
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "kunpeng920",
+        "--workload",
+        "pipe:instances=1,loops=200",
+        "--machine-edit",
+        "wakeup.ipi_ns*2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("on kunpeng920 (edited: wakeup.ipi_ns*2)"),
+        "{}",
+        stdout(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["machine_edits"], serde_json::json!(["wakeup.ipi_ns*2"]));
     for (args, want) in [
         (
             &[
