@@ -148,11 +148,13 @@ pub fn entry(
         skipped: None,
         verdict_changes: Vec::new(),
         largest_move: None,
+        largest_moves: Vec::new(),
         sign_flips: 0,
     };
     let mut best = -1.0;
     for (&i, r) in o.defs.iter().zip(&o.results) {
         let b = &base[i];
+        let mut best_here: Option<(f64, RowMove)> = None;
         for c in shape_claims(&r.name) {
             if let (Some(was), Some(now)) = ((c.check)(b), (c.check)(r)) {
                 if was.holds != now.holds {
@@ -171,16 +173,18 @@ pub fn entry(
                 continue;
             };
             let d = (row.change_pct - br.change_pct).abs();
-            if d > best {
-                best = d;
-                e.largest_move = Some(RowMove {
-                    experiment: r.name.clone(),
-                    params: row.params.clone(),
-                    config: row.config.clone(),
-                    metric: row.metric.clone(),
-                    change_pct: br.change_pct,
-                    edited_change_pct: row.change_pct,
-                });
+            if best_here.as_ref().is_none_or(|(x, _)| d > *x) {
+                best_here = Some((
+                    d,
+                    RowMove {
+                        experiment: r.name.clone(),
+                        params: row.params.clone(),
+                        config: row.config.clone(),
+                        metric: row.metric.clone(),
+                        change_pct: br.change_pct,
+                        edited_change_pct: row.change_pct,
+                    },
+                ));
             }
             if row.significant
                 && br.significant
@@ -188,6 +192,13 @@ pub fn entry(
             {
                 e.sign_flips += 1;
             }
+        }
+        if let Some((d, m)) = best_here {
+            if d > best {
+                best = d;
+                e.largest_move = Some(m.clone());
+            }
+            e.largest_moves.push(m);
         }
     }
     e
@@ -210,6 +221,7 @@ pub fn entries(
                 skipped: Some(why.clone()),
                 verdict_changes: Vec::new(),
                 largest_move: None,
+                largest_moves: Vec::new(),
                 sign_flips: 0,
             }),
     );
@@ -360,6 +372,7 @@ mod tests {
             "slower IPIs move the comparison"
         );
         assert_eq!(e.machines, vec!["exynos5433".to_string()]);
+        assert_eq!(e.largest_moves, vec![m.clone()], "one experiment, one move");
         // The same results are no shift at all.
         let same = EditOutcome {
             edit: "x".into(),

@@ -102,6 +102,9 @@ pub struct SensitivityEntry {
     pub verdict_changes: Vec<VerdictChange>,
     /// The row whose change against the baseline moved most.
     pub largest_move: Option<RowMove>,
+    /// The same per experiment, in the run's order.
+    #[serde(default)]
+    pub largest_moves: Vec<RowMove>,
     /// Rows significant in both runs whose change changed sign.
     pub sign_flips: usize,
 }
