@@ -12,6 +12,7 @@
 
 use crate::experiments::{run_all, ExperimentDef, Options};
 use crate::published::{params_label, shape_claims};
+use rayon::prelude::*;
 use schedlab_report::{ExperimentResult, RowMove, SensitivityEntry, VerdictChange};
 use schedlab_topo::{estimate_keys, machine_text, resolve_machine_edited, MachineEdit};
 use std::collections::BTreeMap;
@@ -106,7 +107,9 @@ pub struct EditOutcome {
 }
 
 /// Runs the plan: one `run_all` per edit over the experiments it concerns,
-/// with the run's own edits first.
+/// with the run's own edits first. The edits run concurrently (rayon nests
+/// them with the runs inside), so no core waits for the slowest run of one
+/// edit; the outcomes keep the plan's order.
 pub fn run(
     defs: &[ExperimentDef],
     plan: &Plan,
@@ -114,7 +117,7 @@ pub fn run(
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<EditOutcome>, String> {
     plan.edits
-        .iter()
+        .par_iter()
         .map(|p| {
             let subset: Vec<ExperimentDef> = p.defs.iter().map(|&i| defs[i].clone()).collect();
             let mut o = opts.clone();

@@ -32,6 +32,38 @@ fn same_seed_gives_byte_identical_results_on_any_thread_count() {
     assert_ne!(a, c, "another seed should give other samples");
 }
 
+/// `--sensitivity` runs its edits concurrently; its entries, like the
+/// results, must not depend on the thread count.
+#[test]
+fn sensitivity_is_byte_identical_on_any_thread_count() {
+    let run = |threads: &str| {
+        let dir = tempdir(&format!("det-sens-{threads}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args([
+                "reproduce",
+                "alderlake-single",
+                "exynos5433-mixed",
+                "--quick",
+                "--reps",
+                "1",
+                "--sensitivity",
+                "--out",
+            ])
+            .arg(&dir)
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .expect("run schedlab");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(dir.join("results.json")).unwrap()
+    };
+    let (a, b) = (run("1"), run("3"));
+    assert!(String::from_utf8_lossy(&a).contains("\"sensitivity\""));
+    assert_eq!(
+        a, b,
+        "sensitivity entries differ between 1 and 3 worker threads"
+    );
+}
+
 #[test]
 fn stream_table_snapshot() {
     let dir = tempdir("snap");
