@@ -477,14 +477,18 @@ fn topo(
                 };
                 (m, text)
             }
-            Some(MachineSource::Sysfs(root)) => sysfs_machine(&root, None)?,
+            Some(MachineSource::Sysfs(root)) => {
+                let text =
+                    schedlab_topo::sysfs_machine_text(&root).map_err(|e| input(e.to_string()))?;
+                let m = schedlab_topo::load_machine_str(&text, &root.display().to_string())
+                    .map_err(|e| input(e.to_string()))?;
+                (m, text)
+            }
             Some(MachineSource::Host) => {
-                let arch = match std::env::consts::ARCH {
-                    "x86" | "x86_64" => schedlab_topo::Arch::X86,
-                    "powerpc" | "powerpc64" => schedlab_topo::Arch::PowerPc,
-                    _ => schedlab_topo::Arch::Arm64,
-                };
-                sysfs_machine(std::path::Path::new("/sys"), Some(arch))?
+                let text = schedlab_topo::host_machine_text().map_err(|e| input(e.to_string()))?;
+                let m = schedlab_topo::load_machine_str(&text, "/sys")
+                    .map_err(|e| input(e.to_string()))?;
+                (m, text)
             }
         };
     if emit_machine {
@@ -503,32 +507,6 @@ fn topo(
         emit(&schedlab_topo::format_topo(&m, &d));
     }
     Ok(())
-}
-
-/// A machine read from a sysfs tree and the machine file it was read as;
-/// `arch` replaces the file-based guess (for this computer, the build's).
-fn sysfs_machine(
-    root: &std::path::Path,
-    arch: Option<schedlab_topo::Arch>,
-) -> Result<(schedlab_topo::Machine, String), Failure> {
-    let mut text = schedlab_topo::sysfs_machine_text(root).map_err(|e| input(e.to_string()))?;
-    if let Some(a) = arch {
-        text = text
-            .lines()
-            .map(|l| {
-                if l.starts_with("arch = ") {
-                    format!("arch = \"{}\"", a.as_str())
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-            + "\n";
-    }
-    let m = schedlab_topo::load_machine_str(&text, &root.display().to_string())
-        .map_err(|e| input(e.to_string()))?;
-    Ok((m, text))
 }
 
 /// `FROM_MS..TO_MS` (milliseconds, fractions allowed, either side optional)
@@ -847,7 +825,7 @@ impl SensitivityArgs {
 /// Arguments of `schedlab compare`.
 #[derive(clap::Args)]
 struct CompareArgs {
-    /// A preset name, a machine file, or --host.
+    /// A preset name, a machine file, or `host` (this computer, from /sys).
     #[arg(long)]
     machine: String,
     /// Built-in workload spec or rt-app JSON file.

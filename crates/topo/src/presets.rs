@@ -5,8 +5,9 @@
 
 use crate::edit::{load_edited, MachineEdit};
 use crate::error::TopoError;
-use crate::load::{load_machine_file, load_machine_str};
+use crate::load::load_machine_str;
 use crate::machine::Machine;
+use crate::sysfs::host_machine_text;
 use std::path::Path;
 
 /// Preset names, in the order of the reference machines (S1..S5).
@@ -45,77 +46,15 @@ pub fn preset(name: &str) -> Result<Machine, TopoError> {
     }
 }
 
-/// A preset name, else a machine file path; either may end in `:online=LIST`
-/// (only those CPUs online, see [`crate::online`]).
-pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
-    if preset_text(name_or_path).is_none() && !Path::new(name_or_path).is_file() {
-        if let Some((name, online)) = crate::online::split_online(name_or_path)? {
-            return crate::online::with_online_cpus(&resolve_machine(name)?, &online);
-        }
-    }
-    if preset_text(name_or_path).is_some() {
-        return preset(name_or_path);
-    }
-    let path = Path::new(name_or_path);
-    if path.is_file() {
-        return load_machine_file(path);
-    }
-    Err(TopoError::UnknownMachine {
-        name: name_or_path.to_string(),
-        valid: PRESET_NAMES.join(", "),
-        reason: if path.exists() {
-            "the path is not a regular file".to_string()
-        } else {
-            "no such file".to_string()
-        },
-    })
-}
+/// Names that mean this computer, read from `/sys` ([`host_machine_text`]),
+/// where no file of that name exists.
+pub const HOST_NAMES: [&str; 2] = ["host", "--host"];
 
-/// The machine-file text behind a preset name or file path (either may end
-/// in `:online=LIST`, which is ignored here).
-pub fn machine_text(name_or_path: &str) -> Result<String, TopoError> {
+/// The text behind a preset name, a machine file path or a host name, and
+/// the origin its messages name; `None` for anything else.
+fn source(name_or_path: &str) -> Result<Option<(String, String)>, TopoError> {
     if let Some(text) = preset_text(name_or_path) {
-        return Ok(text.to_string());
-    }
-    let path = Path::new(name_or_path);
-    if path.is_file() {
-        return std::fs::read_to_string(path).map_err(|e| TopoError::Io {
-            origin: path.display().to_string(),
-            reason: e.to_string(),
-        });
-    }
-    if let Some((name, _)) = crate::online::split_online(name_or_path)? {
-        return machine_text(name);
-    }
-    // The same error as resolving it.
-    resolve_machine(name_or_path).map(|_| String::new())
-}
-
-/// [`resolve_machine`] with machine edits applied to the preset's or file's
-/// text before loading (see [`crate::edit`]); with `require_match`, an edit
-/// whose path is not in the machine is an error. Returns the machine and,
-/// per edit, how many numbers it changed.
-pub fn resolve_machine_edited(
-    name_or_path: &str,
-    edits: &[MachineEdit],
-    require_match: bool,
-) -> Result<(Machine, Vec<u32>), TopoError> {
-    if edits.is_empty() {
-        return Ok((resolve_machine(name_or_path)?, Vec::new()));
-    }
-    if preset_text(name_or_path).is_none() && !Path::new(name_or_path).is_file() {
-        if let Some((name, online)) = crate::online::split_online(name_or_path)? {
-            let (m, n) = resolve_machine_edited(name, edits, require_match)?;
-            return Ok((crate::online::with_online_cpus(&m, &online)?, n));
-        }
-    }
-    if let Some(text) = preset_text(name_or_path) {
-        return load_edited(
-            text,
-            &format!("preset:{name_or_path}"),
-            edits,
-            require_match,
-        );
+        return Ok(Some((text.to_string(), format!("preset:{name_or_path}"))));
     }
     let path = Path::new(name_or_path);
     if path.is_file() {
@@ -124,9 +63,63 @@ pub fn resolve_machine_edited(
             origin: origin.clone(),
             reason: e.to_string(),
         })?;
+        return Ok(Some((text, origin)));
+    }
+    if HOST_NAMES.contains(&name_or_path) {
+        return Ok(Some((host_machine_text()?, "/sys".to_string())));
+    }
+    Ok(None)
+}
+
+fn unknown(name_or_path: &str) -> TopoError {
+    let path = Path::new(name_or_path);
+    TopoError::UnknownMachine {
+        name: name_or_path.to_string(),
+        valid: format!("{}, host", PRESET_NAMES.join(", ")),
+        reason: if path.exists() {
+            "the path is not a regular file".to_string()
+        } else {
+            "no such file".to_string()
+        },
+    }
+}
+
+/// A preset name, else a machine file path, else `host` (this computer);
+/// any may end in `:online=LIST` (only those CPUs online, see
+/// [`crate::online`]).
+pub fn resolve_machine(name_or_path: &str) -> Result<Machine, TopoError> {
+    resolve_machine_edited(name_or_path, &[], false).map(|(m, _)| m)
+}
+
+/// The machine-file text behind a name [`resolve_machine`] accepts (an
+/// `:online=LIST` suffix is ignored here).
+pub fn machine_text(name_or_path: &str) -> Result<String, TopoError> {
+    if let Some((text, _)) = source(name_or_path)? {
+        return Ok(text);
+    }
+    if let Some((name, _)) = crate::online::split_online(name_or_path)? {
+        return machine_text(name);
+    }
+    Err(unknown(name_or_path))
+}
+
+/// [`resolve_machine`] with machine edits applied to the machine file's
+/// text before loading (see [`crate::edit`]); with `require_match`, an edit
+/// whose path is not in the machine is an error. Returns the machine and,
+/// per edit, how many numbers it changed.
+pub fn resolve_machine_edited(
+    name_or_path: &str,
+    edits: &[MachineEdit],
+    require_match: bool,
+) -> Result<(Machine, Vec<u32>), TopoError> {
+    if let Some((text, origin)) = source(name_or_path)? {
         return load_edited(&text, &origin, edits, require_match);
     }
-    resolve_machine(name_or_path).map(|m| (m, Vec::new()))
+    if let Some((name, online)) = crate::online::split_online(name_or_path)? {
+        let (m, n) = resolve_machine_edited(name, edits, require_match)?;
+        return Ok((crate::online::with_online_cpus(&m, &online)?, n));
+    }
+    Err(unknown(name_or_path))
 }
 
 #[cfg(test)]

@@ -186,6 +186,28 @@ pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
     load_machine_str(&sysfs_machine_text(root)?, &root.display().to_string())
 }
 
+/// This computer as a machine file: [`sysfs_machine_text`] of `/sys`, with
+/// the architecture this binary was built for (the file-based guess can be
+/// fooled by virtual machines).
+pub fn host_machine_text() -> Result<String, TopoError> {
+    let arch = match std::env::consts::ARCH {
+        "x86" | "x86_64" => crate::Arch::X86,
+        "powerpc" | "powerpc64" => crate::Arch::PowerPc,
+        _ => crate::Arch::Arm64,
+    };
+    let text = sysfs_machine_text(Path::new("/sys"))?;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with("arch = ") {
+            out.push_str(&format!("arch = \"{}\"", arch.as_str()));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// The machine file [`machine_from_sysfs`] loads: what sysfs tells, plus
 /// defaults for what it does not (bandwidths, latencies, wake-up costs), each
 /// marked ESTIMATE in a comment, so that `--sensitivity` finds them.

@@ -401,6 +401,16 @@ pub fn tempdir(name: &str) -> std::path::PathBuf {
 fn topo_host_and_sysfs_fixtures_work_and_emitted_machines_reload() {
     let o = schedlab(&["topo", "--host"]);
     assert!(o.status.success(), "topo --host: {}", stderr(&o));
+    // `host` is a machine for run and compare too.
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "host",
+        "--workload",
+        "pipe:instances=1,loops=100",
+    ]);
+    assert!(o.status.success(), "run --machine host: {}", stderr(&o));
+    assert!(stdout(&o).contains("on host (vanilla)"), "{}", stdout(&o));
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../topo/tests/fixtures");
     let dir = tempdir("emit");
     for f in ["x86-smt", "x86-hybrid", "arm64-biglittle", "x86-2node"] {
