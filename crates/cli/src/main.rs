@@ -778,6 +778,11 @@ struct SensitivityArgs {
     /// The factor of --sensitivity (greater than 1, at most 100).
     #[arg(long, default_value_t = 2.0, value_name = "F")]
     sensitivity_factor: f64,
+    /// Vary these machine-file paths instead of the ESTIMATE ones
+    /// (comma-separated, e.g. wakeup.ipi_ns,c2c.llc_ns), wherever a machine
+    /// has them, measured or not. Implies --sensitivity.
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    sensitivity_keys: Vec<String>,
 }
 
 impl SensitivityArgs {
@@ -794,12 +799,25 @@ impl SensitivityArgs {
                 "--sensitivity-factor {f}: must be greater than 1 and at most 100"
             )));
         }
-        if !self.sensitivity {
+        if !self.sensitivity && self.sensitivity_keys.is_empty() {
             return Ok(None);
         }
-        sensitivity::plan(defs, base_edits, f)
-            .map(Some)
-            .map_err(input)
+        let keys = (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..]);
+        for k in keys.unwrap_or_default() {
+            MachineEdit::parse(&format!("{k}*2")).map_err(|_| {
+                input(format!(
+                    "--sensitivity-keys '{k}': not a machine-file path such as wakeup.ipi_ns"
+                ))
+            })?;
+        }
+        let plan = sensitivity::plan(defs, base_edits, f, keys).map_err(input)?;
+        if keys.is_some() && plan.edits.is_empty() && plan.skipped.is_empty() {
+            return Err(input(format!(
+                "--sensitivity-keys {}: no machine of this run has any of them",
+                self.sensitivity_keys.join(",")
+            )));
+        }
+        Ok(Some(plan))
     }
 
     /// Runs the plan: its results.json entries and its report section.
@@ -817,7 +835,8 @@ impl SensitivityArgs {
         let outcomes = sensitivity::run(defs, plan, opts, progress)
             .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
         let entries = sensitivity::entries(defs, base, plan, &outcomes);
-        let text = sensitivity::render(defs, &entries, self.sensitivity_factor);
+        let keys = (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..]);
+        let text = sensitivity::render(defs, &entries, self.sensitivity_factor, keys);
         Ok(Some((entries, text)))
     }
 }

@@ -51,12 +51,15 @@ fn factor_text(f: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Every ESTIMATE number of the experiments' machines, divided and
-/// multiplied by `factor` (> 1), on top of the run's own `base_edits`.
+/// Every ESTIMATE number of the experiments' machines (or, with `keys`,
+/// exactly those paths wherever a machine has them, estimate or not),
+/// divided and multiplied by `factor` (> 1), on top of the run's own
+/// `base_edits`.
 pub fn plan(
     defs: &[ExperimentDef],
     base_edits: &[MachineEdit],
     factor: f64,
+    keys: Option<&[String]>,
 ) -> Result<Plan, String> {
     let mut plan = Plan::default();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
@@ -65,16 +68,25 @@ pub fn plan(
     machines.dedup();
     for machine in machines {
         let text = machine_text(machine).map_err(|e| e.to_string())?;
-        for key in estimate_keys(&text) {
+        let paths: Vec<String> = match keys {
+            Some(k) => k.to_vec(),
+            None => estimate_keys(&text).into_iter().map(|k| k.path).collect(),
+        };
+        for path in paths {
             for f in [1.0 / factor, factor] {
-                let edit = MachineEdit::parse(&format!("{}*{}", key.path, factor_text(f)))
+                let edit = MachineEdit::parse(&format!("{path}*{}", factor_text(f)))
                     .map_err(|e| e.to_string())?;
                 let mut all = base_edits.to_vec();
                 all.push(edit.clone());
-                if let Err(e) = resolve_machine_edited(machine, &all, false) {
-                    plan.skipped
-                        .push((edit.text.clone(), machine.to_string(), e.to_string()));
-                    continue;
+                match resolve_machine_edited(machine, &all, false) {
+                    // A chosen key this machine does not have.
+                    Ok((_, n)) if n.last() == Some(&0) => continue,
+                    Ok(_) => {}
+                    Err(e) => {
+                        plan.skipped
+                            .push((edit.text.clone(), machine.to_string(), e.to_string()));
+                        continue;
+                    }
                 }
                 let slot = *index.entry(edit.text.clone()).or_insert_with(|| {
                     plan.edits.push(PlannedEdit {
@@ -231,10 +243,19 @@ pub fn entries(
     v
 }
 
-/// The `== Sensitivity` section of a report.
-pub fn render(defs: &[ExperimentDef], entries: &[SensitivityEntry], factor: f64) -> String {
+/// The `== Sensitivity` section of a report; `keys` as given to [`plan`].
+pub fn render(
+    defs: &[ExperimentDef],
+    entries: &[SensitivityEntry],
+    factor: f64,
+    keys: Option<&[String]>,
+) -> String {
+    let what = match keys {
+        Some(k) => k.join(", "),
+        None => "every number marked ESTIMATE in the machines".to_string(),
+    };
     let mut t = format!(
-        "== Sensitivity: every number marked ESTIMATE in the machines, scaled by 1/{f} and {f} (one rerun each, same seeds)\n",
+        "== Sensitivity: {what}, scaled by 1/{f} and {f} (one rerun each, same seeds)\n",
         f = factor_text(factor)
     );
     if entries.is_empty() {
@@ -309,7 +330,7 @@ mod tests {
             get("kunpeng920-stream", true).unwrap(),
             get("alderlake-single", true).unwrap(),
         ];
-        let p = plan(&defs, &[], 2.0).unwrap();
+        let p = plan(&defs, &[], 2.0, None).unwrap();
         let texts: Vec<&str> = p.edits.iter().map(|e| e.edit.text.as_str()).collect();
         assert!(texts.contains(&"wakeup.ipi_ns*0.5") && texts.contains(&"wakeup.ipi_ns*2"));
         // Both machines mark their wake-up costs ESTIMATE.
@@ -342,6 +363,21 @@ mod tests {
             .unwrap();
         // The 5433's and Alder Lake's are estimates; Kunpeng's 12.4 GB/s is measured.
         assert_eq!(bw.defs, vec![0, 2]);
+    }
+
+    #[test]
+    fn chosen_keys_are_varied_where_a_machine_has_them_estimate_or_not() {
+        let defs = vec![
+            get("exynos5433-mixed", true).unwrap(),
+            get("kunpeng920-stream", true).unwrap(),
+        ];
+        let keys = vec!["c2c.cluster_ns".to_string(), "memory.no_such".to_string()];
+        let p = plan(&defs, &[], 2.0, Some(&keys)).unwrap();
+        let texts: Vec<&str> = p.edits.iter().map(|e| e.edit.text.as_str()).collect();
+        assert_eq!(texts, vec!["c2c.cluster_ns*0.5", "c2c.cluster_ns*2"]);
+        // Kunpeng's cluster latency is measured, and varied all the same.
+        assert!(p.edits.iter().all(|e| e.defs == vec![0, 1]));
+        assert!(p.skipped.is_empty());
     }
 
     #[test]
@@ -388,7 +424,7 @@ mod tests {
             e.largest_move.map(|m| m.change_pct == m.edited_change_pct),
             Some(true)
         );
-        let text = render(defs, &entries(defs, &base, &p, &out), 2.0);
+        let text = render(defs, &entries(defs, &base, &p, &out), 2.0, None);
         assert!(
             text.contains("wakeup.ipi_ns*4") && text.contains("[exynos5433]"),
             "{text}"

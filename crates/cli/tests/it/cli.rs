@@ -797,3 +797,57 @@ fn sensitivity_reruns_each_estimate_and_reports_it() {
     assert!(e.contains("--sensitivity-factor 1"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
 }
+
+/// `--sensitivity-keys` varies chosen paths, measured or not. Kunpeng's
+/// cluster bus (a measured 30.7 GB/s) is what STREAM's cluster gain comes
+/// from: doubled, four threads in one cluster are no longer bus-bound and
+/// the gain at 4 threads is gone.
+#[test]
+fn sensitivity_keys_vary_chosen_paths_and_the_cluster_bus_makes_the_stream_gain() {
+    let dir = tempdir("sensitivity-keys");
+    let o = schedlab(&[
+        "reproduce",
+        "kunpeng920-stream",
+        "--quick",
+        "--reps",
+        "1",
+        "--sensitivity-keys",
+        "link.0.bw_bytes_per_s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let entries = v["sensitivity"].as_array().unwrap();
+    let edits: Vec<&str> = entries
+        .iter()
+        .map(|e| e["edit"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        edits,
+        ["link.0.bw_bytes_per_s*0.5", "link.0.bw_bytes_per_s*2"]
+    );
+    let doubled = &entries[1];
+    assert!(
+        doubled["verdict_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(
+                |c| c["claim"] == "cluster beats vanilla at 4 threads (copy)"
+                    && c["holds"] == false
+            ),
+        "{doubled}"
+    );
+    for (keys, want) in [
+        ("no.such_key", "no machine of this run"),
+        ("a b", "not a machine-file path"),
+    ] {
+        let o = schedlab(&["reproduce", "kunpeng920-stream", "--sensitivity-keys", keys]);
+        assert_eq!(o.status.code(), Some(2), "{keys}");
+        let e = stderr(&o);
+        assert!(e.contains(want), "{keys}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+    }
+}
