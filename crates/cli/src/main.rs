@@ -758,7 +758,7 @@ fn edits_banner(edits: &[MachineEdit]) -> String {
     )
 }
 
-/// ", edited: ..." after a machine's name, or nothing.
+/// " (edited: ...)" after a machine's name, or nothing.
 fn edited_suffix(edits: &[MachineEdit]) -> String {
     if edits.is_empty() {
         return String::new();
