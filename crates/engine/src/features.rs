@@ -50,6 +50,7 @@ features! {
     NI_RATE = "NI_RATE", true, "newidle balancing that is called rarely counts as more successful";
     NEWIDLE_BALANCE = "NEWIDLE_BALANCE", true, "(schedlab) a CPU about to idle pulls work (sched_balance_newidle)";
     IDLE_GOV_TICK = "IDLE_GOV_TICK", true, "(schedlab) the idle governor decides whether an idle CPU stops its tick (4.17+, the menu governor's rule in idle_gov.rs): the tick keeps running, and the CPU balances itself at it, while the predicted idle time is under a tick; off = the tick stops at every idle entry, as before 4.17";
+    GROUP_H_LOAD = "GROUP_H_LOAD", true, "(schedlab) task_h_load() as a CONFIG_FAIR_GROUP_SCHED kernel (Debian's) computes it with every task in the root group: the task's load_avg times the runqueue's load_avg as of the jiffy's first call, over the current load_avg + 1 (update_cfs_rq_h_load()), so within a jiffy load that left makes the rest look heavier; off = the task's load_avg, as without group scheduling";
     NOHZ_BALANCE = "NOHZ_BALANCE", true, "(schedlab) busy CPUs kick an idle CPU to balance for tick-stopped CPUs";
     HMP_LINARO = "HMP_LINARO", false, "(schedlab, S5 baseline) Linaro MP big.LITTLE: per-task load thresholds up/down-migrate between clusters; no generic cross-cluster balancing";
     HMP_HPERF = "HMP_HPERF", false, "(schedlab, S5) HPERF_HMP: druntime-fair cluster balancing, idle big CPUs pull from little, wakeups to the least loaded CPU; no generic cross-cluster balancing";

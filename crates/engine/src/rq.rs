@@ -35,6 +35,12 @@ pub struct CfsRq {
     pub removed: Removed,
     /// Σ util_est of enqueued tasks.
     pub util_est: u64,
+    /// The root group's hierarchical load (`cfs_rq->h_load`): `avg.load_avg`
+    /// as the first task_h_load() of jiffy `h_load_jiffy` found it
+    /// (update_cfs_rq_h_load()). Cells: the kernel refreshes it from
+    /// readers too.
+    pub h_load: std::cell::Cell<u64>,
+    pub h_load_jiffy: std::cell::Cell<Option<u64>>,
 }
 
 /// What remove_entity_load_avg() queued for a runqueue's next update.

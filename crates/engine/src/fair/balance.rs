@@ -1640,8 +1640,7 @@ impl Sim {
                 let tk = &self.tasks[t as usize];
                 match env.mt {
                     MigrationType::Load => {
-                        // task_h_load() is the task's load_avg without cgroups.
-                        let load = tk.avg.load_avg.max(1);
+                        let load = self.task_h_load(t).max(1);
                         if lb_min && load < 16 && failed == 0 {
                             break 'check false;
                         }

@@ -75,6 +75,8 @@ fn nr_idle_scan_follows_update_idle_cpu_scan() {
 #[test]
 fn wake_affine_weight_compares_biased_loads() {
     let mut s = bare("kunpeng920");
+    // Loads as set here (task_h_load() has its own test).
+    s.cfg.features.set("GROUP_H_LOAD", false).unwrap();
     let p = add_task(&mut s, 1);
     s.tasks[p as usize].avg.load_avg = 1024;
     // prev (CPU 1) carries the wakee's blocked load plus one task; the
@@ -540,6 +542,8 @@ fn misfit_status_and_fits_capacity() {
     assert!(capacity_greater(1024, 377));
     assert!(!capacity_greater(1070, 1024));
     let mut s = bare("exynos5422");
+    // Loads as set here (task_h_load() has its own test).
+    s.cfg.features.set("GROUP_H_LOAD", false).unwrap();
     let t = add_task(&mut s, 0);
     s.tasks[t as usize].avg.util_avg = 350;
     s.tasks[t as usize].avg.load_avg = 800;
@@ -1209,4 +1213,51 @@ fn numa_balancing_passes_are_serialized_machine_wide() {
     s.this_cpu = 24;
     s.sched_balance_rq(24, numa, IdleType::Idle);
     assert_eq!(s.sched_balance_running, Some((24, s.now + pass_ns)));
+}
+
+/// With group scheduling built in (GROUP_H_LOAD), task_h_load() scales a
+/// task's load by the runqueue's load as the jiffy's first call saw it over
+/// its current load: once a detach has taken load off the source, the rest
+/// look heavier. Kunpeng's MC domain of CPU 1 (vanilla: 24 single-CPU
+/// groups): CPU 0 runs 6 hogs, CPU 1 2, the other 22 CPUs 4 each, so
+/// migrate_load asks for 2048 (min(6144 − 4096, 4096 − 2048)). Counting each task's load_avg, two
+/// 1024-tasks fill it; with h_load the first counts 1023 and the second
+/// 1024·6144/5121 > 1025 left, so the kernel moves one.
+#[test]
+fn task_h_load_makes_later_tasks_of_a_pass_heavier() {
+    let moved = |h_load: bool| {
+        let mut s = bare("kunpeng920");
+        s.cfg.features.set("GROUP_H_LOAD", h_load).unwrap();
+        let mc = s.domains.cpus[1]
+            .domains
+            .iter()
+            .position(|d| d.span.weight() == 24)
+            .expect("the MC level");
+        for cpu in 0..24u16 {
+            let n = match cpu {
+                0 => 6,
+                1 => 2,
+                _ => 4,
+            };
+            for _ in 0..n {
+                let t = add_task(&mut s, cpu);
+                put(&mut s, cpu, t);
+                s.tasks[t as usize].avg.load_avg = 1024;
+            }
+            let avg = &mut s.rqs[cpu as usize].cfs.avg;
+            avg.util_avg = 1024;
+            avg.runnable_avg = 1024 * n;
+            avg.load_avg = 1024 * n;
+        }
+        // Balance right away (no decay), long after the tasks last ran
+        // (none cache hot).
+        for t in 0..s.tasks.len() {
+            s.tasks[t].se.exec_start = 0;
+        }
+        let (moved, _) = s.sched_balance_rq(1, mc, IdleType::NotIdle);
+        s.check_invariants().unwrap();
+        moved
+    };
+    assert_eq!(moved(false), 2, "load_avg alone: two tasks fill 2048");
+    assert_eq!(moved(true), 1, "task_h_load: the second task looks heavier");
 }

@@ -1052,8 +1052,7 @@ impl Sim {
                     && self.kcap[cpu as usize] != self.max_allowed_capacity(t)
                     && !self.task_fits_cpu(t, cpu) =>
             {
-                // task_h_load() is the task's load_avg without cgroups.
-                self.tasks[t as usize].avg.load_avg.max(1)
+                self.task_h_load(t).max(1)
             }
             _ => 0,
         };
@@ -1093,10 +1092,32 @@ impl Sim {
     pub(crate) fn cpu_load_without(&self, cpu: CpuId, t: TaskId) -> u64 {
         let l = self.cpu_load(cpu);
         if self.counted_on(cpu, t) {
-            l.saturating_sub(self.tasks[t as usize].avg.load_avg)
+            l.saturating_sub(self.task_h_load(t))
         } else {
             l
         }
+    }
+
+    /// mirrors task_h_load() of a kernel built with CONFIG_FAIR_GROUP_SCHED
+    /// (GROUP_H_LOAD), every task being in the root group: the task's
+    /// load_avg scaled by the root's `h_load` (the runqueue's load_avg as the
+    /// jiffy's first call found it, update_cfs_rq_h_load()) over the current
+    /// load_avg + 1. Within a jiffy, load that has left the runqueue since
+    /// (a task detached earlier in the same balance pass) makes its other
+    /// tasks look heavier, load that arrived lighter. Without the feature,
+    /// the task's load_avg.
+    pub(crate) fn task_h_load(&self, t: TaskId) -> u64 {
+        let tk = &self.tasks[t as usize];
+        if !self.feat(Feat::GROUP_H_LOAD) {
+            return tk.avg.load_avg;
+        }
+        let cfs = &self.rqs[tk.cpu as usize].cfs;
+        let j = self.jiffies();
+        if cfs.h_load_jiffy.get() != Some(j) {
+            cfs.h_load.set(cfs.avg.load_avg);
+            cfs.h_load_jiffy.set(Some(j));
+        }
+        tk.avg.load_avg * cfs.h_load.get() / (cfs.avg.load_avg + 1)
     }
 
     /// `cpu_runnable_without()`.

@@ -162,11 +162,11 @@ impl Sim {
         sync: bool,
         imbalance_pct: u32,
     ) -> Option<CpuId> {
-        let task_load = self.tasks[t as usize].avg.load_avg as i128;
+        let task_load = self.task_h_load(t) as i128;
         let mut this_eff_load = self.cpu_load(this_cpu) as i128;
         if sync {
             if let Some(cur) = self.rqs[this_cpu as usize].curr {
-                let current_load = self.tasks[cur as usize].avg.load_avg as i128;
+                let current_load = self.task_h_load(cur) as i128;
                 if current_load > this_eff_load {
                     return Some(this_cpu);
                 }
