@@ -1425,8 +1425,10 @@ impl Sim {
                 self.rqs[src as usize].active_balance = true;
                 // LBF_ACTIVE_LB_LLC: the stopper moves only tasks preferring dst's LLC.
                 self.cache.active_llc[src as usize] = env.mt == MigrationType::LlcTask;
-                self.q
-                    .push(self.now, EventKind::ActiveBalance { src, dst: cpu });
+                // stop_one_cpu_nowait() wakes src's stopper with an IPI; until
+                // it runs, `active_balance` keeps other balancers off src.
+                let at = self.now + self.machine.wakeup.ipi_ns as u64;
+                self.q.push(at, EventKind::ActiveBalance { src, dst: cpu });
             }
             break 'redo Outcome::Unbalanced;
         };

@@ -5,6 +5,7 @@
 
 use super::balance::*;
 use super::*;
+use crate::event::EventKind;
 use crate::sim::{EnqueueKind, Sim, SimConfig};
 use crate::task::Task;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig, SdFlags};
@@ -1260,4 +1261,39 @@ fn task_h_load_makes_later_tasks_of_a_pass_heavier() {
     };
     assert_eq!(moved(false), 2, "load_avg alone: two tasks fill 2048");
     assert_eq!(moved(true), 1, "task_h_load: the second task looks heavier");
+}
+
+/// Active balance starts the busiest CPU's stopper with an IPI
+/// (stop_one_cpu_nowait()): the push runs one IPI latency after the
+/// balancing CPU decided it, and `active_balance` is set meanwhile.
+#[test]
+fn the_active_balance_stopper_runs_one_ipi_later() {
+    let mut s = bare("exynos5422");
+    let t = add_task(&mut s, 0);
+    put(&mut s, 0, t);
+    s.tasks[t as usize].avg.util_avg = 900;
+    s.tasks[t as usize].avg.load_avg = 1024;
+    let avg = &mut s.rqs[0].cfs.avg;
+    avg.util_avg = 900;
+    avg.runnable_avg = 1024;
+    avg.load_avg = 1024;
+    s.update_misfit_status(0, Some(t));
+    assert!(s.rqs[0].misfit_task_load > 0, "misfit on the little CPU");
+    let pkg = s.domains.cpus[4]
+        .domains
+        .iter()
+        .position(|d| d.span.weight() == 8)
+        .expect("the PKG level");
+    s.now = 10_000_000;
+    while s.q.pop().is_some() {}
+    s.sched_balance_rq(4, pkg, IdleType::Idle);
+    assert!(s.rqs[0].active_balance, "the push is pending");
+    let ipi = s.machine.wakeup.ipi_ns as u64;
+    assert_eq!(
+        s.q.pop(),
+        Some((
+            10_000_000 + ipi,
+            EventKind::ActiveBalance { src: 0, dst: 4 }
+        ))
+    );
 }
