@@ -1221,9 +1221,10 @@ fn numa_balancing_passes_are_serialized_machine_wide() {
 /// its current load: once a detach has taken load off the source, the rest
 /// look heavier. Kunpeng's MC domain of CPU 1 (vanilla: 24 single-CPU
 /// groups): CPU 0 runs 6 hogs, CPU 1 2, the other 22 CPUs 4 each, so
-/// migrate_load asks for 2048 (min(6144 − 4096, 4096 − 2048)). Counting each task's load_avg, two
-/// 1024-tasks fill it; with h_load the first counts 1023 and the second
-/// 1024·6144/5121 > 1025 left, so the kernel moves one.
+/// migrate_load asks for 2048 (min(6144 − 4096, 4096 − 2048)). Counting
+/// each task's load_avg, two 1024-tasks fill it; with h_load the first
+/// counts 1023 and the second 1024·6144/5121 > 1025 left, so the kernel
+/// moves one.
 #[test]
 fn task_h_load_makes_later_tasks_of_a_pass_heavier() {
     let moved = |h_load: bool| {
