@@ -1504,8 +1504,13 @@ impl Sim {
         };
         let affinity = if affinity.is_empty() { all } else { affinity };
         let mut t = Task::new(id, &tmpl.name, 1, tpl, tmpl.nice, affinity);
-        // SCHED_IDLE: the weight of 3 is applied at enqueue.
+        // SCHED_IDLE: sched_fork()'s set_load_weight() gives weight 3 before
+        // the first averages (init_entity_runnable_average(),
+        // post_init_entity_util_avg()); enqueue_task() keeps it so.
         t.idle_policy = tmpl.idle_policy;
+        if t.idle_policy {
+            t.se.weight = crate::fair::WEIGHT_IDLEPRIO;
+        }
         // dup_task_struct() copies the parent and __sched_fork() leaves the
         // wakee history alone: the child starts with its parent's flips.
         // It also keeps the parent's sched_setattr() slice (only

@@ -979,6 +979,20 @@ fn bare_with_child_template() -> Sim {
     s
 }
 
+/// A forked SCHED_IDLE task weighs 3 from its first averages
+/// (set_load_weight() in sched_fork()): its CPU does not carry a nice-0
+/// task's load while the new task's average decays.
+#[test]
+fn a_forked_sched_idle_task_starts_with_weight_3() {
+    let mut s = bare_with_child_template();
+    s.spec.templates[0].idle_policy = true;
+    let t = s.spawn(0, None, 3);
+    let cpu = s.tasks[t as usize].cpu as usize;
+    assert_eq!(s.tasks[t as usize].se.weight, WEIGHT_IDLEPRIO);
+    assert_eq!(s.tasks[t as usize].avg.load_avg, WEIGHT_IDLEPRIO);
+    assert!(s.rqs[cpu].cfs.avg.load_avg <= WEIGHT_IDLEPRIO, "no nice-0 phantom");
+}
+
 #[test]
 fn a_forked_task_inherits_its_parents_wakee_history() {
     // dup_task_struct() copies wakee_flips, wakee_flip_decay_ts and
