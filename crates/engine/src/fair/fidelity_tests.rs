@@ -990,7 +990,10 @@ fn a_forked_sched_idle_task_starts_with_weight_3() {
     let cpu = s.tasks[t as usize].cpu as usize;
     assert_eq!(s.tasks[t as usize].se.weight, WEIGHT_IDLEPRIO);
     assert_eq!(s.tasks[t as usize].avg.load_avg, WEIGHT_IDLEPRIO);
-    assert!(s.rqs[cpu].cfs.avg.load_avg <= WEIGHT_IDLEPRIO, "no nice-0 phantom");
+    assert!(
+        s.rqs[cpu].cfs.avg.load_avg <= WEIGHT_IDLEPRIO,
+        "no nice-0 phantom"
+    );
 }
 
 #[test]
