@@ -17,6 +17,15 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
+/// `args` are bad input: exit 2, and one line on stderr that contains `want`.
+fn assert_bad_input(args: &[&str], want: &str) {
+    let o = schedlab(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}");
+    let e = stderr(&o);
+    assert!(e.contains(want), "{args:?}: {e}");
+    assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+}
+
 #[test]
 fn reproduce_list_names_the_experiments() {
     let o = schedlab(&["reproduce", "--list"]);
@@ -726,11 +735,7 @@ fn machine_edits_change_the_runs_and_are_recorded() {
             "not a number",
         ),
     ] {
-        let o = schedlab(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let e = stderr(&o);
-        assert!(e.contains(want), "{args:?}: {e}");
-        assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+        assert_bad_input(args, want);
     }
 }
 
@@ -785,17 +790,16 @@ fn sensitivity_reruns_each_estimate_and_reports_it() {
         .as_str()
         .unwrap()
         .contains("smt_thread_speed"));
-    let o = schedlab(&[
-        "reproduce",
-        "alderlake-single",
-        "--sensitivity",
-        "--sensitivity-factor",
-        "1",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(e.contains("--sensitivity-factor 1"), "{e}");
-    assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+    assert_bad_input(
+        &[
+            "reproduce",
+            "alderlake-single",
+            "--sensitivity",
+            "--sensitivity-factor",
+            "1",
+        ],
+        "--sensitivity-factor 1",
+    );
 }
 
 /// `--sensitivity-keys` varies chosen paths, measured or not. Kunpeng's
@@ -844,10 +848,9 @@ fn sensitivity_keys_vary_chosen_paths_and_the_cluster_bus_makes_the_stream_gain(
         ("no.such_key", "no machine of this run"),
         ("a b", "not a machine-file path"),
     ] {
-        let o = schedlab(&["reproduce", "kunpeng920-stream", "--sensitivity-keys", keys]);
-        assert_eq!(o.status.code(), Some(2), "{keys}");
-        let e = stderr(&o);
-        assert!(e.contains(want), "{keys}: {e}");
-        assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
+        assert_bad_input(
+            &["reproduce", "kunpeng920-stream", "--sensitivity-keys", keys],
+            want,
+        );
     }
 }
