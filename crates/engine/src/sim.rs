@@ -1478,14 +1478,21 @@ impl Sim {
         }
         self.move_queued_task(t, src, dst);
         if kick {
-            if self.rqs[dst as usize].curr.is_none() {
-                self.resched_cpu(dst, src);
-            } else {
-                self.wakeup_preempt(dst, t, src, 0);
-            }
+            self.kick_moved_task(dst, t, src);
         }
         if running {
             self.pick_and_switch(src, Some(t));
+        }
+    }
+
+    /// After the stopper on `src` moved `t` to `dst` (move_queued_task()'s
+    /// wakeup_preempt()): an idle `dst` is rescheduled by an IPI, a busy one
+    /// gets a preemption check.
+    pub(crate) fn kick_moved_task(&mut self, dst: CpuId, t: TaskId, src: CpuId) {
+        if self.rqs[dst as usize].curr.is_none() {
+            self.resched_cpu(dst, src);
+        } else {
+            self.wakeup_preempt(dst, t, src, 0);
         }
     }
 

@@ -1779,11 +1779,7 @@ impl Sim {
             let was_delayed = self.tasks[t as usize].se.sched_delayed;
             self.move_queued_task(t, src, dst);
             if !was_delayed {
-                if self.rqs[dst as usize].curr.is_none() {
-                    self.resched_cpu(dst, src);
-                } else {
-                    self.wakeup_preempt(dst, t, src, 0);
-                }
+                self.kick_moved_task(dst, t, src);
             }
         }
         // src picks its next task (it may go idle).
