@@ -384,7 +384,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     );
     let mut res = Results::new(env!("CARGO_PKG_VERSION"));
     res.experiments = results;
-    res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
+    res.machine_edits = edit_texts(&machine_edits);
     res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
@@ -746,15 +746,24 @@ impl EditArgs {
     }
 }
 
+/// The edits as the user wrote them (results.json, run --json).
+fn edit_texts(edits: &[MachineEdit]) -> Vec<String> {
+    edits.iter().map(|e| e.text.clone()).collect()
+}
+
+/// The edits as the user wrote them, comma-separated.
+fn edits_list(edits: &[MachineEdit]) -> String {
+    edit_texts(edits).join(", ")
+}
+
 /// The first lines of a report made with machine edits.
 fn edits_banner(edits: &[MachineEdit]) -> String {
     if edits.is_empty() {
         return String::new();
     }
-    let list: Vec<&str> = edits.iter().map(|e| e.text.as_str()).collect();
     format!(
         "== Machine edits: {} (each machine that has the number; not the presets' values)\n\n",
-        list.join(", ")
+        edits_list(edits)
     )
 }
 
@@ -763,8 +772,7 @@ fn edited_suffix(edits: &[MachineEdit]) -> String {
     if edits.is_empty() {
         return String::new();
     }
-    let list: Vec<&str> = edits.iter().map(|e| e.text.as_str()).collect();
-    format!(" (edited: {})", list.join(", "))
+    format!(" (edited: {})", edits_list(edits))
 }
 
 /// `--sensitivity`, shared by reproduce and compare.
@@ -786,6 +794,11 @@ struct SensitivityArgs {
 }
 
 impl SensitivityArgs {
+    /// The chosen paths of --sensitivity-keys, if any.
+    fn keys(&self) -> Option<&[String]> {
+        (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..])
+    }
+
     /// The edited reruns, if asked for (bad factors and machines that cannot
     /// be read fail here, before anything runs).
     fn plan(
@@ -799,10 +812,10 @@ impl SensitivityArgs {
                 "--sensitivity-factor {f}: must be greater than 1 and at most 100"
             )));
         }
-        if !self.sensitivity && self.sensitivity_keys.is_empty() {
+        let keys = self.keys();
+        if !self.sensitivity && keys.is_none() {
             return Ok(None);
         }
-        let keys = (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..]);
         for k in keys.unwrap_or_default() {
             MachineEdit::parse(&format!("{k}*2")).map_err(|_| {
                 input(format!(
@@ -835,8 +848,7 @@ impl SensitivityArgs {
         let outcomes = sensitivity::run(defs, plan, opts, progress)
             .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
         let entries = sensitivity::entries(defs, base, plan, &outcomes);
-        let keys = (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..]);
-        let text = sensitivity::render(defs, &entries, self.sensitivity_factor, keys);
+        let text = sensitivity::render(defs, &entries, self.sensitivity_factor, self.keys());
         Ok(Some((entries, text)))
     }
 }
@@ -1013,7 +1025,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let Some(out) = &a.out {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
-        res.machine_edits = machine_edits.iter().map(|e| e.text.clone()).collect();
+        res.machine_edits = edit_texts(&machine_edits);
         res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
@@ -1185,7 +1197,7 @@ fn run(
             "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
         });
         if !machine_edits.is_empty() {
-            v["machine_edits"] = machine_edits.iter().map(|e| e.text.clone()).collect();
+            v["machine_edits"] = edit_texts(&machine_edits).into();
         }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
         let tmp = path.with_extension("json.tmp");

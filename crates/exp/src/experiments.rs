@@ -1156,9 +1156,8 @@ mod tests {
             d.repetitions = 1;
             let opts = Options {
                 quick: true,
-                seed: 1,
                 checked: false,
-                machine_edits: Vec::new(),
+                ..Options::default()
             };
             let r = run_all(&[d], &opts, &|| {}).unwrap();
             let r = &r[0];
@@ -1198,9 +1197,8 @@ mod tests {
         y.repetitions = 1;
         let opts = Options {
             quick: true,
-            seed: 1,
             checked: false,
-            machine_edits: Vec::new(),
+            ..Options::default()
         };
         let r = run_all(&[dt, y], &opts, &|| {}).unwrap();
         assert_eq!(r[0].machine, "power10:online=0-63");
@@ -1263,9 +1261,8 @@ mod tests {
         d.repetitions = 1;
         let opts = Options {
             quick: true,
-            seed: 1,
             checked: false,
-            machine_edits: Vec::new(),
+            ..Options::default()
         };
         let r = run_all(&[d], &opts, &|| {}).unwrap();
         let r = &r[0];

@@ -386,9 +386,8 @@ mod tests {
         d.repetitions = 1;
         let opts = Options {
             quick: true,
-            seed: 1,
             checked: false,
-            machine_edits: Vec::new(),
+            ..Options::default()
         };
         let base = run_all(std::slice::from_ref(&d), &opts, &|| {}).unwrap();
         let p = Plan {
