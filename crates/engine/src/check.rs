@@ -1,6 +1,7 @@
 //! Invariant checks, run after every event in checked mode.
 //!
-//! Every task is on exactly one runqueue or blocked; runqueue counts and
+//! Every task is on exactly one runqueue, on exactly one wake list (woken,
+//! its activation IPI in flight) or blocked; runqueue counts and
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
@@ -24,8 +25,23 @@ impl Sim {
         // each task.
         let mut in_tree = vec![None; self.tasks.len()];
         let mut in_list = vec![None; self.tasks.len()];
+        // Which CPU's wake list holds each task.
+        let mut in_wake_list = vec![None; self.tasks.len()];
         for rq in &self.rqs {
             let c = rq.cpu;
+            if rq.ttwu_pending as usize != rq.wake_list.len() {
+                return Err(format!(
+                    "cpu {c}: ttwu_pending {} with {} tasks on its wake list",
+                    rq.ttwu_pending,
+                    rq.wake_list.len()
+                ));
+            }
+            for &t in &rq.wake_list {
+                match in_wake_list.get_mut(t as usize) {
+                    Some(slot @ None) => *slot = Some(c),
+                    _ => return Err(format!("cpu {c}: task {t} unknown or on wake lists twice")),
+                }
+            }
             let mut unknown = None;
             let mut mark = |t: u32, slot: &mut Vec<Option<u16>>, seen: &mut Vec<u32>| match (
                 slot.get_mut(t as usize),
@@ -84,6 +100,9 @@ impl Sim {
                 }
             }
             let is_curr = rq.curr == Some(t.id);
+            if in_wake_list[t.id as usize].is_some() && t.state != TaskState::Waking {
+                return Err(format!("task {} on a wake list is not waking", t.id));
+            }
             match t.state {
                 TaskState::Running => {
                     if !is_curr || rq.cfs.curr != Some(t.id) || in_queue || !t.se.on_rq {
@@ -98,6 +117,18 @@ impl Sim {
                 TaskState::Blocked => {
                     if is_curr || (t.se.on_rq && !(t.se.sched_delayed && in_queue)) {
                         return Err(format!("blocked task {} still on cpu {cpu}", t.id));
+                    }
+                }
+                TaskState::Waking => {
+                    if is_curr
+                        || in_queue
+                        || t.se.on_rq
+                        || in_wake_list[t.id as usize] != Some(t.cpu)
+                    {
+                        return Err(format!(
+                            "waking task {} is not only on the wake list of cpu {cpu}",
+                            t.id
+                        ));
                     }
                 }
                 TaskState::Dead => {

@@ -34,6 +34,9 @@ pub enum EventKind {
     SpinEnd { task: TaskId, gen: u32 },
     /// The stopper on `src` runs an active balance towards `dst`.
     ActiveBalance { src: CpuId, dst: CpuId },
+    /// The IPI sent with a TTWU_QUEUE wakeup arrives: `cpu` activates the
+    /// tasks on its wake list.
+    WakeList { cpu: CpuId },
     /// A kicked idle CPU runs nohz idle balancing for all tick-stopped CPUs.
     NohzBalance { ilb: CpuId },
     /// A per-CPU system kthread (OS noise) wakes up.

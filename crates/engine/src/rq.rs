@@ -77,10 +77,9 @@ pub struct Rq {
     /// `rq->lost_idle_time`: the catch-up a saturated runqueue did not get
     /// when it went idle (no idle time is stolen from an always-running rq).
     pub lost_idle_time_ns: u64,
-    /// When this CPU last went idle (`rq->idle_stamp`), 0 when busy.
+    /// When this CPU last went idle (`rq->idle_stamp`), 0 when busy or when
+    /// its newidle pass found a queued wakeup on its way.
     pub idle_stamp: u64,
-    /// When it last entered idle (for the idle-time counter).
-    pub idle_since: u64,
     /// Next periodic balance, ns.
     pub next_balance: u64,
     pub need_resched: bool,
@@ -89,8 +88,13 @@ pub struct Rq {
     pub need_resched_lazy: bool,
     /// A Resched event is pending (avoid duplicates).
     pub resched_pending: bool,
-    /// A woken task is on its way (`ttwu_pending`): the CPU is not idle.
+    /// Tasks on this CPU's wake list (`ttwu_pending`): woken by another
+    /// CPU, they are activated by the IPI in flight; the CPU is not idle.
     pub ttwu_pending: u32,
+    /// The wake list itself (`rq->wake_list` via the CPU's call-function
+    /// queue), in the order the wakeups were queued; the IPI that the first
+    /// entry sent activates them all.
+    pub wake_list: Vec<TaskId>,
     pub tick_gen: u32,
     pub tick_running: bool,
     /// The idle governor's history (idle_gov.rs) and when the current idle

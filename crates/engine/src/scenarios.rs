@@ -1051,11 +1051,9 @@ fn re_picking_prev_leaves_it_running_as_it_was() {
 
 // ----- lazy preemption ------------------------------------------------------------
 
-/// A waker on CPU 0 writes to a pipe at 1.3 ms; the reader is pinned to
-/// `target`, where a SCHED_IDLE hog runs, so the reader's wakeup preempts
-/// (kunpeng920, no noise, traced). Returns (wakeup time, switch-in time) of
-/// the reader.
-fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
+/// A SCHED_IDLE hog pinned to `target`, a writer on CPU 0 that computes
+/// 1.3 ms and sends a byte, and a reader pinned to `target` that waits for it.
+fn remote_wakeup_spec(target: u16) -> WorkloadSpec {
     use schedlab_workload::SyncObject;
     let on = |c: u16| Some(CpuMask::from_cpus([c]));
     let mut hog = thread(
@@ -1066,7 +1064,7 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
         }],
     );
     hog.idle_policy = true;
-    let spec = WorkloadSpec {
+    WorkloadSpec {
         name: "lazy".into(),
         templates: vec![
             hog,
@@ -1089,16 +1087,28 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
         sync: vec![SyncObject::Channel { capacity: 4096 }],
         mem_node: None,
         max_time_ns: 20_000_000,
-    };
-    let mut s = quiet_traced("kunpeng920", ("PREEMPT_LAZY", lazy), spec);
+    }
+}
+
+/// A waker on CPU 0 writes to a pipe at 1.3 ms; the reader is pinned to
+/// `target`, where a SCHED_IDLE hog runs, so the reader's wakeup preempts
+/// (kunpeng920, no noise, traced). Returns (sched_waking time, switch-in
+/// time) of the reader.
+fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
+    let mut s = quiet_traced(
+        "kunpeng920",
+        ("PREEMPT_LAZY", lazy),
+        remote_wakeup_spec(target),
+    );
     s.run();
     let reader = s.tasks.iter().find(|t| t.template == 2).expect("reader").id;
     let recs = &s.trace.as_ref().expect("trace").records;
+    // sched_waking, on the waker's CPU when it wakes the reader.
     let woke = recs
         .iter()
         .rev()
         .filter(
-            |r| matches!(r.kind, crate::trace::TraceKind::Wakeup { task, .. } if task == reader),
+            |r| matches!(r.kind, crate::trace::TraceKind::Waking { task, .. } if task == reader),
         )
         .map(|r| r.ts_ns)
         .next()
@@ -1133,12 +1143,55 @@ fn a_lazy_remote_preemption_waits_for_the_target_tick() {
 #[test]
 fn a_lazy_preemption_in_another_llc_comes_with_the_wakeup_ipi() {
     // CPU 24 is on node 1, another LLC: TTWU_QUEUE sends the wakeup there by
-    // IPI, the check runs on CPU 24 and its lazy flag is acted on as the IPI
-    // returns, so lazy and full preemption switch at the same time.
+    // IPI, CPU 24 activates the reader and runs the check itself, a local
+    // reschedule, so lazy and full preemption switch at the same time.
     let ipi = preset("kunpeng920").unwrap().wakeup.ipi_ns as u64;
     for lazy in [false, true] {
         let (woke, ran) = remote_preempting_wakeup(lazy, 24);
         assert_eq!(ran - woke, ipi, "lazy {lazy}: woke {woke} ran {ran}");
+    }
+}
+
+#[test]
+fn a_wakeup_into_another_llc_is_activated_when_its_ipi_arrives() {
+    // The reader is on no runqueue while the IPI is in flight (TASK_WAKING
+    // on CPU 24's wake list); sched_wakeup is recorded on CPU 24 when it
+    // activates the reader. With TTWU_QUEUE off the waker enqueues it at
+    // once (and the switch still waits for the reschedule IPI).
+    let ipi = preset("kunpeng920").unwrap().wakeup.ipi_ns as u64;
+    for queue in [true, false] {
+        let spec = remote_wakeup_spec(24);
+        let mut s = quiet_traced("kunpeng920", ("TTWU_QUEUE", queue), spec);
+        // In steps of 100 ns around the wakeup at 1.3 ms (checked mode
+        // checks the invariants after every event).
+        let mut seen_waking = false;
+        for step in 0..2_000 {
+            s.run_until(1_300_000 + step * 100);
+            seen_waking |= s.tasks.iter().any(|t| t.state == TaskState::Waking);
+        }
+        s.run();
+        assert_eq!(seen_waking, queue);
+        assert_eq!(s.counters.wakeups_queued > 0, queue);
+        let r = s.tasks.iter().find(|t| t.template == 2).unwrap().id;
+        let recs = &s.trace.as_ref().unwrap().records;
+        let at = |waking: bool| {
+            recs.iter()
+                .filter(|x| match x.kind {
+                    crate::trace::TraceKind::Waking { task, .. } => waking && task == r,
+                    crate::trace::TraceKind::Wakeup { task, .. } => !waking && task == r,
+                    _ => false,
+                })
+                .map(|x| (x.ts_ns, x.cpu))
+                .next_back()
+                .unwrap()
+        };
+        let ((waking_ns, waker_cpu), (wakeup_ns, wakeup_cpu)) = (at(true), at(false));
+        assert_eq!(waker_cpu, 0);
+        if queue {
+            assert_eq!((wakeup_ns - waking_ns, wakeup_cpu), (ipi, 24));
+        } else {
+            assert_eq!((wakeup_ns, wakeup_cpu), (waking_ns, 0));
+        }
     }
 }
 

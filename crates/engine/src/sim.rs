@@ -193,9 +193,6 @@ pub struct Sim {
     /// The CPU whose event is being handled: the `smp_processor_id()` of the
     /// code that runs, for telling local from remote reschedules.
     pub(crate) this_cpu: CpuId,
-    /// The CPU whose TTWU_QUEUE wakeup is being activated
-    /// ([`Sim::kick_or_preempt`]): code runs there, not on the waker's CPU.
-    wakelist_cpu: Option<CpuId>,
     /// Nested switch-ins in progress ([`Sim::start_running`]).
     switch_nesting: u32,
     pub(crate) tick_ns: u64,
@@ -421,7 +418,6 @@ impl Sim {
             events: 0,
             events_at_now: 0,
             this_cpu: 0,
-            wakelist_cpu: None,
             switch_nesting: 0,
             tick_ns,
             rng_tick_order: rng::stream(cfg.seed, "tick-order"),
@@ -565,6 +561,7 @@ impl Sim {
             EventKind::Tick { cpu, .. }
             | EventKind::HrTick { cpu, .. }
             | EventKind::Resched { cpu }
+            | EventKind::WakeList { cpu }
             | EventKind::NohzBalance { ilb: cpu }
             | EventKind::ActiveBalance { src: cpu, .. } => cpu,
             EventKind::StepDone { task, .. }
@@ -587,9 +584,9 @@ impl Sim {
             EventKind::Resched { cpu } => {
                 let rq = &mut self.rqs[cpu as usize];
                 rq.resched_pending = false;
-                rq.ttwu_pending = 0;
                 self.schedule(cpu);
             }
+            EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
             EventKind::StepDone { task, gen } => {
                 if self.tasks[task as usize].gen == gen {
                     self.step_done(task);
@@ -706,11 +703,14 @@ impl Sim {
         let (cluster, llc) = (c.cluster as usize, c.llc as usize);
         self.placement_change(cluster, llc, true);
         let rq = &mut self.rqs[cpu as usize];
-        let idle_for = now - rq.idle_since;
         rq.idle_ns += now - rq.last_busy_change;
-        // update_avg(&rq->avg_idle, ...): 1/8 EWMA, capped at 2 × max_idle_balance_cost.
-        let ai = rq.avg_idle as i64 + (idle_for as i64 - rq.avg_idle as i64) / 8;
-        rq.avg_idle = (ai.max(0) as u64).min(2 * rq.max_idle_balance_cost_ns);
+        // update_rq_avg_idle(): 1/8 EWMA, capped at 2 × max_idle_balance_cost,
+        // for an idle period the newidle pass stamped.
+        if rq.idle_stamp != 0 {
+            let idle_for = now - rq.idle_stamp;
+            let ai = rq.avg_idle as i64 + (idle_for as i64 - rq.avg_idle as i64) / 8;
+            rq.avg_idle = (ai.max(0) as u64).min(2 * rq.max_idle_balance_cost_ns);
+        }
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         // The governor learns how long this idle period lasted.
@@ -729,7 +729,7 @@ impl Sim {
 
     /// The CPU goes idle (mirrors the idle entry bookkeeping: idle_stamp,
     /// nohz tick stop, nr_busy_cpus and has_idle_cores).
-    fn idle_enter(&mut self, cpu: CpuId) {
+    pub(crate) fn idle_enter(&mut self, cpu: CpuId) {
         self.account_placement();
         let now = self.now;
         let c = &self.machine.cpus[cpu as usize];
@@ -740,8 +740,10 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;
-        rq.idle_since = now;
-        rq.idle_stamp = now;
+        // sched_balance_newidle() stamps the idle period unless a queued
+        // wakeup is on its way (it returns before the stamp; no avg_idle
+        // sample is taken then).
+        rq.idle_stamp = if rq.ttwu_pending > 0 { 0 } else { now };
         rq.menu_since_ns = now;
         // do_idle(): the governor decides whether the tick stops (before
         // 4.17, and with IDLE_GOV_TICK off, it always does).
@@ -1122,17 +1124,12 @@ impl Sim {
     /// PREEMPT_LAZY, a busy CPU other than the one running this code only
     /// gets `need_resched_lazy`, no IPI; its next tick or its task's next
     /// return from the kernel acts on it ([`Sim::resched_lazy_honour`]). An
-    /// idle CPU, the local one, or preempt=full: as resched_curr(). A wakeup
-    /// queued to `cpu` by TTWU_QUEUE runs its check on `cpu` itself, whose
-    /// lazy flag is acted on as the IPI returns to user space: the same as
-    /// resched_curr() from the waker, an IPI's delay later.
+    /// idle CPU, the local one, or preempt=full: as resched_curr(). (A
+    /// wakeup queued by TTWU_QUEUE runs its check on the target itself, as
+    /// the local CPU.)
     pub(crate) fn resched_cpu_lazy(&mut self, cpu: CpuId, from: CpuId) {
         let rq = &mut self.rqs[cpu as usize];
-        if !self.cfg.features.enabled(Feat::PREEMPT_LAZY)
-            || rq.curr.is_none()
-            || cpu == from
-            || self.wakelist_cpu == Some(cpu)
-        {
+        if !self.cfg.features.enabled(Feat::PREEMPT_LAZY) || rq.curr.is_none() || cpu == from {
             self.resched_cpu(cpu, from);
             return;
         }
@@ -1304,20 +1301,90 @@ impl Sim {
         if self.machine.cpus[cpu as usize].llc != self.machine.cpus[waker_cpu as usize].llc {
             self.counters.wakeups_cross_llc += 1;
         }
-        self.update_rq_clock(cpu);
         if cpu != prev {
             // (The old CPU's runqueue is neither locked nor updated.)
             self.set_task_cpu(t, prev, cpu);
         }
+        if self.feat(Feat::TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
+            self.ttwu_queue_wakelist(t, cpu, wake_flags);
+        } else {
+            self.ttwu_do_activate(cpu, t, waker_cpu, wake_flags);
+        }
+        // The waker's CPU was in the kernel (a system call or an interrupt)
+        // and returns to user space.
+        self.resched_lazy_honour(waker_cpu);
+    }
+
+    /// Whether a wakeup from `waker_cpu` onto `cpu` goes through `cpu`'s wake
+    /// list (mirrors ttwu_queue_cond()): always into another LLC, never onto
+    /// the waker's own CPU, and onto a CPU of the same LLC when nothing is
+    /// queued there (idle, or its last task is on its way out), which then
+    /// does the activation itself.
+    fn ttwu_queue_cond(&self, waker_cpu: CpuId, cpu: CpuId) -> bool {
+        if !self.cpus_share_cache(waker_cpu, cpu) {
+            return true;
+        }
+        cpu != waker_cpu && self.rqs[cpu as usize].nr_running() == 0
+    }
+
+    /// Queues a woken task on `cpu`'s wake list (mirrors
+    /// ttwu_queue_wakelist()): `ttwu_pending` keeps the CPU from looking idle,
+    /// and the first entry sends the IPI, which arrives after the IPI latency
+    /// (plus an idle target's exit latency, and after an interrupt on an idle
+    /// waker CPU, that CPU's idle exit first). Later entries ride on it.
+    fn ttwu_queue_wakelist(&mut self, t: TaskId, cpu: CpuId, wake_flags: u32) {
+        self.tasks[t as usize].state = TaskState::Waking;
+        let w = &self.machine.wakeup;
+        let mut delay_ns = w.ipi_ns as u64;
+        if wake_flags & WF_IRQ_FROM_IDLE != 0 {
+            delay_ns += w.idle_exit_ns as u64;
+        }
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.curr.is_none() {
+            delay_ns += w.idle_exit_ns as u64;
+        }
+        rq.ttwu_pending += 1;
+        rq.wake_list.push(t);
+        if rq.wake_list.len() == 1 {
+            self.q
+                .push(self.now + delay_ns, EventKind::WakeList { cpu });
+        }
+        self.counters.wakeups_queued += 1;
+    }
+
+    /// The wake-list IPI arrives on `cpu` (mirrors sched_ttwu_pending()):
+    /// every queued task is activated in turn, with the preemption checks
+    /// local to `cpu`, and the interrupt's return to user space acts on a
+    /// pending lazy reschedule. The wakers' flags do not travel with the
+    /// tasks (only WF_MIGRATED, which nothing here reads).
+    fn sched_ttwu_pending(&mut self, cpu: CpuId) {
+        let list = std::mem::take(&mut self.rqs[cpu as usize].wake_list);
+        for &t in &list {
+            debug_assert_eq!(self.tasks[t as usize].state, TaskState::Waking);
+            self.ttwu_do_activate(cpu, t, cpu, 0);
+        }
+        let rq = &mut self.rqs[cpu as usize];
+        rq.ttwu_pending = 0;
+        if rq.curr.is_some() {
+            self.resched_lazy_honour(cpu);
+        }
+        // Keep the list's allocation for the next wakeups.
+        let mut list = list;
+        list.clear();
+        self.rqs[cpu as usize].wake_list = list;
+    }
+
+    /// Enqueues a woken task on `cpu` and kicks or preempts there (mirrors
+    /// ttwu_do_activate()), from `from`: the waker's CPU, or `cpu` itself
+    /// for a wake-list activation.
+    fn ttwu_do_activate(&mut self, cpu: CpuId, t: TaskId, from: CpuId, wake_flags: u32) {
+        self.update_rq_clock(cpu);
         self.enqueue_task(cpu, t, EnqueueKind::Wakeup);
         let tk = &mut self.tasks[t as usize];
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
-        self.trace_wakeup(waker_cpu, t, cpu, false);
-        self.kick_or_preempt(cpu, t, waker_cpu, wake_flags);
-        // The waker's CPU was in the kernel (a system call or an interrupt)
-        // and returns to user space.
-        self.resched_lazy_honour(waker_cpu);
+        self.trace_wakeup(from, t, cpu, false);
+        self.kick_or_preempt(cpu, t, from, wake_flags);
     }
 
     /// A timer interrupt on `cpu` wakes `t`. If `cpu` was idle, the
@@ -1349,16 +1416,9 @@ impl Sim {
                 } else {
                     (w.ipi_ns + w.idle_exit_ns) as u64
                 };
-            self.rqs[cpu as usize].ttwu_pending += 1;
             self.resched_after(cpu, delay);
         } else {
-            // TTWU_QUEUE (ttwu_queue_cond()): a wakeup onto a busy CPU of
-            // another LLC is activated by that CPU from the IPI that carries
-            // it, so the preemption check's reschedule is local there.
-            let queued = self.feat(Feat::TTWU_QUEUE) && !self.cpus_share_cache(waker_cpu, cpu);
-            self.wakelist_cpu = queued.then_some(cpu);
             self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
-            self.wakelist_cpu = None;
         }
     }
 

@@ -30,6 +30,9 @@ pub struct Counters {
     pub wake_affine_this: u64,
     /// A woken delayed task was requeued where it was (no placement).
     pub wakeups_delayed: u64,
+    /// TTWU_QUEUE sent the wakeup through the target's wake list (an IPI
+    /// activates it there).
+    pub wakeups_queued: u64,
     pub wake_slow_path: u64,
     /// select_idle_sibling() outcomes.
     pub sis_target: u64,

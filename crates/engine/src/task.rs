@@ -14,6 +14,10 @@ pub enum TaskState {
     /// Not runnable (sleeping). A `sched_delayed` task is blocked but still
     /// queued on its runqueue until it becomes eligible.
     Blocked,
+    /// Woken and on a CPU's wake list (`TASK_WAKING` with its `wake_entry`
+    /// queued by ttwu_queue_wakelist()): on no runqueue until that CPU's
+    /// IPI activates it (sched_ttwu_pending()).
+    Waking,
     /// Exited; never runs again.
     Dead,
 }

@@ -145,7 +145,7 @@ fn prev_state_of(state: TaskState) -> PrevState {
     match state {
         TaskState::Runnable | TaskState::Running => PrevState::Preempted,
         TaskState::Dead => PrevState::Dead,
-        TaskState::Blocked => PrevState::Sleeping,
+        TaskState::Blocked | TaskState::Waking => PrevState::Sleeping,
     }
 }
 

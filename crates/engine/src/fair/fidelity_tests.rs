@@ -1315,3 +1315,55 @@ fn the_active_balance_stopper_runs_one_ipi_later() {
         ))
     );
 }
+
+#[test]
+fn an_idle_period_with_a_queued_wakeup_on_its_way_takes_no_avg_idle_sample() {
+    // sched_balance_newidle() returns at ttwu_pending before it stamps the
+    // idle period, so update_rq_avg_idle() has nothing to fold in.
+    let mut s = bare("kunpeng920");
+    let cpu = 5;
+    s.now = 100;
+    s.idle_exit(cpu);
+    let before = s.rqs[cpu as usize].avg_idle;
+    s.now = 200;
+    s.rqs[cpu as usize].ttwu_pending = 1;
+    s.idle_enter(cpu);
+    assert_eq!(s.rqs[cpu as usize].idle_stamp, 0);
+    s.now = 300;
+    s.rqs[cpu as usize].ttwu_pending = 0;
+    s.idle_exit(cpu);
+    assert_eq!(s.rqs[cpu as usize].avg_idle, before);
+    // A stamped idle period of 200 µs is folded in with weight 1/8.
+    s.now = 400;
+    s.idle_enter(cpu);
+    assert_eq!(s.rqs[cpu as usize].idle_stamp, 400);
+    s.now = 200_400;
+    s.idle_exit(cpu);
+    let expect = (before as i64 + (200_000 - before as i64) / 8) as u64;
+    assert_ne!(expect, before);
+    assert_eq!(s.rqs[cpu as usize].avg_idle, expect);
+}
+
+#[test]
+fn a_runqueue_left_with_sched_idle_tasks_only_balances_at_its_next_tick() {
+    let mut s = bare("kunpeng920");
+    let cpu = 2;
+    let bg = add_task(&mut s, cpu);
+    s.tasks[bg as usize].idle_policy = true;
+    let p = add_task(&mut s, cpu);
+    let q = add_task(&mut s, cpu);
+    s.now = 10 * s.tick_ns + 1234;
+    s.update_rq_clock(cpu);
+    for t in [bg, p, q] {
+        s.enqueue_task(cpu, t, EnqueueKind::Wakeup);
+    }
+    let far = s.now + 100 * s.tick_ns;
+    s.rqs[cpu as usize].next_balance = far;
+    // A normal task remains: nothing changes.
+    s.dequeue_task(cpu, p, false);
+    assert_eq!(s.rqs[cpu as usize].next_balance, far);
+    // The last normal task leaves (dequeue_entities()'s was_sched_idle).
+    s.dequeue_task(cpu, q, false);
+    assert!(s.sched_idle_cpu(cpu));
+    assert_eq!(s.rqs[cpu as usize].next_balance, 10 * s.tick_ns);
+}

@@ -559,7 +559,11 @@ impl Sim {
     /// Takes a task off its runqueue (mirrors dequeue_task_fair()); a
     /// sleeping, not-eligible task is only marked delayed when DELAY_DEQUEUE
     /// is on. Returns false when the dequeue was delayed.
+    ///
+    /// A runqueue left with only SCHED_IDLE tasks balances at its next tick
+    /// (`next_balance` = now), to pull normal work early.
     pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
+        let was_sched_idle = self.sched_idle_cpu(cpu);
         self.clear_buddies(cpu, t);
         self.update_curr(cpu);
         self.update_load_avg(cpu, t);
@@ -611,6 +615,10 @@ impl Sim {
             cfs.nr_delayed -= 1;
         }
         cfs.load_weight -= w;
+        if !was_sched_idle && self.sched_idle_cpu(cpu) {
+            self.rqs[cpu as usize].next_balance = self.jiffies_ns();
+        }
+        let cfs = &mut self.rqs[cpu as usize].cfs;
         // A delayed task's estimate left the sum when it went to sleep.
         if !was_delayed {
             cfs.util_est = cfs.util_est.saturating_sub(util_est);
