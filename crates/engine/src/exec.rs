@@ -380,6 +380,16 @@ impl Sim {
                     self.sleep_for(t, ns + TIMER_SLACK_NS, TIMER_SLACK_NS);
                     return;
                 }
+                Step::Delay { ns } => {
+                    let tk = &mut self.tasks[t as usize];
+                    let start = tk.prog_start_ns.unwrap_or(self.now);
+                    let until = start.saturating_add(ns);
+                    tk.timer_origin_ns = Some(until);
+                    if until > self.now {
+                        self.sleep_for(t, until - self.now + TIMER_SLACK_NS, TIMER_SLACK_NS);
+                        return;
+                    }
+                }
                 Step::Barrier { id, spin_ns } => {
                     if !self.barrier_arrive(t, id, spin_ns) {
                         return;
@@ -1056,7 +1066,9 @@ impl Sim {
     fn timer_wait(&mut self, t: TaskId, id: u32, period_ns: u64, absolute: bool) -> Flow {
         let now = self.now;
         let tk = &mut self.tasks[t as usize];
-        let origin = tk.prog_start_ns.unwrap_or(now);
+        // rt-app anchors its timers at the thread's start, moved on by its
+        // initial `delay`.
+        let origin = tk.timer_origin_ns.or(tk.prog_start_ns).unwrap_or(now);
         let slot = tk.timers.iter().position(|x| x.0 == id);
         let prev = slot.map_or(origin, |i| tk.timers[i].1);
         let mut next = prev.saturating_add(period_ns);
@@ -1222,6 +1234,42 @@ mod tests {
         let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![a, b], vec![]));
         assert_eq!(sim.run(), StopReason::Finished);
         assert_eq!(sim.counters.timers_early, 1);
+    }
+
+    /// rt-app's `delay` moves the thread's periodic timers: a 10 ms timer
+    /// after a 5 ms delay expires at 15 and 25 ms, not at 10 and 20 ms
+    /// (rt-app's t_first = t_zero + delay).
+    #[test]
+    fn an_rtapp_delay_shifts_the_periodic_timers() {
+        let periodic = |name: &str, cpu: u16, delay_ns: u64| {
+            let mut steps = Vec::new();
+            if delay_ns > 0 {
+                steps.push(Step::Delay { ns: delay_ns });
+            }
+            for tag in 1..=2 {
+                steps.push(Step::Timer {
+                    id: 0,
+                    period_ns: 10_000_000,
+                    absolute: true,
+                });
+                steps.push(Step::Mark { tag });
+            }
+            pinned(name, cpu, steps)
+        };
+        let (a, b) = (periodic("a", 1, 0), periodic("b", 2, 5_000_000));
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![a, b], vec![]));
+        assert_eq!(sim.run(), StopReason::Finished);
+        let ms = |task: u32, tag: u32| {
+            let m = sim
+                .marks
+                .iter()
+                .find(|m| m.0 == task && m.1 == tag)
+                .unwrap();
+            m.2 / 1_000_000
+        };
+        // Within a millisecond of the expiry (slack and idle exit).
+        assert_eq!((ms(0, 1), ms(0, 2)), (10, 20));
+        assert_eq!((ms(1, 1), ms(1, 2)), (15, 25));
     }
 
     /// Random work between 0 and `max` µs (sometimes none).

@@ -149,6 +149,9 @@ pub struct Task {
     pub step_phase: u8,
     /// When the program first ran (anchor of its periodic timers), ns.
     pub prog_start_ns: Option<u64>,
+    /// Where the periodic timers count from when not from `prog_start_ns`
+    /// (after an rt-app `delay`).
+    pub timer_origin_ns: Option<u64>,
     /// Periodic timers: (timer id, last expiry) in ns.
     pub timers: Vec<(u32, u64)>,
     /// When a synchronisation object last woke this task, ns.
@@ -240,6 +243,7 @@ impl Task {
             io_left: 0,
             step_phase: 0,
             prog_start_ns: None,
+            timer_origin_ns: None,
             timers: Vec::new(),
             woken_at_ns: 0,
             sleep_timer_ns: None,

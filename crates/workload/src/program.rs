@@ -34,6 +34,10 @@ pub enum Step {
     /// sets the range [ns, ns + timer_slack_ns], and on an otherwise quiet CPU
     /// the timer fires at its end).
     Nanosleep { ns: u64 },
+    /// rt-app's `delay`: sleep until `ns` after the thread started, by an
+    /// absolute clock_nanosleep() (with the timer slack), and count the
+    /// thread's periodic timers (`Timer`) from that point on.
+    Delay { ns: u64 },
     /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait,
     /// PARSEC's spin barrier), then block; the last arrival wakes every sleeper.
     /// Spin loops are bounded by an iteration count, so `spin_ns` is work (ns on

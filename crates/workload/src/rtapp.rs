@@ -519,7 +519,7 @@ fn parse_task(
             "delay" => {
                 let ns = us(v, &p)?;
                 if ns > 0 {
-                    def.steps.push(Step::Nanosleep { ns });
+                    def.steps.push(Step::Delay { ns });
                 }
             }
             "loop" => task_loop = loop_count(v, &p)?,

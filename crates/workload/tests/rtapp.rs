@@ -106,7 +106,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     .unwrap();
     let steps = &r.spec.templates[0].steps;
     assert_eq!(steps[0], Step::SetSlice { ns: 300_000 });
-    assert_eq!(steps[1], Step::Nanosleep { ns: 10_000 });
+    assert_eq!(steps[1], Step::Delay { ns: 10_000 });
     // Phase level: applied at each phase start; a phase without one returns
     // to the task's slice (here none: 0 = the base slice).
     let r = rtapp::parse(
