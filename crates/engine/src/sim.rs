@@ -1204,11 +1204,18 @@ impl Sim {
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         self.rqs[cpu as usize].need_resched_lazy = false;
         let mut next = self.pick_next_entity(cpu);
-        if next.is_none() && self.hmp_idle_pull(cpu) {
+        // HPERF_HMP's idle big CPU pulls before anything else; Linaro MP's
+        // hmp_idle_pull() comes at the end of 3.10's idle_balance(), when the
+        // domains' newidle balancing pulled nothing.
+        let hperf = self.feat(Feat::HMP_HPERF);
+        if next.is_none() && hperf && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);
         }
         if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) && self.sched_balance_newidle(cpu) > 0
         {
+            next = self.pick_next_entity(cpu);
+        }
+        if next.is_none() && !hperf && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);
         }
         match next {

@@ -1367,3 +1367,86 @@ fn a_runqueue_left_with_sched_idle_tasks_only_balances_at_its_next_tick() {
     assert!(s.sched_idle_cpu(cpu));
     assert_eq!(s.rqs[cpu as usize].next_balance, 10 * s.tick_ns);
 }
+
+#[test]
+fn under_linaro_mp_the_stock_wakeup_search_stays_in_the_llc_without_fit_tests() {
+    // Exynos 5422: CPUs 0-3 little (A7), 4-7 big (A15), one LLC each. A
+    // task of utilisation 600 (too big for an A7) wakes with its busy
+    // little CPU 1 as target; CPU 2 (little) and every big CPU are idle.
+    let setup = |linaro: bool| {
+        let mut s = bare("exynos5422");
+        s.cfg.features.set("HMP_LINARO", linaro).unwrap();
+        let busy = add_task(&mut s, 1);
+        s.update_rq_clock(1);
+        s.enqueue_task(1, busy, EnqueueKind::Wakeup);
+        s.set_next_entity(1, busy);
+        s.rqs[1].curr = Some(busy);
+        for c in [0u16, 3] {
+            let b = add_task(&mut s, c);
+            s.update_rq_clock(c);
+            s.enqueue_task(c, b, EnqueueKind::Wakeup);
+            s.set_next_entity(c, b);
+            s.rqs[c as usize].curr = Some(b);
+        }
+        let p = add_task(&mut s, 1);
+        s.tasks[p as usize].util_est_ewma = 600;
+        s.select_idle_sibling(p, 1, 1, 1, None)
+    };
+    // 7.3 with asymmetric capacities: select_idle_capacity() finds a big
+    // CPU that fits.
+    assert!(setup(false) >= 4);
+    // 3.10's select_idle_sibling(): the idle CPU of the target's LLC.
+    assert_eq!(setup(true), 2);
+}
+
+#[test]
+fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing() {
+    // Exynos 5422 under Linaro MP: big CPU 5 goes idle while big CPU 4
+    // runs one task and queues another (allowed on the big CPUs), and a
+    // heavy task runs on little CPU 0. 3.10's idle_balance() balances the
+    // domains first, and hmp_idle_pull() only runs when that pulled nothing.
+    let mut s = bare("exynos5422");
+    s.cfg.features.set("HMP_LINARO", true).unwrap();
+    for _ in 0..2 {
+        s.spec.templates.push(crate::scenarios::thread(
+            "hog",
+            None,
+            vec![schedlab_workload::Step::Compute {
+                work_ns: 100_000_000,
+            }],
+        ));
+    }
+    s.now = 10_000_000;
+    let bigs = CpuMask::from_cpus([4, 5, 6, 7]);
+    let start = |s: &mut Sim, cpu: u16, affinity: CpuMask, run: bool| {
+        let t = add_task(s, cpu);
+        s.tasks[t as usize].affinity = affinity;
+        s.update_rq_clock(cpu);
+        s.enqueue_task(cpu, t, EnqueueKind::Wakeup);
+        if run {
+            s.set_next_entity(cpu, t);
+            s.rqs[cpu as usize].curr = Some(t);
+            s.tasks[t as usize].state = crate::task::TaskState::Running;
+        } else {
+            s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+        }
+        t
+    };
+    start(&mut s, 4, bigs, true);
+    let queued = start(&mut s, 4, bigs, false);
+    let all = s.machine.all_cpus();
+    let heavy = start(&mut s, 0, all, true);
+    // A load ratio of 1024/1024 (above the 700 up threshold).
+    s.tasks[heavy as usize].hmp.ratio_avg = crate::fair::pelt::SchedAvg {
+        load_sum: crate::fair::pelt::LOAD_AVG_MAX,
+        runnable_sum: crate::fair::pelt::LOAD_AVG_MAX << 10,
+        last_update_time: s.now,
+        ..Default::default()
+    };
+    s.rd_overloaded = true;
+    s.rqs[5].avg_idle = 1_000_000;
+    s.pick_and_switch(5, None);
+    assert_eq!(s.tasks[queued as usize].cpu, 5, "newidle balancing pulls");
+    assert_eq!(s.tasks[heavy as usize].cpu, 0);
+    assert_eq!(s.counters.hmp_up, 0);
+}

@@ -16,7 +16,9 @@
 //! DEN0024A 16.3.1, "fork migration"), which that tree predates. Each
 //! function names the piece it mirrors:
 //! - wakeup: the stock path, kept inside the cluster (the cluster-spanning
-//!   level does not balance), then hmp_up_migration() to an idle big CPU
+//!   level does not balance, and select_idle_sibling() searches the
+//!   target's LLC with no capacity test, as 3.10's did), then
+//!   hmp_up_migration() to an idle big CPU
 //!   or hmp_down_migration() of a light task, else the stock choice if it
 //!   stays in the previous CPU's cluster, else the previous CPU;
 //! - hmp_domain_min_load(): any runnable load makes a CPU full, ties go to
@@ -24,7 +26,8 @@
 //! - hmp_force_up_migration() from the balancing softirq, for every CPU:
 //!   the heaviest of the running and first five queued tasks moves up, or
 //!   the lightest queued one is offloaded down (hmp_offload_down());
-//! - hmp_idle_pull() at the end of idle_balance().
+//! - hmp_idle_pull() at the end of idle_balance(), when the domains'
+//!   newidle balancing pulled nothing.
 //!
 //! Constants (from that code; the cover letter leaves them open):
 //! - Linaro MP up/down thresholds 700/1024 and 256/1024 (`hmp_up_threshold`,
@@ -495,10 +498,11 @@ impl Sim {
         }
     }
 
-    /// Idle hook before newidle balancing: a big CPU about to idle pulls
-    /// from a little CPU (HPERF: always, the lowest-druntime task; Linaro's
-    /// hmp_idle_pull(): the heaviest task above the up threshold). Returns
-    /// true when a task was pulled. Little CPUs never pull from big ones.
+    /// Idle hook of a big CPU about to idle: it pulls from a little CPU
+    /// (HPERF: always, the lowest-druntime task, before newidle balancing;
+    /// Linaro's hmp_idle_pull(): the heaviest task above the up threshold,
+    /// after newidle balancing pulled nothing). Returns true when a task was
+    /// pulled. Little CPUs never pull from big ones.
     pub(crate) fn hmp_idle_pull(&mut self, cpu: CpuId) -> bool {
         if !self.hmp_active() || self.hmp_in_balance || !self.hmp_is_big(cpu) {
             return false;

@@ -310,7 +310,7 @@ impl Sim {
             recent_aff = Some(recent);
         }
         // Asymmetric capacities: look for an idle CPU that fits the task.
-        if self.asym_cpucap_active() {
+        if self.sis_asym_cpucap() {
             if let Some(l) = self.domains.cpus[target as usize].sd_asym_cpucapacity {
                 let i = self.select_idle_capacity(t, l, target);
                 self.counters.sis_scan_found += i.is_some() as u64;
@@ -340,10 +340,19 @@ impl Sim {
         prev_aff.or(recent_aff).unwrap_or(target)
     }
 
+    /// Whether select_idle_sibling() takes the asymmetric-capacity search
+    /// and fit tests: with asymmetric capacities, except under Linaro MP
+    /// (HMP_LINARO). Its stock wakeup path, 3.10's select_idle_sibling(),
+    /// looked for an idle CPU in the target's LLC with no capacity test, and
+    /// its own up/down rules move tasks between the clusters.
+    fn sis_asym_cpucap(&self) -> bool {
+        self.asym_cpucap_active() && !self.feat(Feat::HMP_LINARO)
+    }
+
     /// mirrors asym_fits_cpu(): with asymmetric capacities, `cpu` must fit
     /// `util` and (with SMT) sit on an idle core; otherwise any CPU fits.
     fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
-        if !self.asym_cpucap_active() {
+        if !self.sis_asym_cpucap() {
             return true;
         }
         (!self.smt_active || self.is_core_idle(cpu)) && self.util_fits_cpu(util, cpu)
