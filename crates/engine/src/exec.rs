@@ -16,6 +16,7 @@
 use crate::event::{EventKind, TaskId};
 use crate::sim::{Sim, WF_SYNC};
 use crate::task::{Activity, SpinWait};
+use rand::Rng;
 use schedlab_workload::{Step, SyncObject};
 use std::collections::VecDeque;
 
@@ -378,6 +379,15 @@ impl Sim {
                 }
                 Step::Nanosleep { ns } => {
                     self.sleep_for(t, ns + TIMER_SLACK_NS, TIMER_SLACK_NS);
+                    return;
+                }
+                Step::NanosleepJitter { ns, jitter_ns } => {
+                    let extra = if jitter_ns > 0 {
+                        self.rng_jitter.gen_range(0..jitter_ns)
+                    } else {
+                        0
+                    };
+                    self.sleep_for(t, ns + extra + TIMER_SLACK_NS, TIMER_SLACK_NS);
                     return;
                 }
                 Step::Delay { ns } => {

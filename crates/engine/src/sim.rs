@@ -200,6 +200,8 @@ pub struct Sim {
     rng_tick_order: Pcg64,
     pub(crate) rng_noise: Pcg64,
     pub(crate) rng_fork: Pcg64,
+    /// The workloads' own random sleeps (`Step::NanosleepJitter`).
+    pub(crate) rng_jitter: Pcg64,
     /// Nohz: earliest `next_balance` among idle CPUs.
     pub(crate) nohz_next_balance: u64,
     /// Some tick-stopped CPU may carry blocked load (`nohz.has_blocked_load`).
@@ -395,6 +397,7 @@ impl Sim {
             smt_active,
             rng_noise: rng::stream(cfg.seed, "noise"),
             rng_fork: rng::stream(cfg.seed, "fork"),
+            rng_jitter: rng::stream(cfg.seed, "jitter"),
             machine,
             domains,
             now: 0,

@@ -321,9 +321,9 @@ fn power10_schbench(quick: bool) -> Result<ExperimentDef, String> {
         points,
         repetitions: if quick { 3 } else { 5 },
         setup: if quick {
-            "schbench -m 3 (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs; --quick runs 2 s / 4 s for runtime 10 / 20"
+            "schbench -m 3 (pre-2023: 16 workers per messenger, 30 ms think, then the messenger's 30-37.5 ms sleep) on 80 CPUs; --quick runs 2 s / 4 s for runtime 10 / 20"
         } else {
-            "schbench -m 3 -r R (pre-2023: 16 workers per messenger, 10 ms sleep, 10 ms think) on 80 CPUs"
+            "schbench -m 3 -r R (pre-2023: 16 workers per messenger, 30 ms think, then the messenger's 30-37.5 ms sleep) on 80 CPUs"
         }.into(),
         wakeup_notes: true,
     })

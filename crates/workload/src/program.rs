@@ -34,6 +34,10 @@ pub enum Step {
     /// sets the range [ns, ns + timer_slack_ns], and on an otherwise quiet CPU
     /// the timer fires at its end).
     Nanosleep { ns: u64 },
+    /// `Nanosleep` for `ns` plus a random extra of 0 to `jitter_ns` − 1
+    /// (`usleep(t + rand_r() % jitter)`), drawn from the run's `jitter`
+    /// stream.
+    NanosleepJitter { ns: u64, jitter_ns: u64 },
     /// rt-app's `delay`: sleep until `ns` after the thread started, by an
     /// absolute clock_nanosleep() (with the timer slack), and count the
     /// thread's periodic timers (`Timer`) from that point on.

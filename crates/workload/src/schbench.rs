@@ -21,11 +21,18 @@
 //! histogram buckets (percentiles here are exact), the `sched delay` line,
 //! fixed-RPS (`-R`), auto-RPS (`-A`) and pipe (`-p`) modes, and zeroing (`-z`).
 //!
-//! `legacy=1` runs the pre-2023 schbench instead (defaults `-m 2 -t 16`,
-//! `-s 10000 -c 10000`): each messenger sleeps `sleep_us`, then wakes all its
-//! waiting workers; a worker records its wakeup latency and thinks for
-//! `cputime_us` of wall time. Its report is the single `Latency percentiles
-//! (usec)` table (50/75/90/95/*99/99.5/99.9, min, max); metrics `p50`..`p99_9`.
+//! `legacy=1` runs the pre-2023 schbench instead (as in Srikar Dronamraju's
+//! 2019 fork, the S2 author's; defaults `-m 2 -t 16 -s 30000 -c 30000`, the
+//! code's values, where the help text says 10000): a worker spins
+//! `cputime_us` of wall time, puts itself on its messenger's list, posts the
+//! messenger and waits; the messenger, woken by the first post, sleeps
+//! `sleep_us` plus a jitter of up to a quarter of it, then wakes every worker
+//! on its list (one timestamp for all) and waits for the next post. A worker
+//! records its wakeup latency when it runs. Its report is the single
+//! `Latency percentiles (usec)` table (50/75/90/95/*99/99.5/99.9, min, max);
+//! metrics `p50`..`p99_9`. Upstream's 2021 version adds a messenger spin
+//! after each post (`message_cputime_us`, `-C`, 30 ms there; 0 here) and a
+//! 5 s warm-up (`warmup_s`).
 
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
@@ -59,11 +66,15 @@ pub struct SchbenchParams {
     pub footprint_kb: u64,
     /// The per-CPU request lock (`-L` turns it off).
     pub lock: bool,
-    /// The pre-2023 schbench: messengers wake their workers every `sleep_us`,
-    /// workers think for `cputime_us` of wall time; one latency table.
+    /// The pre-2023 schbench: workers think for `cputime_us` of wall time
+    /// and post their messenger, which sleeps `sleep_us` (plus jitter) and
+    /// wakes them; one latency table.
     pub legacy: bool,
     /// Legacy mode's think time per loop (`-c`), µs.
     pub cputime_us: u64,
+    /// Legacy mode's messenger spin after a post (upstream's 2021 `-C`;
+    /// Srikar's 2019 fork has none), µs.
+    pub message_cputime_us: u64,
 }
 
 /// Keys `schbench:` accepts.
@@ -78,6 +89,7 @@ pub const KEYS: &[&str] = &[
     "lock",
     "legacy",
     "cputime_us",
+    "message_cputime_us",
 ];
 
 impl SchbenchParams {
@@ -90,9 +102,12 @@ impl SchbenchParams {
             workers: s.get_u64("workers", if legacy { 16 } else { 0 }, 0, 4096)? as u32,
             runtime_s: s.get_u64("runtime_s", 30, 1, 3600)? as u32,
             warmup_s: s.get_u64("warmup_s", 0, 0, 3600)? as u32,
-            sleep_us: s.get_u64("sleep_us", if legacy { 10_000 } else { 100 }, 0, 10_000_000)?,
+            // The pre-2023 code's defaults are 30 ms each (its help text
+            // says 10 ms).
+            sleep_us: s.get_u64("sleep_us", if legacy { 30_000 } else { 100 }, 0, 10_000_000)?,
             legacy,
-            cputime_us: s.get_u64("cputime_us", 10_000, 0, 10_000_000)?,
+            cputime_us: s.get_u64("cputime_us", 30_000, 0, 10_000_000)?,
+            message_cputime_us: s.get_u64("message_cputime_us", 0, 0, 10_000_000)?,
             operations: s.get_u64("operations", 5, 0, 10_000)? as u32,
             footprint_kb: s.get_u64("footprint_kb", 256, 1, 1 << 20)?,
             lock: s.get_u64("lock", 1, 0, 1)? == 1,
@@ -116,8 +131,8 @@ impl SchbenchParams {
 }
 
 /// Builds the programs: templates 0..m are messengers, then the workers.
-/// Sync ids: messenger i has semaphore 2i and condition 2i+1; the per-CPU
-/// locks follow.
+/// Sync ids: messenger i has semaphore 2i (legacy: condition 2i) and
+/// condition 2i+1; the per-CPU locks follow.
 pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let m = p.message_threads.max(1);
     let workers = match p.workers {
@@ -126,7 +141,13 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     };
     let mut sync = Vec::new();
     for _ in 0..m {
-        sync.push(SyncObject::Semaphore { initial: 0 });
+        // Legacy: the messenger's futex as a condition (a post that finds it
+        // not waiting is lost).
+        sync.push(if p.legacy {
+            SyncObject::Cond
+        } else {
+            SyncObject::Semaphore { initial: 0 }
+        });
         sync.push(SyncObject::Cond);
     }
     let first_lock = sync.len() as u32;
@@ -220,9 +241,16 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     }
 }
 
-/// Pre-2023 schbench: messenger i sleeps `sleep_us`, then wakes every
-/// waiting worker; a worker records its wakeup latency and thinks for
-/// `cputime_us` of wall time (a gettimeofday busy loop), then waits again.
+/// Pre-2023 schbench (run_msg_thread() and worker_thread() of Srikar
+/// Dronamraju's fork, github srikard/schbench, Dec 2019): messenger i, on
+/// condition 2i, wakes every worker on its list (condition 2i+1, one
+/// timestamp for all), waits until a worker posts it, optionally spins
+/// `message_cputime_us` (upstream's 2021 `-C`), and sleeps `sleep_us` plus
+/// a jitter of up to a quarter of it. A worker spins `cputime_us` of wall
+/// time (a gettimeofday busy loop), puts itself on the list, posts the
+/// messenger and waits; it records its wakeup latency when it runs again.
+/// A post that finds the messenger not waiting is lost, as the futex word
+/// the messenger resets to BLOCKED at the top of its loop loses it.
 fn legacy(
     p: &SchbenchParams,
     m: u32,
@@ -231,26 +259,40 @@ fn legacy(
     templates: &mut Vec<ThreadTemplate>,
 ) {
     for i in 0..m {
+        let mut steps = vec![
+            Step::Broadcast { cond: 2 * i + 1 },
+            Step::Compute {
+                work_ns: WAKE_ALL_NS,
+            },
+            // fwait() until a worker's fpost().
+            Step::Wait {
+                cond: 2 * i,
+                mutex: None,
+            },
+        ];
+        if p.message_cputime_us > 0 {
+            steps.push(Step::RunWall {
+                ns: p.message_cputime_us * 1000,
+            });
+        }
+        if p.sleep_us > 0 {
+            // usleep(sleeptime + rand_r() % (sleeptime / 4)).
+            steps.push(Step::NanosleepJitter {
+                ns: p.sleep_us * 1000,
+                jitter_ns: p.sleep_us / 4 * 1000,
+            });
+        }
+        steps.push(Step::Loop {
+            start: 0,
+            count: u32::MAX,
+            slot: 0,
+        });
         templates.push(ThreadTemplate {
             idle_policy: false,
             name: format!("schbench-msg{i}"),
             nice: 0,
             affinity,
-            steps: vec![
-                // The messenger's usleep().
-                Step::Nanosleep {
-                    ns: p.sleep_us.max(1) * 1000,
-                },
-                Step::Broadcast { cond: 2 * i + 1 },
-                Step::Compute {
-                    work_ns: WAKE_ALL_NS,
-                },
-                Step::Loop {
-                    start: 0,
-                    count: u32::MAX,
-                    slot: 0,
-                },
-            ],
+            steps,
         });
     }
     for i in 0..m {
@@ -261,16 +303,20 @@ fn legacy(
                 nice: 0,
                 affinity,
                 steps: vec![
+                    // usec_spin(cputime).
+                    Step::RunWall {
+                        ns: p.cputime_us * 1000,
+                    },
+                    Step::Mark { tag: TAG_DONE },
+                    // msg_and_wait(): on the list, fpost() the messenger,
+                    // fwait().
+                    Step::Signal { cond: 2 * i },
                     Step::Wait {
                         cond: 2 * i + 1,
                         mutex: None,
                     },
                     Step::MarkWoken { tag: TAG_WOKEN },
                     Step::Mark { tag: TAG_AWAKE },
-                    Step::RunWall {
-                        ns: p.cputime_us * 1000,
-                    },
-                    Step::Mark { tag: TAG_DONE },
                     Step::Loop {
                         start: 0,
                         count: u32::MAX,
@@ -542,9 +588,40 @@ mod tests {
     fn legacy_mode_has_the_old_defaults_and_table() {
         let p = SchbenchParams::from_spec(&parse_spec("schbench:legacy=1,runtime_s=1").unwrap())
             .unwrap();
-        assert_eq!((p.message_threads, p.workers, p.sleep_us), (2, 16, 10_000));
+        assert_eq!(
+            (p.message_threads, p.workers, p.sleep_us, p.cputime_us),
+            (2, 16, 30_000, 30_000)
+        );
         let spec = build(&p, None);
         assert_eq!(spec.templates.len(), 2 + 32);
+        // The messenger waits for a worker's post, then sleeps with jitter;
+        // the worker spins, posts its messenger and waits on the list.
+        let msg = &spec.templates[0].steps;
+        assert_eq!(
+            msg[2],
+            Step::Wait {
+                cond: 0,
+                mutex: None
+            }
+        );
+        assert_eq!(
+            msg[3],
+            Step::NanosleepJitter {
+                ns: 30_000_000,
+                jitter_ns: 7_500_000
+            }
+        );
+        let w = &spec.templates[2].steps;
+        assert_eq!(w[0], Step::RunWall { ns: 30_000_000 });
+        assert_eq!(w[2], Step::Signal { cond: 0 });
+        assert_eq!(
+            w[3],
+            Step::Wait {
+                cond: 1,
+                mutex: None
+            }
+        );
+        assert_eq!(spec.sync[0], SyncObject::Cond);
         let s = Samples {
             wakeup_us: (1..=1000).collect(),
             ..Samples::default()
