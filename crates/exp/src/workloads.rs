@@ -326,14 +326,22 @@ impl Builtin {
                 Some(t) => vec![("time".into(), t), ("messages".into(), p.messages() as f64)],
                 None => Vec::new(),
             },
-            Builtin::Pipe(p) => match pipe::usecs_per_op(p, &by_tpl) {
-                Some((us, total)) => vec![
-                    ("usec_per_op".into(), us),
-                    ("ops_per_sec".into(), 1e6 / us),
-                    ("total_time".into(), total),
-                ],
-                None => Vec::new(),
-            },
+            Builtin::Pipe(p) => {
+                match (
+                    pipe::usecs_per_op(p, &by_tpl),
+                    pipe::usecs_per_op_spread(p, &by_tpl),
+                ) {
+                    (Some((us, total)), Some((min, median, max))) => vec![
+                        ("usec_per_op".into(), us),
+                        ("usec_per_op_min".into(), min),
+                        ("usec_per_op_median".into(), median),
+                        ("usec_per_op_max".into(), max),
+                        ("ops_per_sec".into(), 1e6 / us),
+                        ("total_time".into(), total),
+                    ],
+                    _ => Vec::new(),
+                }
+            }
             Builtin::Schbench(p) => {
                 let s = schbench::samples(p, &by_task);
                 schbench::metrics(p, &s)
@@ -436,7 +444,7 @@ impl Builtin {
         match (self, name) {
             (Builtin::Stream(_), "copy" | "scale" | "add" | "triad") => spec("MB/s", true),
             (Builtin::Hackbench(_), "time") => spec("s", false),
-            (Builtin::Pipe(_), "usec_per_op") => spec("us", false),
+            (Builtin::Pipe(_), n) if n.starts_with("usec_per_op") => spec("us", false),
             (Builtin::Pipe(_), "ops_per_sec") => spec("ops/s", true),
             (Builtin::Pipe(_), "total_time") => spec("s", false),
             (Builtin::Schbench(_), _) if latency_us => spec("us", false),

@@ -104,19 +104,43 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     }
 }
 
+/// Each instance's usecs/op and total seconds, from marks `(template, tag,
+/// time)`, in instance order.
+pub fn instances(p: &PipeParams, marks: &[(u32, u32, u64)]) -> Option<Vec<(f64, f64)>> {
+    (0..p.instances)
+        .map(|i| {
+            let tpl = 2 * i;
+            let at = |tag| marks.iter().find(|m| m.0 == tpl && m.1 == tag).map(|m| m.2);
+            let dt = at(1)?.checked_sub(at(0)?)? as f64;
+            Some((dt / 1e3 / p.loops as f64, dt * 1e-9))
+        })
+        .collect()
+}
+
 /// Mean usecs/op over instances, from marks `(template, tag, time)`.
 /// Returns (usecs/op, total seconds of the slowest instance).
 pub fn usecs_per_op(p: &PipeParams, marks: &[(u32, u32, u64)]) -> Option<(f64, f64)> {
-    let mut sum = 0.0;
-    let mut slowest: f64 = 0.0;
-    for i in 0..p.instances {
-        let tpl = 2 * i;
-        let at = |tag| marks.iter().find(|m| m.0 == tpl && m.1 == tag).map(|m| m.2);
-        let dt = at(1)?.checked_sub(at(0)?)? as f64;
-        sum += dt / 1e3 / p.loops as f64;
-        slowest = slowest.max(dt * 1e-9);
-    }
+    let all = instances(p, marks)?;
+    let sum: f64 = all.iter().map(|x| x.0).sum();
+    let slowest = all.iter().map(|x| x.1).fold(0.0, f64::max);
     Some((sum / p.instances as f64, slowest))
+}
+
+/// (min, median, max) of the instances' usecs/op, as the S2 cover letter
+/// reports them; the median of an even count is the mean of the middle two.
+pub fn usecs_per_op_spread(p: &PipeParams, marks: &[(u32, u32, u64)]) -> Option<(f64, f64, f64)> {
+    let mut us: Vec<f64> = instances(p, marks)?.into_iter().map(|x| x.0).collect();
+    if us.is_empty() {
+        return None;
+    }
+    us.sort_by(f64::total_cmp);
+    let n = us.len();
+    let median = if n % 2 == 1 {
+        us[n / 2]
+    } else {
+        (us[n / 2 - 1] + us[n / 2]) / 2.0
+    };
+    Some((us[0], median, us[n - 1]))
 }
 
 /// perf's output (`perf bench sched pipe`), once for the mean instance.
@@ -155,6 +179,7 @@ mod tests {
         let (us, total) = usecs_per_op(&p, &marks).unwrap();
         assert!((us - 6.0).abs() < 1e-9);
         assert!((total - 0.007).abs() < 1e-12);
+        assert_eq!(usecs_per_op_spread(&p, &marks), Some((5.0, 6.0, 7.0)));
         let r = report(&p, Some((us, total)));
         assert!(r.contains("6.000000 usecs/op"), "{r}");
         assert!(r.contains("166666 ops/sec"), "{r}");
