@@ -46,7 +46,7 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
     (
         "cluster-naive",
-        "Alder Lake: CLS as first enabled in 5.16: SMT group flags lost, pre-6.5 ITMT SMT priorities, the S3 balancer fixes off",
+        "Alder Lake: CLS as first enabled in 5.16: SMT group flags lost, pre-6.5 ITMT SMT priorities, the S3 balancer fixes and the cluster-aware wakeup (6.7) off",
     ),
     (
         "cluster-naive-noitmt",
@@ -138,6 +138,9 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
         for f in schedlab_engine::S3_FIXES {
             features.set(f, false)?;
         }
+        // 5.16's wakeup path knew nothing of clusters: the cluster-aware
+        // select_idle_sibling() came in 6.7.
+        features.set("CLUSTER_SCAN", false)?;
     }
     if name == "cache-aware" {
         // S4: SCHED_CACHE on the upstream topology.

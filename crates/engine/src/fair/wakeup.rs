@@ -265,7 +265,8 @@ impl Sim {
         this_cpu: CpuId,
         waker: Option<TaskId>,
     ) -> CpuId {
-        let cluster_active = self.domains.cluster_active;
+        // sched_cluster_active(), with the cluster-aware wakeup (CLUSTER_SCAN).
+        let cluster_active = self.domains.cluster_active && self.feat(Feat::CLUSTER_SCAN);
         let util = self.tasks[t as usize].util_est();
         if self.choose_idle_cpu(target, t) && self.asym_fits_cpu(util, target) {
             self.counters.sis_target += 1;
