@@ -893,11 +893,11 @@ struct CompareArgs {
 /// the built-in spec), or the workload alone.
 fn compare_points(
     a: &CompareArgs,
-    nr_cpus: usize,
+    m: &schedlab_topo::Machine,
     affinity: Option<CpuMask>,
 ) -> Result<Vec<experiments::Point>, Failure> {
     let point = |spec: &str, params: schedlab_report::Params| {
-        Builtin::resolve(spec, nr_cpus)
+        Builtin::resolve(spec, m)
             .map(|workload| experiments::Point {
                 params,
                 workload,
@@ -961,7 +961,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
     let affinity = a.place.affinity(&m)?;
-    let points = compare_points(&a, m.nr_cpus(), affinity)?;
+    let points = compare_points(&a, &m, affinity)?;
     let setup = format!(
         "{}{} on {}{}{}{}",
         a.workload,
@@ -1062,7 +1062,7 @@ fn run(
         cfg.features.apply(f).map_err(input)?;
     }
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
-    let w = Builtin::resolve(&workload, m.nr_cpus()).map_err(|e| input(e.to_string()))?;
+    let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
     let spec = w.build(affinity, place.mem_node);

@@ -1601,6 +1601,10 @@ impl Sim {
             if pt.se.custom_slice {
                 t.se.slice = pt.se.slice;
             }
+            // 3.10 with CONFIG_SCHED_HMP: __sched_fork() resets only the
+            // last HMP migration times, so Linaro's load history is the
+            // parent's (HMP_FORK_BOOST then overrides it).
+            t.hmp.ratio_avg = pt.hmp.ratio_avg;
         }
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;

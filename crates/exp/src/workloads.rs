@@ -4,7 +4,7 @@
 
 use schedlab_engine::Sim;
 use schedlab_report::MetricSpec;
-use schedlab_topo::CpuMask;
+use schedlab_topo::{CpuMask, Machine};
 use schedlab_workload::chacha20::{self, Chacha20Params};
 use schedlab_workload::daytrader::{self, DaytraderParams};
 use schedlab_workload::hackbench::{self, HackbenchParams};
@@ -209,13 +209,23 @@ impl Builtin {
         }
     }
 
-    /// Imports rt-app JSON text for a machine of `nr_cpus` CPUs.
+    /// Imports rt-app JSON text for a machine of `nr_cpus` CPUs of unknown
+    /// speeds (`run` is work on a capacity-1024 CPU).
     pub fn from_rtapp(text: &str, nr_cpus: usize) -> Result<Builtin, RtAppError> {
         Ok(Builtin::RtApp(Box::new(rtapp::parse(text, nr_cpus)?)))
     }
 
-    /// A built-in spec, or an rt-app file when `w` names a `.json` file.
-    pub fn resolve(w: &str, nr_cpus: usize) -> Result<Builtin, WorkloadError> {
+    /// Imports rt-app JSON text for machine `m`: a `"calibration": "CPUn"`
+    /// makes `run` µs of CPU n's time (its core type's capacity).
+    pub fn from_rtapp_for(text: &str, m: &Machine) -> Result<Builtin, RtAppError> {
+        let caps: Vec<u64> = m.cpus.iter().map(|c| u64::from(c.capacity)).collect();
+        Ok(Builtin::RtApp(Box::new(rtapp::parse_for(text, &caps)?)))
+    }
+
+    /// A built-in spec, or an rt-app file when `w` names a `.json` file, for
+    /// machine `m`.
+    pub fn resolve(w: &str, m: &Machine) -> Result<Builtin, WorkloadError> {
+        let nr_cpus = m.nr_cpus();
         // Spec strings never contain '/', so a path with one is a file too.
         let is_file =
             w.ends_with(".json") || (w.contains('/') && std::path::Path::new(w).is_file());
@@ -228,7 +238,7 @@ impl Builtin {
             file: w.to_string(),
             err: e.to_string(),
         })?;
-        Builtin::from_rtapp(&text, nr_cpus).map_err(|err| WorkloadError::RtApp {
+        Builtin::from_rtapp_for(&text, m).map_err(|err| WorkloadError::RtApp {
             file: w.to_string(),
             err,
         })
@@ -946,7 +956,38 @@ mod tests {
         assert!(Builtin::parse("nosuch").is_err());
         assert!(Builtin::parse("hackbench:bogus=1").is_err());
         assert!(Builtin::parse("pipe:instances=0").is_err());
-        assert!(Builtin::resolve("/nonexistent/x.json", 4).is_err());
+        let m = schedlab_topo::preset("exynos5422").unwrap();
+        assert!(Builtin::resolve("/nonexistent/x.json", &m).is_err());
         assert_eq!(Builtin::parse("stream").unwrap().name(), "stream");
+    }
+
+    #[test]
+    fn rtapp_calibration_on_a_cpu_makes_run_that_cpus_time() {
+        // Exynos 5422: CPU 0 is an A7 (capacity 377), CPU 4 an A15 (1024).
+        let m = schedlab_topo::preset("exynos5422").unwrap();
+        let work = |cal: &str| {
+            let doc = format!(
+                r#"{{"global": {{"calibration": {cal}}}, "tasks": {{"a": {{"loop": 1, "run": 1000}}}}}}"#
+            );
+            let Builtin::RtApp(r) = Builtin::from_rtapp_for(&doc, &m).unwrap() else {
+                unreachable!()
+            };
+            r.spec.templates[0]
+                .steps
+                .iter()
+                .find_map(|s| match s {
+                    schedlab_workload::Step::Compute { work_ns } => Some(*work_ns),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        // 1 ms of an A7's time is 377/1024 ms of work on a capacity-1024 CPU.
+        assert_eq!(work("\"CPU0\""), 1_000_000 * 377 / 1024);
+        assert_eq!(work("\"CPU4\""), 1_000_000);
+        // ns per loop: the CPU it was measured on is unknown.
+        assert_eq!(work("300"), 1_000_000);
+        let bad = r#"{"global": {"calibration": "CPU8"}, "tasks": {"a": {"run": 1}}}"#;
+        let e = Builtin::from_rtapp_for(bad, &m).unwrap_err();
+        assert!(e.to_string().contains("global.calibration"), "{e}");
     }
 }

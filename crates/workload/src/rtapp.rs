@@ -306,15 +306,30 @@ struct TaskDef {
     /// Fork targets by task name, with the index in `steps` to patch.
     forks: Vec<(usize, String, String)>,
     barriers: Vec<SyncId>,
+    /// Capacity (of 1024) of the calibration CPU: `run` is µs of its time.
+    run_cap: u64,
 }
 
-/// Parses an rt-app JSON file for a machine with `nr_cpus` CPUs.
+/// Parses an rt-app JSON file for a machine with `nr_cpus` CPUs whose
+/// speeds are unknown: `run` is µs of work on a capacity-1024 CPU.
 pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
+    parse_with(text, nr_cpus, None)
+}
+
+/// Parses an rt-app JSON file for a machine whose CPU i runs alone at
+/// `capacities[i]`/1024 of the fastest: a `"calibration": "CPUn"` makes
+/// `run` µs of CPU n's time, as rt-app's loops calibrated there are.
+pub fn parse_for(text: &str, capacities: &[u64]) -> Result<RtApp, RtAppError> {
+    parse_with(text, capacities.len(), Some(capacities))
+}
+
+fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<RtApp, RtAppError> {
     let root = Json::parse(text)?;
     let top = object(&root, "(top level)")?;
     let mut notes = Vec::new();
     let mut max_time_ns = None;
     let mut default_policy = "SCHED_OTHER".to_string();
+    let mut run_cap = 1024;
     for (k, v) in top {
         match k.as_str() {
             "tasks" => {}
@@ -337,24 +352,48 @@ pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
                             nice_for_policy(p, None, &path)?;
                             default_policy = p.to_string();
                         }
-                        "calibration" => {
-                            match gv {
-                                Json::Str(_) | Json::Num(_) => {}
-                                other => {
+                        "calibration" => match gv {
+                            Json::Str(s) => {
+                                let cpu = s
+                                    .strip_prefix("CPU")
+                                    .and_then(|n| n.parse::<usize>().ok())
+                                    .ok_or_else(|| RtAppError {
+                                        path: path.clone(),
+                                        msg: format!("expected \"CPUn\", found \"{s}\""),
+                                    })?;
+                                if cpu >= nr_cpus {
                                     return err(
                                         &path,
-                                        format!(
-                                            "expected \"CPUn\" or ns per loop, found {}",
-                                            other.kind()
-                                        ),
-                                    )
+                                        format!("CPU{cpu} is beyond the machine's {nr_cpus} CPUs"),
+                                    );
+                                }
+                                match capacities {
+                                    Some(caps) => {
+                                        run_cap = caps[cpu].clamp(1, 1024);
+                                        notes.push(format!(
+                                            "global.calibration {s}: `run` is µs of {s}'s time (capacity {run_cap}/1024)"
+                                        ));
+                                    }
+                                    None => notes.push(
+                                        "global.calibration: CPU speeds unknown, `run` is µs of work on a capacity-1024 CPU"
+                                            .into(),
+                                    ),
                                 }
                             }
-                            notes.push(
-                                "global.calibration ignored: `run` is µs of work on a capacity-1024 CPU"
+                            Json::Num(_) => notes.push(
+                                "global.calibration in ns per loop: its CPU is unknown, `run` is µs of work on a capacity-1024 CPU"
                                     .into(),
-                            );
-                        }
+                            ),
+                            other => {
+                                return err(
+                                    &path,
+                                    format!(
+                                        "expected \"CPUn\" or ns per loop, found {}",
+                                        other.kind()
+                                    ),
+                                )
+                            }
+                        },
                         "pi_enabled" | "lock_pages" | "logdir" | "log_basename" | "log_size"
                         | "ftrace" | "gnuplot" | "io_device" | "mem_buffer_size"
                         | "cumulative_slack" => {
@@ -393,8 +432,11 @@ pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
             tname,
             tv,
             &path,
-            &default_policy,
-            nr_cpus,
+            &Globals {
+                default_policy: &default_policy,
+                nr_cpus,
+                run_cap,
+            },
             &mut names,
             &mut notes,
         )?);
@@ -486,15 +528,23 @@ fn parse_cpus(v: &Json, path: &str, nr_cpus: usize) -> Result<CpuMask, RtAppErro
     Ok(CpuMask::from_cpus(cpus))
 }
 
+/// What the `global` section sets for every task.
+struct Globals<'a> {
+    default_policy: &'a str,
+    nr_cpus: usize,
+    /// Capacity (of 1024) of the calibration CPU.
+    run_cap: u64,
+}
+
 fn parse_task(
     tname: &str,
     tv: &Json,
     path: &str,
-    default_policy: &str,
-    nr_cpus: usize,
+    g: &Globals,
     names: &mut Names,
     notes: &mut Vec<String>,
 ) -> Result<TaskDef, RtAppError> {
+    let (default_policy, nr_cpus, run_cap) = (g.default_policy, g.nr_cpus, g.run_cap);
     let o = object(tv, path)?;
     let mut def = TaskDef {
         idle_policy: false,
@@ -505,6 +555,7 @@ fn parse_task(
         steps: Vec::new(),
         forks: Vec::new(),
         barriers: Vec::new(),
+        run_cap,
     };
     let mut policy = default_policy.to_string();
     let mut prio = None;
@@ -657,8 +708,9 @@ fn events(
         };
         let steps = &mut def.steps;
         match kind {
+            // µs of the calibration CPU's time, as work on a 1024 CPU.
             "run" => steps.push(Step::Compute {
-                work_ns: us(v, &p)?,
+                work_ns: us(v, &p)?.saturating_mul(def.run_cap) / 1024,
             }),
             "runtime" => steps.push(Step::RunWall { ns: us(v, &p)? }),
             // rt-app's sleep event is a clock_nanosleep().

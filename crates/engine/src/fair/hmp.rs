@@ -222,12 +222,14 @@ impl Sim {
 
     /// Linaro MP's part of select_task_rq_fair(). A new task goes to the big
     /// domain's least loaded CPU (`hmp_select_faster_cpu()`) with a
-    /// full-load history; a woken task moves up when hmp_up_migration()
+    /// full-load history (HMP_FORK_BOOST; without it, a new task is placed
+    /// as a woken one, with the load history it copied from its parent);
+    /// a woken task moves up when hmp_up_migration()
     /// finds an idle big CPU, down to the little domain's least loaded CPU
     /// when hmp_down_migration() says it is light; `None` otherwise.
     fn linaro_select_cpu(&mut self, t: TaskId, prev: CpuId, fork: bool) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
-        if fork {
+        if fork && self.feat(Feat::HMP_FORK_BOOST) {
             self.hmp_track_fork(t);
             let (_, cpu) = self.hmp_domain_min_load(true, aff);
             let cpu = cpu?;

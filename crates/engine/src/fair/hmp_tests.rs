@@ -307,6 +307,34 @@ fn linaro_forks_spread_over_busy_big_cpus_by_disturbance_time() {
     assert_eq!(per_cpu, [0, 0, 0, 0, 2, 2, 2, 2]);
 }
 
+#[test]
+fn linaro_without_fork_boost_places_a_child_like_a_wakeup_with_its_parents_history() {
+    // A parent pinned to little CPU 0, light so far (its history starts
+    // empty), forks one unpinned hog. With HMP_FORK_BOOST (LSK) the child
+    // starts fully loaded on a big CPU; without it (the 5422 tree) it keeps
+    // the parent's light history, so no up-migration, and the stock fork
+    // path places it inside the parent's (little) cluster.
+    let child_cpu = |boost: bool| {
+        let templates = vec![
+            (
+                vec![Step::Spawn { template: 1 }, Step::Exit],
+                Some(CpuMask::from_cpus([0])),
+            ),
+            (hog(100_000_000), Some(CpuMask::first_n(8))),
+        ];
+        let mut s = sim_spec("HMP_LINARO", templates, vec![0], 1);
+        s.cfg.features.set("HMP_FORK_BOOST", boost).unwrap();
+        s.run_until(100_000);
+        let child = workload(&s)
+            .into_iter()
+            .find(|&t| s.tasks[t].template == 1)
+            .unwrap();
+        s.tasks[child].cpu
+    };
+    assert!(child_cpu(true) >= 4);
+    assert!(child_cpu(false) < 4);
+}
+
 /// HPERF_HMP's indexed druntime pick equals a scan over every running and
 /// queued task of the side: lowest druntime, or highest, ties to the lowest
 /// id, with and without a filter. Hogs that sleep now and then make queues
