@@ -521,10 +521,10 @@ impl Sim {
         let n = self.domains.cpus[cpu as usize].domains.len();
         let ncpus = self.nr_cpus() as u64;
         let mut continue_balancing = true;
-        let (mut max_cost, mut any_decay) = (0u64, false);
+        // need_decay is the last visited level's answer, as in the kernel.
+        let (mut max_cost, mut need_decay) = (0u64, false);
         for level in 0..n {
-            let need_decay = self.update_newidle_cost(cpu, level, 0, 0);
-            any_decay |= need_decay;
+            need_decay = self.update_newidle_cost(cpu, level, 0, 0);
             max_cost += self.sd[cpu as usize][level].max_newidle_lb_cost_ns;
             if !continue_balancing {
                 if need_decay {
@@ -555,7 +555,7 @@ impl Sim {
         self.rqs[cpu as usize].next_balance = next_balance;
         // The rq's idle-balance cost decays with its domains' costs, but
         // never below the migration cost.
-        if any_decay {
+        if need_decay {
             self.rqs[cpu as usize].max_idle_balance_cost_ns = max_cost.max(MIGRATION_COST_NS);
         }
     }
