@@ -302,7 +302,8 @@ impl Case {
     /// Runs the case in checked mode.
     fn run(&self, trace: bool) -> Outcome {
         let m = schedlab_topo::resolve_machine(self.machine).expect("machine");
-        let w = Builtin::from_rtapp(&self.doc, m.nr_cpus())
+        // With the machine's capacities, as the CLI imports files.
+        let w = Builtin::from_rtapp_for(&self.doc, &m)
             .unwrap_or_else(|e| panic!("generated document rejected: {e}"));
         let mut spec = w.build(None, None);
         spec.max_time_ns = self.sim_time_ns;

@@ -276,6 +276,24 @@ proptest! {
     }
 
     #[test]
+    fn random_calibrations_never_panic(cal in prop_oneof![
+        ".{0,12}".prop_map(|s| format!("{s:?}")),
+        "CPU[0-9]{0,25}".prop_map(|s| format!("\"{s}\"")),
+        any::<i64>().prop_map(|n| n.to_string()),
+        json(),
+    ], caps in proptest::collection::vec(0u64..2048, 1..8)) {
+        let doc = format!("{{\"global\": {{\"calibration\": {cal}}}, \"tasks\": {{\"t\": {{\"loop\": 1, \"run\": 1000}}}}}}");
+        if let Ok(r) = rtapp::parse_for(&doc, &caps) {
+            // A CPU-calibrated run is at most a capacity-1024 CPU's µs.
+            for st in &r.spec.templates[0].steps {
+                if let schedlab_workload::Step::Compute { work_ns } = st {
+                    prop_assert!(*work_ns <= 1_000_000);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn random_bytes_never_panic(s in ".{0,200}") {
         let _ = Json::parse(&s);
         let _ = rtapp::parse(&s, 4);
