@@ -932,7 +932,10 @@ impl Sim {
             self.counters.idle_tick_balance += 1;
             self.linaro_force_migration();
             self.update_blocked_averages(cpu);
-            self.sched_balance_domains(cpu, true);
+            // sched_tick()'s rq->idle_balance = idle_cpu(): not idle while
+            // a queued wakeup is on its way.
+            let idle = self.is_idle_cpu(cpu);
+            self.sched_balance_domains(cpu, idle);
         }
         self.hmp_tick();
         let stays_idle = self.is_idle_cpu(cpu);
@@ -1311,6 +1314,11 @@ impl Sim {
         if self.machine.cpus[cpu as usize].llc != self.machine.cpus[waker_cpu as usize].llc {
             self.counters.wakeups_cross_llc += 1;
         }
+        // The target's clock is brought up to date before a moving task's
+        // load is attached there (the kernel attaches at enqueue, after
+        // update_rq_clock(); a stale clock would decay the task's history
+        // over the target's whole idle time).
+        self.update_rq_clock(cpu);
         if cpu != prev {
             // (The old CPU's runqueue is neither locked nor updated.)
             self.set_task_cpu(t, prev, cpu);
@@ -1368,20 +1376,22 @@ impl Sim {
     /// pending lazy reschedule. The wakers' flags do not travel with the
     /// tasks (only WF_MIGRATED, which nothing here reads).
     fn sched_ttwu_pending(&mut self, cpu: CpuId) {
-        let list = std::mem::take(&mut self.rqs[cpu as usize].wake_list);
+        let mut list = std::mem::take(&mut self.rqs[cpu as usize].wake_list);
+        self.rqs[cpu as usize].ttwu_pending -= list.len() as u32;
         for &t in &list {
             debug_assert_eq!(self.tasks[t as usize].state, TaskState::Waking);
             self.ttwu_do_activate(cpu, t, cpu, 0);
         }
-        let rq = &mut self.rqs[cpu as usize];
-        rq.ttwu_pending = 0;
-        if rq.curr.is_some() {
+        if self.rqs[cpu as usize].curr.is_some() {
             self.resched_lazy_honour(cpu);
         }
-        // Keep the list's allocation for the next wakeups.
-        let mut list = list;
-        list.clear();
-        self.rqs[cpu as usize].wake_list = list;
+        // Keep the list's allocation for the next wakeups, unless the
+        // activations queued new ones (their own IPI is on its way).
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.wake_list.is_empty() {
+            list.clear();
+            rq.wake_list = list;
+        }
     }
 
     /// Enqueues a woken task on `cpu` and kicks or preempts there (mirrors
@@ -1611,6 +1621,11 @@ impl Sim {
         t.settled_ns = self.now;
         let tgid = t.tgid;
         self.tasks.push(t);
+        // LSK's fork boost sets the history at fork, pinned child or not
+        // (hmp_task_should_forkboost(): any user task).
+        if self.feat(Feat::HMP_LINARO) && self.feat(Feat::HMP_FORK_BOOST) {
+            self.hmp_track_fork(id);
+        }
         self.cache_thread_join(tgid);
         self.live += 1;
         self.counters.forks += 1;

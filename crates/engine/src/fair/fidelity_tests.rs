@@ -1450,3 +1450,35 @@ fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing(
     assert_eq!(s.tasks[heavy as usize].cpu, 0);
     assert_eq!(s.counters.hmp_up, 0);
 }
+
+#[test]
+fn a_wakee_moved_to_a_long_idle_cpu_keeps_its_load_history() {
+    // A task runs 60 ms on CPU 0, sleeps 1 ms and wakes onto CPU 2, idle
+    // since the start (its clock not updated for 61 ms). Its utilisation
+    // decays over its 1 ms of sleep only: the target's clock is brought up
+    // to date before the task's load is attached there.
+    let mut s = bare("kunpeng920");
+    s.cfg.features.set("TTWU_QUEUE", false).unwrap();
+    let t = add_task(&mut s, 0);
+    s.update_rq_clock(0);
+    s.enqueue_task(0, t, EnqueueKind::Wakeup);
+    s.tasks[t as usize].state = crate::task::TaskState::Running;
+    for ms in 1..=60 {
+        run_on_cpu0(&mut s, t, ms * 1_000_000);
+        s.update_rq_clock(0);
+        s.update_load_avg(0, t);
+    }
+    let before = s.tasks[t as usize].avg.util_avg;
+    assert!(before > 600, "{before}");
+    s.dequeue_task(0, t, false);
+    s.rqs[0].curr = None;
+    s.rqs[0].cfs.curr = None;
+    s.tasks[t as usize].state = crate::task::TaskState::Blocked;
+    s.now = 61_000_000;
+    s.tasks[t as usize].affinity = CpuMask::from_cpus([2]);
+    s.try_to_wake_up(t, 0, None, 0);
+    assert_eq!(s.tasks[t as usize].cpu, 2);
+    let after = s.tasks[t as usize].avg.util_avg;
+    // 1 ms of decay is ~2% (y^1 with y^32 = 1/2).
+    assert!(after * 100 >= before * 95, "{before} -> {after}");
+}

@@ -165,7 +165,7 @@ impl Sim {
     /// init_task_runnable_average()): a new task's history is one of
     /// permanent runnable and running time, which decays as its own
     /// accumulates.
-    fn hmp_track_fork(&mut self, t: TaskId) {
+    pub(crate) fn hmp_track_fork(&mut self, t: TaskId) {
         let now = self.now;
         let a = &mut self.tasks[t as usize].hmp.ratio_avg;
         *a = SchedAvg {
@@ -230,7 +230,7 @@ impl Sim {
     fn linaro_select_cpu(&mut self, t: TaskId, prev: CpuId, fork: bool) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
         if fork && self.feat(Feat::HMP_FORK_BOOST) {
-            self.hmp_track_fork(t);
+            // (spawn() gave the task its full-load history.)
             let (_, cpu) = self.hmp_domain_min_load(true, aff);
             let cpu = cpu?;
             self.linaro_delay(t, cpu, true);
