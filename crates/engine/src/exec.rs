@@ -231,6 +231,11 @@ impl Sim {
                     self.cond_wake(t, cond, true);
                 }
                 Step::SemPost { sem } => self.sem_post(t, sem),
+                Step::SemReset { sem } => {
+                    if let Some(Obj::Sem { count, .. }) = self.obj(sem) {
+                        *count = 0;
+                    }
+                }
                 Step::SemWait { sem } => {
                     if let Flow::Stop = self.sem_wait(t, sem) {
                         return;

@@ -86,6 +86,10 @@ pub enum Step {
     SemPost { sem: SyncId },
     /// Wait on a semaphore: take a count or sleep until one is posted.
     SemWait { sem: SyncId },
+    /// Set a semaphore's count to zero, waking nobody: posts made before
+    /// are forgotten (a futex word reset to BLOCKED, as schbench's messenger
+    /// does at the top of its loop).
+    SemReset { sem: SyncId },
     /// sched_yield(): the caller gives up the rest of its request (the
     /// engine's yield_task_fair()) and the CPU reschedules; then the call's
     /// own `syscall_ns` of CPU work (on a

@@ -131,8 +131,8 @@ impl SchbenchParams {
 }
 
 /// Builds the programs: templates 0..m are messengers, then the workers.
-/// Sync ids: messenger i has semaphore 2i (legacy: condition 2i) and
-/// condition 2i+1; the per-CPU locks follow.
+/// Sync ids: messenger i has semaphore 2i and condition 2i+1; the per-CPU
+/// locks follow.
 pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let m = p.message_threads.max(1);
     let workers = match p.workers {
@@ -141,13 +141,7 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     };
     let mut sync = Vec::new();
     for _ in 0..m {
-        // Legacy: the messenger's futex as a condition (a post that finds it
-        // not waiting is lost).
-        sync.push(if p.legacy {
-            SyncObject::Cond
-        } else {
-            SyncObject::Semaphore { initial: 0 }
-        });
+        sync.push(SyncObject::Semaphore { initial: 0 });
         sync.push(SyncObject::Cond);
     }
     let first_lock = sync.len() as u32;
@@ -249,8 +243,9 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
 /// a jitter of up to a quarter of it. A worker spins `cputime_us` of wall
 /// time (a gettimeofday busy loop), puts itself on the list, posts the
 /// messenger and waits; it records its wakeup latency when it runs again.
-/// A post that finds the messenger not waiting is lost, as the futex word
-/// the messenger resets to BLOCKED at the top of its loop loses it.
+/// The messenger's futex word is semaphore 2i: a post before its wait is
+/// kept (fwait() returns at once), a post before the top of its loop is
+/// lost (the word is reset to BLOCKED there: `SemReset`).
 fn legacy(
     p: &SchbenchParams,
     m: u32,
@@ -260,15 +255,14 @@ fn legacy(
 ) {
     for i in 0..m {
         let mut steps = vec![
+            // td->futex = FUTEX_BLOCKED.
+            Step::SemReset { sem: 2 * i },
             Step::Broadcast { cond: 2 * i + 1 },
             Step::Compute {
                 work_ns: WAKE_ALL_NS,
             },
             // fwait() until a worker's fpost().
-            Step::Wait {
-                cond: 2 * i,
-                mutex: None,
-            },
+            Step::SemWait { sem: 2 * i },
         ];
         if p.message_cputime_us > 0 {
             steps.push(Step::RunWall {
@@ -310,7 +304,7 @@ fn legacy(
                     Step::Mark { tag: TAG_DONE },
                     // msg_and_wait(): on the list, fpost() the messenger,
                     // fwait().
-                    Step::Signal { cond: 2 * i },
+                    Step::SemPost { sem: 2 * i },
                     Step::Wait {
                         cond: 2 * i + 1,
                         mutex: None,
@@ -597,15 +591,10 @@ mod tests {
         // The messenger waits for a worker's post, then sleeps with jitter;
         // the worker spins, posts its messenger and waits on the list.
         let msg = &spec.templates[0].steps;
+        assert_eq!(msg[0], Step::SemReset { sem: 0 });
+        assert_eq!(msg[3], Step::SemWait { sem: 0 });
         assert_eq!(
-            msg[2],
-            Step::Wait {
-                cond: 0,
-                mutex: None
-            }
-        );
-        assert_eq!(
-            msg[3],
+            msg[4],
             Step::NanosleepJitter {
                 ns: 30_000_000,
                 jitter_ns: 7_500_000
@@ -613,7 +602,7 @@ mod tests {
         );
         let w = &spec.templates[2].steps;
         assert_eq!(w[0], Step::RunWall { ns: 30_000_000 });
-        assert_eq!(w[2], Step::Signal { cond: 0 });
+        assert_eq!(w[2], Step::SemPost { sem: 0 });
         assert_eq!(
             w[3],
             Step::Wait {
@@ -621,7 +610,7 @@ mod tests {
                 mutex: None
             }
         );
-        assert_eq!(spec.sync[0], SyncObject::Cond);
+        assert_eq!(spec.sync[0], SyncObject::Semaphore { initial: 0 });
         let s = Samples {
             wakeup_us: (1..=1000).collect(),
             ..Samples::default()
