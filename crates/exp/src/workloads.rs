@@ -986,6 +986,16 @@ mod tests {
         assert_eq!(work("\"CPU4\""), 1_000_000);
         // ns per loop: the CPU it was measured on is unknown.
         assert_eq!(work("300"), 1_000_000);
+        // No calibration setting: rt-app calibrates CPU0.
+        let doc = r#"{"tasks": {"a": {"loop": 1, "run": 1000}}}"#;
+        let Builtin::RtApp(r) = Builtin::from_rtapp_for(doc, &m).unwrap() else {
+            unreachable!()
+        };
+        assert!(r.spec.templates[0]
+            .steps
+            .contains(&schedlab_workload::Step::Compute {
+                work_ns: 1_000_000 * 377 / 1024
+            }));
         let bad = r#"{"global": {"calibration": "CPU8"}, "tasks": {"a": {"run": 1}}}"#;
         let e = Builtin::from_rtapp_for(bad, &m).unwrap_err();
         assert!(e.to_string().contains("global.calibration"), "{e}");

@@ -318,7 +318,8 @@ pub fn parse(text: &str, nr_cpus: usize) -> Result<RtApp, RtAppError> {
 
 /// Parses an rt-app JSON file for a machine whose CPU i runs alone at
 /// `capacities[i]`/1024 of the fastest: a `"calibration": "CPUn"` makes
-/// `run` µs of CPU n's time, as rt-app's loops calibrated there are.
+/// `run` µs of CPU n's time, as rt-app's loops calibrated there are;
+/// without a calibration setting rt-app calibrates CPU0.
 pub fn parse_for(text: &str, capacities: &[u64]) -> Result<RtApp, RtAppError> {
     parse_with(text, capacities.len(), Some(capacities))
 }
@@ -330,6 +331,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     let mut max_time_ns = None;
     let mut default_policy = "SCHED_OTHER".to_string();
     let mut run_cap = 1024;
+    let mut calibration_set = false;
     for (k, v) in top {
         match k.as_str() {
             "tasks" => {}
@@ -352,48 +354,10 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                             nice_for_policy(p, None, &path)?;
                             default_policy = p.to_string();
                         }
-                        "calibration" => match gv {
-                            Json::Str(s) => {
-                                let cpu = s
-                                    .strip_prefix("CPU")
-                                    .and_then(|n| n.parse::<usize>().ok())
-                                    .ok_or_else(|| RtAppError {
-                                        path: path.clone(),
-                                        msg: format!("expected \"CPUn\", found \"{s}\""),
-                                    })?;
-                                if cpu >= nr_cpus {
-                                    return err(
-                                        &path,
-                                        format!("CPU{cpu} is beyond the machine's {nr_cpus} CPUs"),
-                                    );
-                                }
-                                match capacities {
-                                    Some(caps) => {
-                                        run_cap = caps[cpu].clamp(1, 1024);
-                                        notes.push(format!(
-                                            "global.calibration {s}: `run` is µs of {s}'s time (capacity {run_cap}/1024)"
-                                        ));
-                                    }
-                                    None => notes.push(
-                                        "global.calibration: CPU speeds unknown, `run` is µs of work on a capacity-1024 CPU"
-                                            .into(),
-                                    ),
-                                }
-                            }
-                            Json::Num(_) => notes.push(
-                                "global.calibration in ns per loop: its CPU is unknown, `run` is µs of work on a capacity-1024 CPU"
-                                    .into(),
-                            ),
-                            other => {
-                                return err(
-                                    &path,
-                                    format!(
-                                        "expected \"CPUn\" or ns per loop, found {}",
-                                        other.kind()
-                                    ),
-                                )
-                            }
-                        },
+                        "calibration" => {
+                            calibration_set = true;
+                            run_cap = calibration(gv, &path, nr_cpus, capacities, &mut notes)?;
+                        }
                         "pi_enabled" | "lock_pages" | "logdir" | "log_basename" | "log_size"
                         | "ftrace" | "gnuplot" | "io_device" | "mem_buffer_size"
                         | "cumulative_slack" => {
@@ -412,6 +376,15 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                     "unknown top-level key (expected tasks, global, resources)",
                 )
             }
+        }
+    }
+    // rt-app calibrates CPU0 when the file does not say.
+    if let (false, Some(caps)) = (calibration_set, capacities) {
+        run_cap = caps.first().copied().unwrap_or(1024).clamp(1, 1024);
+        if run_cap < 1024 {
+            notes.push(format!(
+                "no global.calibration: rt-app calibrates CPU0, so `run` is µs of CPU0's time (capacity {run_cap}/1024)"
+            ));
         }
     }
     let Some(tasks) = field(top, "tasks") else {
@@ -526,6 +499,55 @@ fn parse_cpus(v: &Json, path: &str, nr_cpus: usize) -> Result<CpuMask, RtAppErro
         return err(path, "empty CPU list");
     }
     Ok(CpuMask::from_cpus(cpus))
+}
+
+/// `global.calibration`: the capacity (of 1024) of the CPU whose time `run`
+/// counts. `"CPUn"` names it (when the machine's capacities are known); ns
+/// per loop were measured on an unknown CPU, taken as a capacity-1024 one.
+fn calibration(
+    gv: &Json,
+    path: &str,
+    nr_cpus: usize,
+    capacities: Option<&[u64]>,
+    notes: &mut Vec<String>,
+) -> Result<u64, RtAppError> {
+    const UNKNOWN: &str = "`run` is µs of work on a capacity-1024 CPU";
+    match gv {
+        Json::Str(s) => {
+            let Some(cpu) = s.strip_prefix("CPU").and_then(|n| n.parse::<usize>().ok()) else {
+                return err(path, format!("expected \"CPUn\", found \"{s}\""));
+            };
+            if cpu >= nr_cpus {
+                return err(
+                    path,
+                    format!("CPU{cpu} is beyond the machine's {nr_cpus} CPUs"),
+                );
+            }
+            Ok(match capacities {
+                Some(caps) => {
+                    let cap = caps[cpu].clamp(1, 1024);
+                    notes.push(format!(
+                        "global.calibration {s}: `run` is µs of {s}'s time (capacity {cap}/1024)"
+                    ));
+                    cap
+                }
+                None => {
+                    notes.push(format!("global.calibration: CPU speeds unknown, {UNKNOWN}"));
+                    1024
+                }
+            })
+        }
+        Json::Num(_) => {
+            notes.push(format!(
+                "global.calibration in ns per loop: its CPU is unknown, {UNKNOWN}"
+            ));
+            Ok(1024)
+        }
+        other => err(
+            path,
+            format!("expected \"CPUn\" or ns per loop, found {}", other.kind()),
+        ),
+    }
 }
 
 /// What the `global` section sets for every task.
