@@ -181,6 +181,7 @@ impl Sim {
             self.tasks[t as usize].pc += 1;
             if self.tasks[t as usize].prog_start_ns.is_none() {
                 self.tasks[t as usize].prog_start_ns = Some(self.now);
+                self.prog_zero_ns.get_or_insert(self.now);
             }
             match step {
                 Step::RunWall { ns } => {
@@ -396,10 +397,9 @@ impl Sim {
                     return;
                 }
                 Step::Delay { ns } => {
-                    let tk = &mut self.tasks[t as usize];
-                    let start = tk.prog_start_ns.unwrap_or(self.now);
-                    let until = start.saturating_add(ns);
-                    tk.timer_origin_ns = Some(until);
+                    let zero = self.prog_zero_ns.unwrap_or(self.now);
+                    let until = zero.saturating_add(ns);
+                    self.tasks[t as usize].timer_origin_ns = Some(until);
                     if until > self.now {
                         self.sleep_for(t, until - self.now + TIMER_SLACK_NS, TIMER_SLACK_NS);
                         return;

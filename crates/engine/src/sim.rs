@@ -185,6 +185,9 @@ pub struct Sim {
     pub counters: Counters,
     /// Benchmark timer marks: (task, tag, time).
     pub marks: Vec<(TaskId, u32, u64)>,
+    /// When the first thread of the workload began its program (rt-app's
+    /// `t_zero`, taken by its thread 0 before the start barrier).
+    pub(crate) prog_zero_ns: Option<u64>,
     /// Workload threads not yet exited.
     pub live: u32,
     pub events: u64,
@@ -398,6 +401,7 @@ impl Sim {
             rng_noise: rng::stream(cfg.seed, "noise"),
             rng_fork: rng::stream(cfg.seed, "fork"),
             rng_jitter: rng::stream(cfg.seed, "jitter"),
+            prog_zero_ns: None,
             machine,
             domains,
             now: 0,

@@ -38,9 +38,11 @@ pub enum Step {
     /// (`usleep(t + rand_r() % jitter)`), drawn from the run's `jitter`
     /// stream.
     NanosleepJitter { ns: u64, jitter_ns: u64 },
-    /// rt-app's `delay`: sleep until `ns` after the thread started, by an
-    /// absolute clock_nanosleep() (with the timer slack), and count the
-    /// thread's periodic timers (`Timer`) from that point on.
+    /// rt-app's `delay`: sleep until `ns` after the workload's start (the
+    /// first thread's, rt-app's `t_zero`, shared by every thread, forked
+    /// ones too), by an absolute clock_nanosleep() (with the timer slack),
+    /// and count the thread's periodic timers (`Timer`) from that point on;
+    /// at once if that point has passed.
     Delay { ns: u64 },
     /// Wait at a barrier: spin up to `spin_ns` (OpenMP/libgomp's active wait,
     /// PARSEC's spin barrier), then block; the last arrival wakes every sleeper.

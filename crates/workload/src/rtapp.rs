@@ -583,18 +583,14 @@ fn parse_task(
     let mut prio = None;
     let mut task_loop = u32::MAX;
     let mut task_slice: Option<u64> = None;
+    let mut delay_ns = 0;
     let mut has_phases = false;
     let mut has_events = false;
     for (k, v) in o {
         let p = format!("{path}.{k}");
         match k.as_str() {
             "instance" => def.instances = int(v, &p, 0, 4096)? as u32,
-            "delay" => {
-                let ns = us(v, &p)?;
-                if ns > 0 {
-                    def.steps.push(Step::Delay { ns });
-                }
-            }
+            "delay" => delay_ns = us(v, &p)?,
             "loop" => task_loop = loop_count(v, &p)?,
             "policy" => policy = string(v, &p)?.to_string(),
             "priority" => prio = Some(int(v, &p, -20, 99)?),
@@ -613,6 +609,9 @@ fn parse_task(
     }
     def.nice = nice_for_policy(&policy, prio, &format!("{path}.policy"))?;
     def.idle_policy = policy == "SCHED_IDLE";
+    // Every thread waits for t_zero + delay (at once when that has passed)
+    // and counts its timers from there.
+    def.steps.push(Step::Delay { ns: delay_ns });
     if let Some(ns) = task_slice {
         // rt-app sets the thread's attributes before anything else.
         def.steps.insert(0, Step::SetSlice { ns });
@@ -972,13 +971,15 @@ mod tests {
         assert_eq!(
             s.templates[0].steps,
             vec![
+                // Wait for t_zero (no delay), timers count from there.
+                Step::Delay { ns: 0 },
                 Step::Lock { mutex: 0 },
                 Step::Compute { work_ns: 100_000 },
                 Step::Unlock { mutex: 0 },
                 Step::Compute { work_ns: 50_000 },
                 Step::Barrier { id: 1, spin_ns: 0 },
                 Step::Loop {
-                    start: 0,
+                    start: 1,
                     count: 3,
                     slot: 0
                 },

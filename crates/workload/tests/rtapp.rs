@@ -131,8 +131,9 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
 fn duplicate_keys_keep_their_order() {
     let r = rtapp::parse(&fixture("duplicate_keys.json"), 2).unwrap();
     assert_eq!(
-        r.spec.templates[0].steps[..4],
+        r.spec.templates[0].steps[..5],
         [
+            Step::Delay { ns: 0 },
             Step::Compute { work_ns: 100_000 },
             Step::Nanosleep { ns: 100_000 },
             Step::Compute { work_ns: 300_000 },
