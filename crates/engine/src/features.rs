@@ -36,6 +36,7 @@ features! {
     PLACE_REL_DEADLINE = "PLACE_REL_DEADLINE", true, "a migrating task keeps its deadline relative to its vruntime";
     WAKEUP_PREEMPTION = "WAKEUP_PREEMPTION", true, "a wakeup may preempt the current task";
     PREEMPT_LAZY = "PREEMPT_LAZY", true, "(schedlab) the preempt=lazy model, 7.3's default on x86, arm64 and powerpc: a fair-class reschedule of another busy CPU sends no IPI and waits for that CPU's next tick or its task's next return from the kernel; off = preempt=full";
+    TTWU_QUEUE_IDLE = "TTWU_QUEUE_IDLE", true, "(with TTWU_QUEUE) a wakeup onto another CPU of the waker's LLC with nothing queued also goes through that CPU's wake list (ttwu_queue_cond()'s nr_running test); off = only into another LLC, as 3.10's ttwu_queue() did";
     TTWU_QUEUE = "TTWU_QUEUE", true, "a wakeup onto a CPU of another LLC, or onto another CPU with nothing queued, is put on that CPU's wake list and activated there when the IPI arrives (ttwu_queue_wakelist(), sched_ttwu_pending()): the wakee is on no runqueue meanwhile, and its preemption check is local to the target";
     HRTICK = "HRTICK", false, "with others queued, a high-resolution timer ends the current slice at its virtual deadline (hrtick_start_fair); on by default on x86 machines, off on arm64 and powerpc ones, as 7.3 builds have it (CONFIG_HRTIMER_REARM_DEFERRED)";
     PICK_BUDDY = "PICK_BUDDY", true, "the pick takes the next buddy (a wakee that preempted by PREEMPT_SHORT) while it is eligible";

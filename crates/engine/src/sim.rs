@@ -1346,7 +1346,9 @@ impl Sim {
         if !self.cpus_share_cache(waker_cpu, cpu) {
             return true;
         }
-        cpu != waker_cpu && self.rqs[cpu as usize].nr_running() == 0
+        cpu != waker_cpu
+            && self.feat(Feat::TTWU_QUEUE_IDLE)
+            && self.rqs[cpu as usize].nr_running() == 0
     }
 
     /// Queues a woken task on `cpu`'s wake list (mirrors

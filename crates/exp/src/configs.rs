@@ -129,6 +129,8 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
         // CONFIG_PREEMPT=y: full preemption, no lazy mode.
         features.set("IDLE_GOV_TICK", false)?;
         features.set("PREEMPT_LAZY", false)?;
+        // 3.10's ttwu_queue() used the wake list only across LLCs.
+        features.set("TTWU_QUEUE_IDLE", false)?;
     }
     if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology
