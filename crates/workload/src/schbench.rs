@@ -236,9 +236,9 @@ pub fn build(p: &SchbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
 }
 
 /// Pre-2023 schbench (run_msg_thread() and worker_thread() of Srikar
-/// Dronamraju's fork, github srikard/schbench, Dec 2019): messenger i, on
-/// condition 2i, wakes every worker on its list (condition 2i+1, one
-/// timestamp for all), waits until a worker posts it, optionally spins
+/// Dronamraju's fork, github srikard/schbench, Dec 2019): messenger i wakes
+/// every worker on its list (condition 2i+1, one timestamp for all), waits
+/// until a worker posts its futex word (semaphore 2i), optionally spins
 /// `message_cputime_us` (upstream's 2021 `-C`), and sleeps `sleep_us` plus
 /// a jitter of up to a quarter of it. A worker spins `cputime_us` of wall
 /// time (a gettimeofday busy loop), puts itself on the list, posts the
