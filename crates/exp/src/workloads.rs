@@ -215,8 +215,9 @@ impl Builtin {
         Ok(Builtin::RtApp(Box::new(rtapp::parse(text, nr_cpus)?)))
     }
 
-    /// Imports rt-app JSON text for machine `m`: a `"calibration": "CPUn"`
-    /// makes `run` µs of CPU n's time (its core type's capacity).
+    /// Imports rt-app JSON text for machine `m`: `run` is µs of the
+    /// calibration CPU's time (`"calibration": "CPUn"`, CPU0 by default),
+    /// scaled by that CPU's capacity.
     pub fn from_rtapp_for(text: &str, m: &Machine) -> Result<Builtin, RtAppError> {
         let caps: Vec<u64> = m.cpus.iter().map(|c| u64::from(c.capacity)).collect();
         Ok(Builtin::RtApp(Box::new(rtapp::parse_for(text, &caps)?)))
