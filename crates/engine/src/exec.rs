@@ -1641,7 +1641,7 @@ mod tests {
             ];
             let s = spec(ts, vec![SyncObject::Barrier { parties: 2 }]);
             let m = preset("exynos5422").unwrap();
-            let speed = schedlab_hw::compute_speed(&m, cpu as schedlab_topo::CpuId, false);
+            let speed = schedlab_hw::compute_speed(&m, cpu as schedlab_topo::CpuId, 0, 1);
             let d = build_domains(&m, &DomainConfig::default()).unwrap();
             let mut sim = Sim::new(
                 m,

@@ -1814,10 +1814,12 @@ impl Sim {
     }
 
     fn compute_rate(&self, cpu: CpuId) -> f64 {
-        let sib_busy = self.smt_masks[cpu as usize]
+        let siblings = self.smt_masks[cpu as usize];
+        let busy = siblings
             .iter()
-            .any(|s| s != cpu && self.rqs[s as usize].curr.is_some());
-        schedlab_hw::compute_speed(&self.machine, cpu, sib_busy)
+            .filter(|&s| s != cpu && self.rqs[s as usize].curr.is_some())
+            .count() as u32;
+        schedlab_hw::compute_speed(&self.machine, cpu, busy, siblings.weight())
     }
 
     /// An SMT sibling of `cpu` changed busy state: re-rate compute on the siblings.

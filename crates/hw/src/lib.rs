@@ -497,16 +497,25 @@ impl MemModel {
 }
 
 /// Compute speed of a thread on `cpu`: work-ns per ns. Capacity scales it
-/// (capacity is already frequency-invariant at the highest frequency); a busy
-/// SMT sibling lowers it by the core type's per-thread SMT factor.
-pub fn compute_speed(m: &Machine, cpu: CpuId, sibling_busy: bool) -> f64 {
+/// (capacity is already frequency-invariant at the highest frequency). With
+/// `busy_siblings` of the core's other `threads - 1` threads busy, the
+/// core's throughput goes linearly (ESTIMATE) from 1 for one thread alone to
+/// `threads · smt_thread_speed` with all busy, shared equally by the busy
+/// threads; on SMT2 one busy sibling gives `smt_thread_speed` exactly.
+pub fn compute_speed(m: &Machine, cpu: CpuId, busy_siblings: u32, threads: u32) -> f64 {
     let c = &m.cpus[cpu as usize];
     let base = c.capacity as f64 / 1024.0;
-    if sibling_busy {
-        base * m.core_types[c.core_type as usize].smt_thread_speed
-    } else {
-        base
+    if busy_siblings == 0 || threads < 2 {
+        return base;
     }
+    let speed = m.core_types[c.core_type as usize].smt_thread_speed;
+    let n = busy_siblings + 1;
+    if n >= threads {
+        return base * speed;
+    }
+    let (n, threads) = (n as f64, threads as f64);
+    let total = 1.0 + (n - 1.0) / (threads - 1.0) * (threads * speed - 1.0);
+    base * total / n
 }
 
 // ----- caches, transfers, refills ----------------------------------------------
@@ -966,14 +975,25 @@ mod tests {
     #[test]
     fn smt_sibling_slows_compute() {
         let m = schedlab_topo::preset("genoa").unwrap();
-        let alone = compute_speed(&m, 0, false);
-        let shared = compute_speed(&m, 0, true);
+        let alone = compute_speed(&m, 0, 0, 2);
+        let shared = compute_speed(&m, 0, 1, 2);
         assert_eq!(alone, 1.0);
         assert!((shared - m.core_types[0].smt_thread_speed).abs() < 1e-12);
         let big = schedlab_topo::preset("exynos5422").unwrap();
-        let little = compute_speed(&big, 0, false);
-        let a15 = compute_speed(&big, 4, false);
+        let little = compute_speed(&big, 0, 0, 1);
+        let a15 = compute_speed(&big, 4, 0, 1);
         assert!((a15 / little - 1024.0 / 377.0).abs() < 1e-9);
+        // SMT4 (POWER10's small core, 0.5 per thread with all four busy): the
+        // core's throughput goes 1, 4/3, 5/3, 2 with 1-4 busy threads.
+        let p10 = schedlab_topo::preset("power10").unwrap();
+        let total = |busy: u32| compute_speed(&p10, 0, busy - 1, 4) * busy as f64;
+        for (busy, want) in [(1, 1.0), (2, 4.0 / 3.0), (3, 5.0 / 3.0), (4, 2.0)] {
+            assert!(
+                (total(busy) - want).abs() < 1e-12,
+                "{busy}: {}",
+                total(busy)
+            );
+        }
     }
 
     #[test]
