@@ -434,10 +434,11 @@ impl Sim {
                 }
             }
             // A lock just taken whose line is on another CPU: the transfer is
-            // time the new owner spends holding it.
+            // time the new owner spends holding it, a latency in ns whatever
+            // the CPU's speed.
             let xfer = std::mem::take(&mut self.tasks[t as usize].lock_xfer_ns);
             if xfer > 0 {
-                self.start_activity(t, Activity::Compute, xfer as f64);
+                self.start_activity(t, Activity::Wall, xfer as f64);
                 return;
             }
         }
@@ -546,16 +547,17 @@ impl Sim {
         let tk = &self.tasks[s as usize];
         let running = self.rqs[tk.cpu as usize].curr == Some(s);
         let lat = self.machine.c2c_ns(waker_cpu, tk.cpu) as f64;
+        // The line's latency is wall time, not work at the CPU's speed.
         if running {
             self.settle(s);
             let tk = &mut self.tasks[s as usize];
-            tk.activity = Activity::Compute;
+            tk.activity = Activity::Wall;
             tk.remaining = lat.max(1.0);
             self.begin_activity(s);
         } else {
             // Preempted while spinning: it goes on when it next runs.
             let tk = &mut self.tasks[s as usize];
-            tk.activity = Activity::Compute;
+            tk.activity = Activity::Wall;
             tk.remaining = lat.max(1.0);
         }
     }
@@ -849,7 +851,7 @@ impl Sim {
         self.tasks[t as usize].spin_wait = None;
         let xfer = self.take_lock_line(t, from);
         let tk = &mut self.tasks[t as usize];
-        tk.activity = Activity::Compute;
+        tk.activity = Activity::Wall;
         tk.remaining = (xfer as f64).max(1.0);
         true
     }
@@ -2071,40 +2073,47 @@ mod tests {
     /// free.
     #[test]
     fn taking_a_lock_released_on_another_cpu_costs_the_line_transfer() {
-        // Both on A15s (capacity 1024) of one cluster.
-        let first = pinned(
-            "first",
-            4,
-            vec![
-                Step::Lock { mutex: 0 },
-                Step::Compute { work_ns: 10_000 },
-                Step::Unlock { mutex: 0 },
-            ],
-        );
-        let second = pinned(
-            "second",
-            5,
-            vec![
-                Step::Compute { work_ns: 1_000_000 },
-                Step::Mark { tag: 0 },
-                Step::Lock { mutex: 0 },
-                Step::Mark { tag: 1 },
-                Step::Unlock { mutex: 0 },
-                Step::Mark { tag: 2 },
-                Step::Lock { mutex: 0 },
-                Step::Mark { tag: 3 },
-                Step::Unlock { mutex: 0 },
-            ],
-        );
-        let sim = run(
-            "exynos5422",
-            spec(vec![first, second], vec![SyncObject::Mutex]),
-            2,
-        );
-        let at = |tag: u32| sim.marks.iter().find(|m| m.1 == tag).unwrap().2;
-        assert_eq!(at(1) - at(0), u64::from(sim.machine.c2c_ns(4, 5)));
-        assert!(sim.machine.c2c_ns(4, 5) > 0);
-        assert_eq!(at(3), at(2));
+        // Two A15s (capacity 1024), then two A7s (377): the line's latency is
+        // wall time, the same on a slow CPU.
+        for (a, b) in [(4u16, 5u16), (0, 1)] {
+            let first = pinned(
+                "first",
+                a,
+                vec![
+                    Step::Lock { mutex: 0 },
+                    Step::Compute { work_ns: 10_000 },
+                    Step::Unlock { mutex: 0 },
+                ],
+            );
+            let second = pinned(
+                "second",
+                b,
+                vec![
+                    Step::Compute { work_ns: 1_000_000 },
+                    Step::Mark { tag: 0 },
+                    Step::Lock { mutex: 0 },
+                    Step::Mark { tag: 1 },
+                    Step::Unlock { mutex: 0 },
+                    Step::Mark { tag: 2 },
+                    Step::Lock { mutex: 0 },
+                    Step::Mark { tag: 3 },
+                    Step::Unlock { mutex: 0 },
+                ],
+            );
+            let sim = run(
+                "exynos5422",
+                spec(vec![first, second], vec![SyncObject::Mutex]),
+                2,
+            );
+            let at = |tag: u32| sim.marks.iter().find(|m| m.1 == tag).unwrap().2;
+            assert_eq!(
+                at(1) - at(0),
+                u64::from(sim.machine.c2c_ns(a, b)),
+                "{a}->{b}"
+            );
+            assert!(sim.machine.c2c_ns(a, b) > 0);
+            assert_eq!(at(3), at(2));
+        }
     }
 
     /// A `Sweep` costs nothing when its data set fits in the CPU's last-level
