@@ -486,8 +486,17 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 },
                 work,
             ],
-            7 => vec![Step::Sleep {
-                ns: us(rng, 3000.0) * 1000,
+            7 => vec![match rng.gen_range(0..3) {
+                0 => Step::Sleep {
+                    ns: us(rng, 3000.0) * 1000,
+                },
+                1 => Step::NanosleepJitter {
+                    ns: us(rng, 3000.0) * 1000,
+                    jitter_ns: us(rng, 1000.0) * 1000,
+                },
+                _ => Step::Delay {
+                    ns: us(rng, 20_000.0) * 1000,
+                },
             }],
             8 => vec![Step::RunWall {
                 ns: us(rng, 1000.0) * 1000,
@@ -542,9 +551,10 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 chan: SYNC_CHANNEL,
                 bytes: rng.gen_range(1..100_000),
             }],
-            20 => vec![match rng.gen_bool(0.5) {
-                true => Step::SemPost { sem: SYNC_SEM },
-                false => Step::SemWait { sem: SYNC_SEM },
+            20 => vec![match rng.gen_range(0..5) {
+                0 | 1 => Step::SemPost { sem: SYNC_SEM },
+                2 | 3 => Step::SemWait { sem: SYNC_SEM },
+                _ => Step::SemReset { sem: SYNC_SEM },
             }],
             21 => vec![Step::Barrier {
                 id: SYNC_BARRIER,
