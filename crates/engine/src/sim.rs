@@ -1328,7 +1328,7 @@ impl Sim {
             self.set_task_cpu(t, prev, cpu);
         }
         if self.feat(Feat::TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
-            self.ttwu_queue_wakelist(t, cpu, wake_flags);
+            self.ttwu_queue_wakelist(t, cpu, waker_cpu, wake_flags);
         } else {
             self.ttwu_do_activate(cpu, t, waker_cpu, wake_flags);
         }
@@ -1356,17 +1356,10 @@ impl Sim {
     /// and the first entry sends the IPI, which arrives after the IPI latency
     /// (plus an idle target's exit latency, and after an interrupt on an idle
     /// waker CPU, that CPU's idle exit first). Later entries ride on it.
-    fn ttwu_queue_wakelist(&mut self, t: TaskId, cpu: CpuId, wake_flags: u32) {
+    fn ttwu_queue_wakelist(&mut self, t: TaskId, cpu: CpuId, waker_cpu: CpuId, wake_flags: u32) {
         self.tasks[t as usize].state = TaskState::Waking;
-        let w = &self.machine.wakeup;
-        let mut delay_ns = w.ipi_ns as u64;
-        if wake_flags & WF_IRQ_FROM_IDLE != 0 {
-            delay_ns += w.idle_exit_ns as u64;
-        }
+        let delay_ns = self.wake_delay_ns(cpu, waker_cpu, wake_flags);
         let rq = &mut self.rqs[cpu as usize];
-        if rq.curr.is_none() {
-            delay_ns += w.idle_exit_ns as u64;
-        }
         rq.ttwu_pending += 1;
         rq.wake_list.push(t);
         if rq.wake_list.len() == 1 {
@@ -1430,22 +1423,29 @@ impl Sim {
     /// CPU's idle exit first), a busy one gets a preemption check.
     fn kick_or_preempt(&mut self, cpu: CpuId, t: TaskId, waker_cpu: CpuId, wake_flags: u32) {
         if self.rqs[cpu as usize].curr.is_none() {
-            let w = &self.machine.wakeup;
-            let irq_exit_ns = if wake_flags & WF_IRQ_FROM_IDLE != 0 {
-                w.idle_exit_ns as u64
-            } else {
-                0
-            };
-            let delay = irq_exit_ns
-                + if cpu == waker_cpu {
-                    0
-                } else {
-                    (w.ipi_ns + w.idle_exit_ns) as u64
-                };
+            let delay = self.wake_delay_ns(cpu, waker_cpu, wake_flags);
             self.resched_after(cpu, delay);
         } else {
             self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
         }
+    }
+
+    /// How long a wakeup from `waker_cpu` takes to reach `cpu`: after an
+    /// interrupt on an idle waker CPU, that CPU's idle exit first; to
+    /// another CPU an IPI, and an idle target's exit from its idle state.
+    fn wake_delay_ns(&self, cpu: CpuId, waker_cpu: CpuId, wake_flags: u32) -> u64 {
+        let w = &self.machine.wakeup;
+        let mut delay_ns = 0;
+        if wake_flags & WF_IRQ_FROM_IDLE != 0 {
+            delay_ns += w.idle_exit_ns as u64;
+        }
+        if cpu != waker_cpu {
+            delay_ns += w.ipi_ns as u64;
+            if self.rqs[cpu as usize].curr.is_none() {
+                delay_ns += w.idle_exit_ns as u64;
+            }
+        }
+        delay_ns
     }
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors
