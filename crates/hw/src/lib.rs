@@ -598,14 +598,6 @@ impl CacheModel {
         self.line[cache as usize]
     }
 
-    /// The lowest-level cache shared by `a` and `b`.
-    pub fn shared(&self, a: CpuId, b: CpuId) -> Option<u32> {
-        (0..self.size.len())
-            .filter(|&i| self.cpus[i].test(a) && self.cpus[i].test(b))
-            .min_by_key(|&i| (self.level[i], i))
-            .map(|i| i as u32)
-    }
-
     /// The lowest-level cache shared by `a` and `b` that can hold `bytes`.
     pub fn shared_holding(&self, a: CpuId, b: CpuId, bytes: u64) -> Option<u32> {
         (0..self.size.len())
