@@ -1376,12 +1376,8 @@ fn under_linaro_mp_the_stock_wakeup_search_stays_in_the_llc_without_fit_tests() 
     let setup = |linaro: bool| {
         let mut s = bare("exynos5422");
         s.cfg.features.set("HMP_LINARO", linaro).unwrap();
-        let busy = add_task(&mut s, 1);
-        s.update_rq_clock(1);
-        s.enqueue_task(1, busy, EnqueueKind::Wakeup);
-        s.set_next_entity(1, busy);
-        s.rqs[1].curr = Some(busy);
-        for c in [0u16, 3] {
+        // CPUs 1 (the target), 0 and 3 run a task each.
+        for c in [1u16, 0, 3] {
             let b = add_task(&mut s, c);
             s.update_rq_clock(c);
             s.enqueue_task(c, b, EnqueueKind::Wakeup);
