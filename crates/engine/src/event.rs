@@ -39,6 +39,9 @@ pub enum EventKind {
     WakeList { cpu: CpuId },
     /// A kicked idle CPU runs nohz idle balancing for all tick-stopped CPUs.
     NohzBalance { ilb: CpuId },
+    /// An idle CPU's polling state reaches its time limit; `gen` drops
+    /// timeouts of idle periods that ended.
+    PollTimeout { cpu: CpuId, gen: u32 },
     /// A per-CPU system kthread (OS noise) wakes up.
     NoiseWake { task: TaskId },
 }

@@ -14,7 +14,12 @@
 //!   state's target residency enters the choice);
 //! - an idle period ended by the tick, with no timer due within the tick,
 //!   counts as a long one (90% of MAX_INTERESTING), so that a CPU that stays
-//!   idle stops its tick after a few ticks.
+//!   idle stops its tick after a few ticks;
+//! - with the tick stopped, the timer always enters the prediction, and
+//!   replaces a prediction under a tick unless it is within two ticks;
+//! - a polling state that timed out counts as lasting until the next timer
+//!   (the engine uses the prediction for the choice between a polling state
+//!   and a physical one on machines whose polling has a limit).
 
 /// Idle periods remembered (`INTERVALS`).
 const INTERVALS: usize = 8;
@@ -85,8 +90,23 @@ impl MenuState {
             9 * MAX_INTERESTING_NS / 10
         } else {
             idle_ns
-        }
-        .min(self.next_timer_ns);
+        };
+        self.record(measured);
+    }
+
+    /// Records an idle period that a polling state ended at its time limit
+    /// (menu_update() with `poll_time_limit`): the prediction that chose
+    /// polling was wrong, and with a better one the next timer would have
+    /// ended the period, so it counts as lasting until that timer.
+    pub fn update_poll_timeout(&mut self) {
+        self.record(self.next_timer_ns);
+    }
+
+    /// The common part of menu_update(): the measured idle time, capped by
+    /// the time the timer was away, trains the last selection's bucket and
+    /// joins the recent intervals.
+    fn record(&mut self, measured: u64) {
+        let measured = measured.min(self.next_timer_ns);
         let b = self.bucket as usize;
         let mut f = self.correction[b] as u64;
         f -= f / DECAY;
@@ -100,15 +120,18 @@ impl MenuState {
         self.ptr = ((self.ptr as usize + 1) % INTERVALS) as u8;
     }
 
-    /// The idle time the governor expects, ns, with the tick running and
-    /// the next timer `next_timer_ns` away (mirrors menu_select()'s
-    /// prediction): the typical recent interval, capped by the corrected
-    /// time to the next timer. Remembers the timer distance and bucket for
-    /// the next update.
-    pub fn select(&mut self, next_timer_ns: u64) -> u64 {
+    /// The idle time the governor expects, ns, with the next timer
+    /// `next_timer_ns` away (mirrors menu_select()'s prediction): the
+    /// typical recent interval, capped by the corrected time to the next
+    /// timer. With the tick stopped the timer is always looked at, and a
+    /// prediction under a tick gives way to the timer unless that is within
+    /// two ticks (SAFE_TIMER_RANGE_NS): a stopped tick would leave a
+    /// misprediction in a shallow state for long. Remembers the timer
+    /// distance and bucket for the next update.
+    pub fn select(&mut self, next_timer_ns: u64, tick_stopped: bool, tick_ns: u64) -> u64 {
         let typical_us = typical_interval_us(&self.intervals_us);
         let mut predicted = typical_us as u64 * 1000;
-        if predicted > RESIDENCY_THRESHOLD_NS {
+        if predicted > RESIDENCY_THRESHOLD_NS || tick_stopped {
             let b = which_bucket(next_timer_ns);
             self.next_timer_ns = next_timer_ns;
             self.bucket = b as u8;
@@ -116,6 +139,9 @@ impl MenuState {
             let timer_us =
                 ((unit / 2 + next_timer_ns as u128 * self.correction[b] as u128) / unit) as u64;
             predicted = predicted.min(timer_us.saturating_mul(1000));
+            if tick_stopped && predicted < tick_ns && next_timer_ns > 2 * tick_ns {
+                predicted = next_timer_ns;
+            }
         } else {
             // The timer is not looked at: "far", last bucket.
             self.next_timer_ns = NO_TIMER_NS;
@@ -124,10 +150,12 @@ impl MenuState {
         predicted
     }
 
-    /// Does the governor stop the tick for the idle period starting now
-    /// (menu_select()'s `stop_tick`)? Only when it expects at least a tick.
-    pub fn stop_tick(&mut self, next_timer_ns: u64, tick_ns: u64) -> bool {
-        self.select(next_timer_ns) >= tick_ns
+    /// Does the governor stop the (running) tick for the idle period
+    /// starting now (menu_select()'s `stop_tick`)? Only when it expects at
+    /// least a tick. Returns the decision and the prediction.
+    pub fn stop_tick(&mut self, next_timer_ns: u64, tick_ns: u64) -> (bool, u64) {
+        let predicted = self.select(next_timer_ns, false, tick_ns);
+        (predicted >= tick_ns, predicted)
     }
 }
 
@@ -197,20 +225,20 @@ mod tests {
     fn steady_short_idles_are_typical_and_keep_the_tick() {
         let mut m = after_eight_idles_of(200_000);
         assert_eq!(typical_interval_us(&m.intervals_us), 200);
-        assert_eq!(m.select(FAR_NS), 200_000);
-        assert!(!m.stop_tick(FAR_NS, TICK_NS));
+        assert_eq!(m.select(FAR_NS, false, TICK_NS), 200_000);
+        assert!(!m.stop_tick(FAR_NS, TICK_NS).0);
     }
 
     #[test]
     fn no_history_predicts_the_timer_and_stops_the_tick_only_if_it_is_far() {
         let mut m = MenuState::default();
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
-        assert_eq!(m.select(FAR_NS), FAR_NS);
-        assert!(m.stop_tick(FAR_NS, TICK_NS));
-        assert!(m.stop_tick(NO_TIMER_NS, TICK_NS));
+        assert_eq!(m.select(FAR_NS, false, TICK_NS), FAR_NS);
+        assert!(m.stop_tick(FAR_NS, TICK_NS).0);
+        assert!(m.stop_tick(NO_TIMER_NS, TICK_NS).0);
         // A timer due within the tick keeps it.
-        assert_eq!(m.select(1_000_000), 1_000_000);
-        assert!(!m.stop_tick(1_000_000, TICK_NS));
+        assert_eq!(m.select(1_000_000, false, TICK_NS), 1_000_000);
+        assert!(!m.stop_tick(1_000_000, TICK_NS).0);
     }
 
     #[test]
@@ -219,8 +247,8 @@ mod tests {
         // the prediction below the tick.
         let mut m = after_eight_idles_of(30_000_000);
         assert_eq!(typical_interval_us(&m.intervals_us), 30_000);
-        assert!(m.stop_tick(FAR_NS, TICK_NS));
-        assert!(!m.stop_tick(2_000_000, TICK_NS));
+        assert!(m.stop_tick(FAR_NS, TICK_NS).0);
+        assert!(!m.stop_tick(2_000_000, TICK_NS).0);
     }
 
     #[test]
@@ -231,7 +259,7 @@ mod tests {
         // tick wakeup tips it.
         let mut m = after_eight_idles_of(200_000);
         let mut ticks = 0;
-        while !m.stop_tick(FAR_NS, TICK_NS) {
+        while !m.stop_tick(FAR_NS, TICK_NS).0 {
             m.update(0, true, TICK_NS);
             ticks += 1;
             assert!(ticks < 8);
@@ -258,14 +286,48 @@ mod tests {
         let mut m = MenuState::default();
         let cycle_us = [50u64, 2_000, 300, 1_700, 900, 120, 2_530, 400];
         for i in 0..200 {
-            m.select(FAR_NS);
+            m.select(FAR_NS, false, TICK_NS);
             m.update(cycle_us[i % 8] * 1000, false, TICK_NS);
         }
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
-        let p = m.select(FAR_NS);
+        let p = m.select(FAR_NS, false, TICK_NS);
         assert!((800_000..=1_200_000).contains(&p), "predicted {p}");
-        assert!(!m.stop_tick(FAR_NS, TICK_NS));
+        assert!(!m.stop_tick(FAR_NS, TICK_NS).0);
         assert_eq!(which_bucket(FAR_NS), 5);
         assert_eq!(which_bucket(2_000_000), 3);
+    }
+
+    #[test]
+    fn with_the_tick_stopped_a_short_prediction_gives_way_to_a_far_timer() {
+        // 50 µs idles are typical; with the tick running the governor
+        // trusts them, with it stopped the timer 1 s away decides, unless
+        // it is within two ticks.
+        let mut m = after_eight_idles_of(50_000);
+        assert_eq!(m.select(FAR_NS, false, TICK_NS), 50_000);
+        assert_eq!(m.select(FAR_NS, true, TICK_NS), FAR_NS);
+        assert_eq!(m.select(6_000_000, true, TICK_NS), 50_000);
+        // Short typical idles below the residency threshold: the timer is
+        // not even looked at with the tick running.
+        let mut m = after_eight_idles_of(5_000);
+        assert_eq!(m.select(FAR_NS, false, TICK_NS), 5_000);
+        assert_eq!(m.next_timer_ns, NO_TIMER_NS);
+        assert_eq!(m.select(FAR_NS, true, TICK_NS), FAR_NS);
+        assert_eq!(m.next_timer_ns, FAR_NS);
+    }
+
+    #[test]
+    fn polling_that_times_out_counts_as_lasting_until_the_timer() {
+        // 20 µs idles, a timer 3 ms away: each poll timeout records 3 ms.
+        // The outlier rejection keeps predicting 20 µs while four of eight
+        // samples are short; the fifth timeout tips it to the timer.
+        let mut m = after_eight_idles_of(20_000);
+        let mut timeouts = 0;
+        while m.select(3_000_000, false, TICK_NS) < 100_000 {
+            m.update_poll_timeout();
+            timeouts += 1;
+            assert!(timeouts < 8);
+        }
+        assert_eq!(timeouts, 5);
+        assert_eq!(m.intervals_us[0..5], [3_000; 5]);
     }
 }

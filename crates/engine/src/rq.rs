@@ -101,6 +101,12 @@ pub struct Rq {
     /// period began for it (idle entry or the last idle tick).
     pub menu: crate::idle_gov::MenuState,
     pub menu_since_ns: u64,
+    /// On a machine whose polling idle state has a time limit
+    /// (`wakeup.idle_poll_limit_ns`): until when this idle CPU polls (0: it
+    /// is in the non-polling state), and the generation that drops the
+    /// poll timeout of an idle period that ended.
+    pub idle_poll_until_ns: u64,
+    pub poll_gen: u32,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are
     /// dropped when looked at.

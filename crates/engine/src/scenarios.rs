@@ -1125,6 +1125,152 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
     (woke, ran)
 }
 
+/// sched_waking to switch-in of a reader pinned to the idle `target` of
+/// `m`, woken through a pipe by a writer on CPU 0 at 1.3 ms (no noise).
+fn idle_wakeup_latency_ns(m: schedlab_topo::Machine, target: u16) -> u64 {
+    let mut spec = remote_wakeup_spec(target);
+    spec.initial = vec![1, 2];
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let cfg = SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        ..SimConfig::default()
+    };
+    let mut s = Sim::new(m, d, spec, cfg);
+    s.enable_trace(usize::MAX);
+    s.run();
+    let reader = s.tasks.iter().find(|t| t.template == 2).expect("reader").id;
+    let recs = &s.trace.as_ref().expect("trace").records;
+    let woke = recs
+        .iter()
+        .find(|r| matches!(r.kind, crate::trace::TraceKind::Waking { task, .. } if task == reader))
+        .expect("the reader is woken")
+        .ts_ns;
+    let ran = recs
+        .iter()
+        .find(|r| {
+            r.ts_ns >= woke
+                && matches!(r.kind, crate::trace::TraceKind::Switch { next: Some(n), .. } if n == reader)
+        })
+        .expect("the reader runs")
+        .ts_ns;
+    ran - woke
+}
+
+#[test]
+fn an_idle_cpu_that_polls_is_woken_without_an_ipi() {
+    // Sapphire Rapids idles in MWAIT, which watches the need-resched flag:
+    // the wakeup costs the idle exit only, in the waker's LLC (CPU 1, the
+    // wake list) and in the other one (CPU 60). Without polling, and on
+    // arm64 (Kunpeng), the IPI comes first.
+    let m = preset("sapphirerapids").unwrap();
+    assert!(m.wakeup.idle_polls);
+    let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
+    let mut no_poll = m.clone();
+    no_poll.wakeup.idle_polls = false;
+    for target in [1, 60] {
+        assert_eq!(
+            idle_wakeup_latency_ns(m.clone(), target),
+            exit,
+            "cpu {target}"
+        );
+        assert_eq!(
+            idle_wakeup_latency_ns(no_poll.clone(), target),
+            ipi + exit,
+            "cpu {target}"
+        );
+    }
+    let k = preset("kunpeng920").unwrap();
+    assert!(!k.wakeup.idle_polls);
+    let (ipi, exit) = (k.wakeup.ipi_ns as u64, k.wakeup.idle_exit_ns as u64);
+    assert_eq!(idle_wakeup_latency_ns(k, 1), ipi + exit);
+}
+
+#[test]
+fn powers_snooze_polls_for_short_idles_and_cedes_after_its_limit() {
+    // POWER10: a writer on CPU 0 sends to a reader on CPU 8 every 20 µs,
+    // twenty times, then after 250 µs and after 2 ms. The governor expects
+    // short idles (its history starts at zero, then holds ~18 µs periods),
+    // so CPU 8 snoozes (polls) and is woken without an IPI, also in the
+    // third 100 µs snooze round of the 250 µs wait (each timeout selects
+    // again, and one or two long samples are outliers); the 2 ms wait
+    // outlasts the rounds until the governor gives up on short idles and
+    // cedes, and the last wakeup needs the IPI.
+    let m = preset("power10").unwrap();
+    let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
+    assert_eq!(m.wakeup.idle_poll_limit_ns, 100_000);
+    let on = |c: u16| Some(CpuMask::from_cpus([c]));
+    let spec = WorkloadSpec {
+        name: "snooze".into(),
+        templates: vec![
+            thread(
+                "writer",
+                on(0),
+                vec![
+                    Step::Compute { work_ns: 20_000 },
+                    Step::Send { chan: 0, bytes: 1 },
+                    Step::Loop {
+                        start: 0,
+                        count: 20,
+                        slot: 0,
+                    },
+                    Step::Compute { work_ns: 250_000 },
+                    Step::Send { chan: 0, bytes: 1 },
+                    Step::Compute { work_ns: 2_000_000 },
+                    Step::Send { chan: 0, bytes: 1 },
+                    Step::Exit,
+                ],
+            ),
+            thread(
+                "reader",
+                on(8),
+                vec![
+                    Step::Recv { chan: 0, bytes: 1 },
+                    Step::Loop {
+                        start: 0,
+                        count: 22,
+                        slot: 0,
+                    },
+                    Step::Exit,
+                ],
+            ),
+        ],
+        initial: vec![0, 1],
+        sync: vec![SyncObject::Channel { capacity: 4096 }],
+        mem_node: None,
+        max_time_ns: 20_000_000,
+    };
+    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let cfg = SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        ..SimConfig::default()
+    };
+    let mut s = Sim::new(m, d, spec, cfg);
+    s.enable_trace(usize::MAX);
+    s.run();
+    let reader = s.tasks.iter().find(|t| t.template == 1).expect("reader").id;
+    let recs = &s.trace.as_ref().expect("trace").records;
+    let mut latencies = Vec::new();
+    let mut woke = None;
+    for r in recs {
+        match r.kind {
+            crate::trace::TraceKind::Waking { task, .. } if task == reader => woke = Some(r.ts_ns),
+            crate::trace::TraceKind::Switch { next: Some(n), .. } if n == reader => {
+                if let Some(w) = woke.take() {
+                    latencies.push(r.ts_ns - w);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(latencies.len(), 22, "{latencies:?}");
+    assert!(latencies[..21].iter().all(|&l| l == exit), "{latencies:?}");
+    assert_eq!(latencies[21], ipi + exit, "{latencies:?}");
+}
+
 #[test]
 fn a_lazy_remote_preemption_waits_for_the_target_tick() {
     // preempt=full: the waker's IPI makes CPU 1 switch at once.

@@ -570,6 +570,7 @@ impl Sim {
             | EventKind::Resched { cpu }
             | EventKind::WakeList { cpu }
             | EventKind::NohzBalance { ilb: cpu }
+            | EventKind::PollTimeout { cpu, .. }
             | EventKind::ActiveBalance { src: cpu, .. } => cpu,
             EventKind::StepDone { task, .. }
             | EventKind::Timer { task, .. }
@@ -594,6 +595,12 @@ impl Sim {
                 self.schedule(cpu);
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
+            EventKind::PollTimeout { cpu, gen } => {
+                let rq = &self.rqs[cpu as usize];
+                if rq.poll_gen == gen && rq.curr.is_none() {
+                    self.poll_timeout(cpu);
+                }
+            }
             EventKind::StepDone { task, gen } => {
                 if self.tasks[task as usize].gen == gen {
                     self.step_done(task);
@@ -720,6 +727,8 @@ impl Sim {
         }
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
+        rq.idle_poll_until_ns = 0;
+        rq.poll_gen = rq.poll_gen.wrapping_add(1);
         // The governor learns how long this idle period lasted.
         self.menu_period_end(cpu, false);
         // The CPU stays in the nohz idle mask until its first busy tick
@@ -754,7 +763,12 @@ impl Sim {
         rq.menu_since_ns = now;
         // do_idle(): the governor decides whether the tick stops (before
         // 4.17, and with IDLE_GOV_TICK off, it always does).
-        let stop = !governor || rq.menu.stop_tick(next_timer, self.tick_ns);
+        let (stop, predicted) = if governor {
+            let (stop, predicted) = rq.menu.stop_tick(next_timer, self.tick_ns);
+            (stop, Some(predicted))
+        } else {
+            (true, None)
+        };
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
             self.llc_busy_count(cpu, false);
         }
@@ -771,7 +785,57 @@ impl Sim {
         if stop {
             self.stop_idle_tick(cpu);
         }
+        self.idle_select_state(cpu, predicted);
         self.smt_sibling_changed(cpu);
+    }
+
+    /// The idle state `cpu` enters for the idle period starting now, on a
+    /// machine whose polling state has a time limit (mirrors menu_select()'s
+    /// choice between the polling state and the first physical one, and the
+    /// polling loop's limit, as pseries' snooze_loop() has it): the polling
+    /// state when the governor expects less idle time than the limit (the
+    /// physical state's target residency), or always without a governor;
+    /// after the limit, [`Sim::poll_timeout`].
+    fn idle_select_state(&mut self, cpu: CpuId, predicted_ns: Option<u64>) {
+        let w = &self.machine.wakeup;
+        if !w.idle_polls || w.idle_poll_limit_ns == 0 {
+            return;
+        }
+        let limit_ns = w.idle_poll_limit_ns as u64;
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        if predicted_ns.is_none_or(|p| p < limit_ns) {
+            rq.idle_poll_until_ns = now + limit_ns;
+            let gen = rq.poll_gen;
+            self.q
+                .push(now + limit_ns, EventKind::PollTimeout { cpu, gen });
+        } else {
+            rq.idle_poll_until_ns = 0;
+        }
+    }
+
+    /// The polling state of idle `cpu` gave up at its limit (the next turn
+    /// of do_idle()'s loop after snooze_loop() timed out): the governor
+    /// records the period as lasting until the next timer and selects again,
+    /// and may stop the tick now. Without a governor the CPU stays in the
+    /// physical state.
+    fn poll_timeout(&mut self, cpu: CpuId) {
+        self.rqs[cpu as usize].idle_poll_until_ns = 0;
+        if !self.feat(Feat::IDLE_GOV_TICK) {
+            return;
+        }
+        let now = self.now;
+        let next_timer = self.next_timer_in(cpu);
+        let tick_ns = self.tick_ns;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.menu.update_poll_timeout();
+        rq.menu_since_ns = now;
+        let predicted = rq.menu.select(next_timer, !rq.tick_running, tick_ns);
+        if predicted >= tick_ns && rq.tick_running {
+            self.stop_idle_tick(cpu);
+        }
+        self.idle_select_state(cpu, Some(predicted));
     }
 
     /// The idle CPU stops its tick (a pending tick event is dropped by its
@@ -945,11 +1009,17 @@ impl Sim {
         let stays_idle = self.is_idle_cpu(cpu);
         let next_timer = self.next_timer_in(cpu);
         let tick_ns = self.tick_ns;
-        if stays_idle && self.rqs[cpu as usize].menu.stop_tick(next_timer, tick_ns) {
+        if !stays_idle {
+            self.push_tick(cpu, now + tick_ns);
+            return;
+        }
+        let (stop, predicted) = self.rqs[cpu as usize].menu.stop_tick(next_timer, tick_ns);
+        if stop {
             self.stop_idle_tick(cpu);
         } else {
             self.push_tick(cpu, now + tick_ns);
         }
+        self.idle_select_state(cpu, Some(predicted));
     }
 
     /// An idle CPU woke (an IPI) and found nothing to run (mirrors the next
@@ -958,15 +1028,18 @@ impl Sim {
     /// whose tick is stopped keeps it stopped.
     pub(crate) fn idle_rewake(&mut self, cpu: CpuId) {
         if !self.feat(Feat::IDLE_GOV_TICK) {
+            self.idle_select_state(cpu, None);
             return;
         }
         self.menu_period_end(cpu, false);
         let next_timer = self.next_timer_in(cpu);
         let tick_ns = self.tick_ns;
         let rq = &mut self.rqs[cpu as usize];
-        if rq.menu.stop_tick(next_timer, tick_ns) && rq.tick_running {
+        let predicted = rq.menu.select(next_timer, !rq.tick_running, tick_ns);
+        if predicted >= tick_ns && rq.tick_running {
             self.stop_idle_tick(cpu);
         }
+        self.idle_select_state(cpu, Some(predicted));
     }
 
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
@@ -1119,14 +1192,11 @@ impl Sim {
         }
     }
 
-    /// Marks `cpu` for rescheduling; the Resched event comes after an IPI when
-    /// the request comes from another CPU (mirrors resched_curr()).
+    /// Marks `cpu` for rescheduling (mirrors resched_curr()); a request from
+    /// another CPU arrives after its IPI, unless `cpu` polls in idle, and an
+    /// idle `cpu` then leaves its idle state ([`Sim::wake_delay_ns`]).
     pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
-        let delay = if cpu == from {
-            0
-        } else {
-            self.machine.wakeup.ipi_ns as u64
-        };
+        let delay = self.wake_delay_ns(cpu, from, 0);
         self.resched_after(cpu, delay);
     }
 
@@ -1432,20 +1502,40 @@ impl Sim {
 
     /// How long a wakeup from `waker_cpu` takes to reach `cpu`: after an
     /// interrupt on an idle waker CPU, that CPU's idle exit first; to
-    /// another CPU an IPI, and an idle target's exit from its idle state.
-    fn wake_delay_ns(&self, cpu: CpuId, waker_cpu: CpuId, wake_flags: u32) -> u64 {
+    /// another CPU an IPI ([`Sim::ipi_ns_to`]), and an idle target's exit
+    /// from its idle state.
+    pub(crate) fn wake_delay_ns(&self, cpu: CpuId, waker_cpu: CpuId, wake_flags: u32) -> u64 {
         let w = &self.machine.wakeup;
         let mut delay_ns = 0;
         if wake_flags & WF_IRQ_FROM_IDLE != 0 {
             delay_ns += w.idle_exit_ns as u64;
         }
         if cpu != waker_cpu {
-            delay_ns += w.ipi_ns as u64;
+            delay_ns += self.ipi_ns_to(cpu);
             if self.rqs[cpu as usize].curr.is_none() {
                 delay_ns += w.idle_exit_ns as u64;
             }
         }
         delay_ns
+    }
+
+    /// The IPI that a request from another CPU costs `cpu` (mirrors
+    /// set_nr_and_not_polling() and set_nr_if_polling()): none when `cpu` is
+    /// idle in a state that polls its need-resched flag
+    /// (`wakeup.idle_polls`: x86 MWAIT, POWER's snooze until its limit,
+    /// [`Sim::idle_select_state`]), where writing the flag ends the idle
+    /// state; the machine's `ipi_ns` otherwise.
+    pub(crate) fn ipi_ns_to(&self, cpu: CpuId) -> u64 {
+        let w = &self.machine.wakeup;
+        let rq = &self.rqs[cpu as usize];
+        let polls = w.idle_polls
+            && rq.curr.is_none()
+            && (w.idle_poll_limit_ns == 0 || self.now < rq.idle_poll_until_ns);
+        if polls {
+            0
+        } else {
+            w.ipi_ns as u64
+        }
     }
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors

@@ -781,6 +781,8 @@ mod tests {
                 ipi_ns: 1000,
                 idle_exit_ns: 1000,
                 wakeup_path_ns: 1000,
+                idle_polls: false,
+                idle_poll_limit_ns: 0,
             },
         }
     }

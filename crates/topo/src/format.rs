@@ -156,8 +156,15 @@ pub fn format_machine(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "  wakeup ns: ipi {} idle exit {} wakeup path {}",
-        w.ipi_ns, w.idle_exit_ns, w.wakeup_path_ns
+        "  wakeup ns: ipi {} idle exit {} wakeup path {}{}",
+        w.ipi_ns,
+        w.idle_exit_ns,
+        w.wakeup_path_ns,
+        match (w.idle_polls, w.idle_poll_limit_ns) {
+            (false, _) => String::new(),
+            (true, 0) => " (idle polls: no IPI)".to_string(),
+            (true, l) => format!(" (idle polls for up to {l}: no IPI)"),
+        }
     );
     s
 }

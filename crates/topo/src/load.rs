@@ -241,6 +241,10 @@ struct FileWakeup {
     ipi_ns: i64,
     idle_exit_ns: i64,
     wakeup_path_ns: i64,
+    #[serde(default)]
+    idle_polls: bool,
+    #[serde(default)]
+    idle_poll_limit_ns: i64,
 }
 
 // ---------------------------------------------------------------------------
@@ -1130,6 +1134,14 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             origin,
             "wakeup.wakeup_path_ns",
             f.wakeup.wakeup_path_ns,
+            0,
+            MAX_NS,
+        )?,
+        idle_polls: f.wakeup.idle_polls,
+        idle_poll_limit_ns: u32_in(
+            origin,
+            "wakeup.idle_poll_limit_ns",
+            f.wakeup.idle_poll_limit_ns,
             0,
             MAX_NS,
         )?,

@@ -104,6 +104,19 @@ pub struct WakeupCosts {
     pub idle_exit_ns: u32,
     /// Kernel path of one wakeup plus context switch on the waking side, ns.
     pub wakeup_path_ns: u32,
+    /// Whether an idle CPU's idle state polls its need-resched flag
+    /// (TIF_POLLING_NRFLAG: x86 MWAIT and the POLL state, POWER's snooze), so
+    /// that a remote wakeup, reschedule or balance kick needs no IPI: the
+    /// flag write itself ends the idle state (set_nr_if_polling(),
+    /// set_nr_and_not_polling()). arm64 has no polling flag.
+    pub idle_polls: bool,
+    /// How long the polling state polls before the CPU re-enters idle
+    /// through the governor, ns; 0 when every idle state polls (x86 MWAIT).
+    /// It is the target residency of the first non-polling state: the
+    /// governor picks the polling state only for predicted idle periods
+    /// shorter than that, and the state gives up after it (POWER's snooze
+    /// against Shared Cede's 100 µs, cpuidle-pseries.c).
+    pub idle_poll_limit_ns: u32,
 }
 
 /// Which architecture's sched-domain topology table the machine gets.

@@ -156,8 +156,8 @@ pub fn machine_to_toml(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}",
-        w.ipi_ns, w.idle_exit_ns, w.wakeup_path_ns
+        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}\nidle_polls = {}\nidle_poll_limit_ns = {}",
+        w.ipi_ns, w.idle_exit_ns, w.wakeup_path_ns, w.idle_polls, w.idle_poll_limit_ns
     );
     s
 }
@@ -200,6 +200,12 @@ pub fn host_machine_text() -> Result<String, TopoError> {
     for line in text.lines() {
         if line.starts_with("arch = ") {
             out.push_str(&format!("arch = \"{}\"", arch.as_str()));
+        } else if line.starts_with("idle_polls = ") {
+            out.push_str(&format!(
+                "idle_polls = {}  # TIF_POLLING_NRFLAG ({})",
+                arch != crate::Arch::Arm64,
+                arch.as_str()
+            ));
         } else {
             out.push_str(line);
         }
@@ -487,9 +493,12 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
         "\n[c2c]  # ESTIMATE: hardware.md section 8 line-transfer costs\nsmt_ns = {}\ncluster_ns = 30\nllc_ns = 40\ndie_ns = 100\nnode_ns = 100\npackage_ns = 100\nremote_package_ns = 150",
         if smt { 8 } else { 30 }
     );
+    // x86's MWAIT and POLL states and powerpc's snooze set TIF_POLLING_NRFLAG;
+    // arm64 has no polling flag, so its wakeups always send an IPI.
     let _ = writeln!(
         s,
-        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000"
+        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000\nidle_polls = {}  # TIF_POLLING_NRFLAG ({arch})",
+        arch != "arm64"
     );
     Ok(s)
 }

@@ -32,6 +32,8 @@ fn round_trips(m: &schedlab_topo::Machine) {
 fn x86_smt() {
     let m = machine_from_sysfs(&fixture("x86-smt")).unwrap();
     assert_eq!(m.arch, Arch::X86);
+    // MWAIT idle polls the need-resched flag: no wakeup IPI.
+    assert!(m.wakeup.idle_polls);
     assert_eq!(m.nr_cpus(), 8);
     assert_eq!(m.smt_mask(1).to_list_string(), "1,5");
     assert_eq!(m.cpus[0].freq_max_mhz, 3600);
@@ -58,6 +60,7 @@ fn x86_hybrid() {
 fn arm64_big_little() {
     let m = machine_from_sysfs(&fixture("arm64-biglittle")).unwrap();
     assert_eq!(m.arch, Arch::Arm64);
+    assert!(!m.wakeup.idle_polls);
     assert_eq!(m.cpus[0].capacity, 446);
     assert_eq!(m.llc_mask(0).to_list_string(), "0-3");
     assert_eq!(spans(&m, "vanilla", 0), ["MC 0-3", "PKG 0-7"]);

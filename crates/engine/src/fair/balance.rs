@@ -774,7 +774,9 @@ impl Sim {
         }
         rq.nohz_flags |= flags;
         if old & NOHZ_KICK_MASK == 0 {
-            let delay = self.machine.wakeup.ipi_ns as u64;
+            // The call-function IPI (none if the ilb polls in idle), then
+            // the ilb's exit from its idle state.
+            let delay = self.wake_delay_ns(ilb, kicker, 0);
             self.q
                 .push(self.now + delay, EventKind::NohzBalance { ilb });
         }
