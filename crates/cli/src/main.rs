@@ -12,7 +12,7 @@ use schedlab_exp::{configs, experiments, sensitivity, workloads::Builtin};
 use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
 use schedlab_topo::{CpuMask, MachineEdit, MAX_CPUS};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Writes to stdout; a closed pipe (`schedlab topo ... | head`) ends the program quietly.
@@ -67,6 +67,7 @@ enum Cmd {
     Topo {
         /// Preset name or machine file.
         machine: Option<String>,
+        /// Print the machine and its domains as JSON.
         #[arg(long)]
         json: bool,
         /// Configuration (vanilla, cluster, mc-llc, ...).
@@ -87,7 +88,9 @@ enum Cmd {
     },
     /// Micro-benchmarks in the simulator next to the published hardware measurements.
     Calibrate {
+        /// Preset name, machine file, or `host` (this computer, from /sys).
         machine: String,
+        /// Print the rows as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -95,18 +98,26 @@ enum Cmd {
     Workloads,
     /// List the scheduler features table.
     Features,
+    /// List the named configurations (--config) and the features each sets
+    /// differently from vanilla.
+    Configs,
     /// Run one simulation.
     Run {
+        /// Preset name or machine file (`schedlab topo --list` names the presets).
         #[arg(long)]
         machine: String,
-        /// Built-in workload spec, e.g. stream:threads=4.
+        /// Built-in workload spec, e.g. stream:threads=4 (`schedlab
+        /// workloads` lists them), or an rt-app JSON file.
         #[arg(long)]
         workload: String,
+        /// Configuration, e.g. cluster or cluster+CLUSTER_SCAN=off (`schedlab
+        /// configs` lists them).
         #[arg(long, default_value = "vanilla")]
         config: String,
         /// Switch a feature: NAME=on|off (repeatable).
         #[arg(long = "feature")]
         features: Vec<String>,
+        /// Seed of every random stream of the run.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[command(flatten)]
@@ -138,6 +149,7 @@ enum Cmd {
     },
     /// Measure the engine: simulated events per second and simulated/wall time.
     Bench {
+        /// Fewer and shorter runs.
         #[arg(long)]
         quick: bool,
     },
@@ -157,6 +169,48 @@ impl From<anyhow::Error> for Failure {
 
 fn input(msg: impl Into<String>) -> Failure {
     Failure::Input(msg.into())
+}
+
+/// Checks, before a run that may take minutes, that the output file `path`
+/// given with `flag` can be created: it is not a directory and its
+/// directory exists.
+fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
+    if path.is_dir() {
+        return Err(input(format!("{flag} {}: is a directory", path.display())));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(input(format!(
+            "{flag} {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Creates the output directory `path` given with `flag` before the run,
+/// so a bad path costs nothing.
+fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(path).map_err(|e| {
+        let why = if path.exists() && !path.is_dir() {
+            "exists and is not a directory".to_string()
+        } else {
+            e.to_string()
+        };
+        input(format!("{flag} {}: cannot create: {why}", path.display()))
+    })
+}
+
+/// `path` with `.tmp` appended to its file name: the temporary file an
+/// output is written to before it is renamed into place.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
 }
 
 fn main() {
@@ -186,6 +240,38 @@ fn main() {
         Cmd::Workloads => {
             for (name, keys, what) in schedlab_exp::workloads::BUILTINS {
                 outln!("{name}\n  keys: {keys}\n  models: {what}");
+            }
+            Ok(())
+        }
+        Cmd::Configs => {
+            use schedlab_topo::Arch;
+            for (name, meaning) in configs::CONFIGS {
+                outln!("{name}\n  {meaning}");
+                // The first architecture the configuration resolves for.
+                let resolved = [Arch::Arm64, Arch::X86, Arch::PowerPc]
+                    .into_iter()
+                    .find_map(|a| {
+                        let c = configs::resolve(name, a).ok()?;
+                        let v = configs::resolve("vanilla", a).ok()?;
+                        Some((c, v))
+                    });
+                if let Some((c, v)) = resolved {
+                    let base = v.features.list();
+                    let diff: Vec<String> = c
+                        .features
+                        .list()
+                        .into_iter()
+                        .zip(base)
+                        .filter(|((_, on), (_, von))| on != von)
+                        .map(|((n, on), _)| format!("{n}={}", if on { "on" } else { "off" }))
+                        .collect();
+                    if !diff.is_empty() {
+                        outln!("  features: {}", diff.join(" "));
+                    }
+                    if c.hz != v.hz {
+                        outln!("  CONFIG_HZ={}", c.hz);
+                    }
+                }
             }
             Ok(())
         }
@@ -286,7 +372,14 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let names: Vec<String> = if names.is_empty() {
         experiments::names().iter().map(|s| s.to_string()).collect()
     } else {
-        names
+        // Each experiment once, in the order first named.
+        let mut seen = Vec::new();
+        for n in names {
+            if !seen.contains(&n) {
+                seen.push(n);
+            }
+        }
+        seen
     };
     if let Some(r) = reps {
         if !(1..=1000).contains(&r) {
@@ -305,6 +398,10 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
+    make_out_dir("--out", &out)?;
+    if let Some(j) = &json {
+        check_out_file("--json", j)?;
+    }
     let plan = sensitivity.plan(&defs, &machine_edits)?;
     let total: u64 = defs
         .iter()
@@ -400,10 +497,18 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Renders every experiment's plots into `dir` (created if needed); returns
-/// how many were written.
+/// Renders every experiment's plots into `dir` (created if needed), after
+/// removing the SVG files an earlier run left there; returns how many were
+/// written.
 fn write_plots(res: &Results, dir: &std::path::Path) -> Result<usize, Failure> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let old = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for e in old.flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "svg") && p.is_file() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
     let mut n = 0;
     for e in &res.experiments {
         let plots = schedlab_report::plot_experiment(e)
@@ -429,6 +534,7 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
             .unwrap_or_else(|| std::path::Path::new("."))
             .join("plots")
     });
+    make_out_dir("--out", &dir)?;
     let n = write_plots(&res, &dir)?;
     outln!("{n} plots written to {}", dir.display());
     Ok(())
@@ -591,7 +697,7 @@ impl TraceOut {
     /// Writes the simulation's recorded trace (through a temporary file, so
     /// a failure leaves no partial trace).
     fn write(&self, sim: &Sim) -> Result<(), Failure> {
-        let tmp = self.path.with_extension("trace.tmp");
+        let tmp = tmp_path(&self.path);
         let file =
             std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
         let mut w = std::io::BufWriter::new(file);
@@ -656,9 +762,16 @@ impl Placement {
                 "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
             ))
         })?;
-        let mask = mask.and(&m.all_cpus());
-        if mask.is_empty() {
-            return Err(input(format!("--cpus '{list}': no such CPU on {}", m.name)));
+        if list.trim().is_empty() {
+            return Err(input("--cpus '': empty CPU list"));
+        }
+        let all = m.all_cpus();
+        if let Some(c) = mask.iter().find(|&c| !all.test(c)) {
+            return Err(input(format!(
+                "--cpus '{list}': {} has no CPU {c} (CPUs {})",
+                m.name,
+                all.to_list_string()
+            )));
         }
         Ok(Some(mask))
     }
@@ -704,7 +817,7 @@ struct EditArgs {
     /// Change one number of the machine before loading it: PATH*FACTOR
     /// scales it, PATH=VALUE sets it (repeatable). PATH is the machine
     /// file's dotted key (docs/machine-format.md), e.g. wakeup.ipi_ns*2 or
-    /// c2c.cluster_ns=50; a table array (core_type, cache, link, node)
+    /// c2c.cluster_ns=50; a table array (core_type, cache, link, node, core_group, cpu)
     /// applies it to every element, a number picks one
     /// (core_type.0.capacity*0.9). Results record the edits.
     #[arg(long = "machine-edit", value_name = "EDIT")]
@@ -962,6 +1075,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     }
     let affinity = a.place.affinity(&m)?;
     let points = compare_points(&a, &m, affinity)?;
+    if let Some(out) = &a.out {
+        make_out_dir("--out", out)?;
+    }
     let setup = format!(
         "{}{} on {}{}{}{}",
         a.workload,
@@ -1065,6 +1181,12 @@ fn run(
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
+    if let Some(j) = &json {
+        check_out_file("--json", j)?;
+    }
+    if let Some(t) = &trace {
+        check_out_file("--trace", &t.path)?;
+    }
     let spec = w.build(affinity, place.mem_node);
     let sim_cfg = SimConfig {
         seed,
@@ -1163,13 +1285,15 @@ fn run(
         t.write(&sim)?;
     }
     if let Some(path) = json {
+        let tgids = schedlab_engine::trace::trace_tgids(&sim);
         let tasks: Vec<serde_json::Value> = sim
             .tasks
             .iter()
             .filter(|t| !t.kthread)
             .map(|t| {
                 serde_json::json!({
-                    "name": &*t.name, "pid": t.tgid, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
+                    // The trace's process pid less one, as tid is its pid less one.
+                    "name": &*t.name, "pid": tgids[t.id as usize] - 1, "tid": t.id, "cpu_time_ns": t.stats.cpu_time_ns,
                     "wait_time_ns": t.stats.wait_time_ns, "migrations": t.stats.migrations,
                     "wakeups": t.stats.wakeups,
                     // schedstat extras: timeslices (pcount) and where wakeups landed.
@@ -1200,7 +1324,7 @@ fn run(
             v["machine_edits"] = edit_texts(&machine_edits).into();
         }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
-        let tmp = path.with_extension("json.tmp");
+        let tmp = tmp_path(&path);
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
     }

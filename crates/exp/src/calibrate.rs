@@ -496,12 +496,19 @@ pub fn checks(machine: &str) -> Result<Vec<Check>, String> {
         for (name, pins) in [("LLC", llc), ("node", node)] {
             let n = pins.len() as f64;
             let s = stream_copy_pinned(machine, &pins, m.cpus[0].node)?;
+            // The node curve, unless the cores' own bandwidths sum to less.
+            let cores_mb: f64 = pins
+                .iter()
+                .map(|&c| {
+                    m.core_types[m.cpus[c as usize].core_type as usize].core_bw_bytes_per_s / 1e6
+                })
+                .sum();
             out.push(row(
                 &format!("stream copy, {} cores ({name}) vs node curve", pins.len()),
                 "MB/s",
-                peak * n / (n + k),
+                (peak * n / (n + k)).min(cores_mb),
                 s,
-                "ESTIMATE node peak/half-concurrency of the machine file",
+                "ESTIMATE node peak/half-concurrency (and core bandwidths) of the machine file",
                 "estimate",
                 None,
             ));

@@ -291,6 +291,12 @@ pub fn render(
                 + "; "
         };
         let largest = match &e.largest_move {
+            // Printed to two decimals, nothing moved.
+            Some(m)
+                if format!("{:+.2}", m.change_pct) == format!("{:+.2}", m.edited_change_pct) =>
+            {
+                "no compared change moved by 0.01 points or more".into()
+            }
             Some(m) => {
                 let p = params_label(&m.params);
                 let p = if p.is_empty() {

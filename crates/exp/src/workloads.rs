@@ -63,7 +63,7 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ),
     (
         "schbench",
-        "message_threads=M (1), workers=T (ceil(ncpus/M)), runtime_s=R (30), warmup_s=W (0), sleep_us=S (100), operations=N (5), footprint_kb=K (256), lock=0|1 (1), legacy=0|1 (0: pre-2023 schbench, defaults M=2 T=16 S=10000), cputime_us=C (10000, legacy think time)",
+        "message_threads=M (1), workers=T (ceil(ncpus/M)), runtime_s=R (30), warmup_s=W (0), sleep_us=S (100), operations=N (5), footprint_kb=K (256), lock=0|1 (1), legacy=0|1 (0: pre-2023 schbench, defaults M=2 T=16 S=30000), cputime_us=C (30000, legacy think time), message_cputime_us=MC (0, legacy messenger think time after each post, -C)",
         "schbench (2023): messengers futex-wake their workers; a worker records wakeup latency, sleeps S µs, then N matrix multiplies under a per-CPU lock (request latency); percentiles in schbench's format and RPS",
     ),
     (

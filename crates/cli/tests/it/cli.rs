@@ -854,3 +854,89 @@ fn sensitivity_keys_vary_chosen_paths_and_the_cluster_bus_makes_the_stream_gain(
         );
     }
 }
+
+#[test]
+fn output_paths_and_cpu_lists_are_checked_before_the_run() {
+    let dir = tempdir("out-checks");
+    let missing = dir.join("no-such-dir").join("x.json");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run", "--machine", "exynos5422", "--workload", "hackbench"];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let args = run(&["--json", missing.to_str().unwrap()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_bad_input(&args, "does not exist");
+    let args = run(&["--trace", dir.to_str().unwrap()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_bad_input(&args, "is a directory");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    assert_bad_input(
+        &[
+            "reproduce",
+            "kunpeng920-stream",
+            "--quick",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        "not a directory",
+    );
+    // CPUs the machine does not have are an error, not silently dropped.
+    assert_bad_input(
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "hackbench",
+            "--cpus",
+            "0-200",
+        ],
+        "has no CPU 8",
+    );
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
+#[test]
+fn run_json_pids_are_the_trace_pids_less_one() {
+    let dir = tempdir("run-pids");
+    let json = dir.join("run.json");
+    let trace = dir.join("run.txt");
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "hackbench:groups=1,fds=2,loops=10,mode=process",
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // In hackbench's process mode each receiver is a process of its own:
+    // its pid is its own tid; the first process's pid is the first tid.
+    let tasks = v["tasks"].as_array().unwrap();
+    let first = &tasks[0];
+    assert_eq!(first["pid"], first["tid"]);
+    let rx = tasks
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().starts_with("receiver"))
+        .expect("a receiver");
+    assert_eq!(rx["pid"], rx["tid"], "{rx}");
+}
+
+#[test]
+fn configs_lists_every_configuration_with_its_features() {
+    let o = schedlab(&["configs"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for name in ["vanilla", "cluster", "patchset", "cache-aware", "hperf-hmp"] {
+        assert!(out.lines().any(|l| l == name), "{name}: {out}");
+    }
+    assert!(out.contains("features: SCHED_CACHE=on"), "{out}");
+}
