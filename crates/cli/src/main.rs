@@ -1224,10 +1224,18 @@ fn run(
         sim.events
     );
     if stop == StopReason::Livelock {
-        outln!(
-            "  stopped: {} events or task switch-ins in a row without simulated time passing (a loop of steps that take no time, e.g. threads passing a barrier or a lock to each other with no work in between); results cover the run up to that instant",
-            schedlab_engine::LIVELOCK_EVENTS
-        );
+        if let Some(t) = sim.livelock_task {
+            outln!(
+                "  stopped: thread {} ran {} steps in a row that take no simulated time (a loop with no work in it, e.g. a lock and an unlock); results cover the run up to that instant",
+                sim.tasks[t as usize].name,
+                schedlab_engine::MAX_INSTANT_STEPS
+            );
+        } else {
+            outln!(
+                "  stopped: {} events or task switch-ins in a row without simulated time passing (a loop of steps that take no time, e.g. threads passing a barrier or a lock to each other with no work in between); results cover the run up to that instant",
+                schedlab_engine::LIVELOCK_EVENTS
+            );
+        }
     }
     outln!(
         "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",

@@ -14,7 +14,7 @@
 //! waiter could now proceed.
 
 use crate::event::{EventKind, TaskId};
-use crate::sim::{Sim, WF_SYNC};
+use crate::sim::{Sim, StopReason, WF_SYNC};
 use crate::task::{Activity, SpinWait};
 use rand::Rng;
 use schedlab_workload::{Step, SyncObject};
@@ -154,9 +154,11 @@ enum Flow {
 /// Tasks a run may create (clone() fails beyond, like a full pid space).
 const MAX_TASKS: usize = 200_000;
 
-/// A program that runs this many instantaneous steps without a timed one is
-/// treated as broken and exits (guards against `Loop` misuse).
-const MAX_INSTANT_STEPS: u32 = 1_000_000;
+/// A thread that runs this many steps in a row without one that takes time
+/// (a `Loop` over lock/unlock, say) would keep simulated time standing
+/// still: the run stops as a [`StopReason::Livelock`], like threads that
+/// pass such steps to each other (`Sim::livelock_task` names the thread).
+pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 
 /// A fair task's timer slack (`timer_slack_ns`, init_task.c's default): a
 /// nanosleep() hrtimer may fire this much after the requested time, and on a
@@ -442,7 +444,10 @@ impl Sim {
                 return;
             }
         }
-        self.exit_task(t);
+        // Left where it is, due to continue at this instant; the run stops.
+        self.stop = Some(StopReason::Livelock);
+        self.livelock_task = Some(t);
+        self.start_activity(t, Activity::Compute, 0.0);
     }
 
     fn exit_task(&mut self, t: TaskId) {
@@ -2377,5 +2382,45 @@ mod tests {
         assert_eq!(sim.run(), StopReason::Livelock);
         assert!(sim.counters.context_switches >= 50_000);
         assert!(sim.now < 10_000_000);
+    }
+
+    /// One thread looping over steps that take no time (a lock and an
+    /// unlock) stops the whole run as a livelock after MAX_INSTANT_STEPS,
+    /// naming the thread, instead of silently exiting it.
+    #[test]
+    fn a_lone_zero_time_loop_stops_the_run_as_a_livelock() {
+        let spin = vec![
+            Step::Lock { mutex: 0 },
+            Step::Unlock { mutex: 0 },
+            Step::Loop {
+                start: 0,
+                count: u32::MAX,
+                slot: 0,
+            },
+            Step::Exit,
+        ];
+        let work = vec![Step::Compute { work_ns: 1_000_000 }, Step::Exit];
+        let s = spec(
+            vec![pinned("spin", 0, spin), pinned("work", 1, work)],
+            vec![SyncObject::Mutex],
+        );
+        let m = preset("exynos5422").unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            s,
+            SimConfig {
+                seed: 1,
+                checked: true,
+                ..SimConfig::default()
+            },
+        );
+        assert_eq!(sim.run(), StopReason::Livelock);
+        let t = sim.livelock_task.expect("the looping thread is named");
+        assert_eq!(&*sim.tasks[t as usize].name, "spin");
+        assert_eq!(sim.live, 2);
+        assert!(sim.now < 1_000_000, "{}", sim.now);
+        sim.check_time_conservation().unwrap();
     }
 }

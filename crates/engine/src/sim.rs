@@ -132,7 +132,9 @@ pub enum StopReason {
     /// [`LIVELOCK_EVENTS`] events or switch-ins in a row at one instant:
     /// threads keep switching without simulated time passing (a program loop
     /// whose steps all take zero time, e.g. yields that cost nothing), so the
-    /// run would never end.
+    /// run would never end. Also one thread that runs
+    /// [`crate::MAX_INSTANT_STEPS`] such steps in a row
+    /// ([`Sim::livelock_task`]).
     Livelock,
 }
 
@@ -228,6 +230,9 @@ pub struct Sim {
     pub(crate) placement: PlacementSums,
     pub(crate) last_placement_ns: u64,
     pub stop: Option<StopReason>,
+    /// The thread that ran [`crate::MAX_INSTANT_STEPS`] steps in a row
+    /// without one taking time, when that stopped the run as a livelock.
+    pub livelock_task: Option<TaskId>,
     started: bool,
     /// CPU capacities as the kernel sees them (`arch_scale_cpu_capacity()`,
     /// from `schedlab_topo::kernel_capacities`): scheduling decisions use
@@ -439,6 +444,7 @@ impl Sim {
             placement: PlacementSums::default(),
             last_placement_ns: 0,
             stop: None,
+            livelock_task: None,
             started: false,
             cfg,
         }
