@@ -1237,6 +1237,13 @@ fn run(
             );
         }
     }
+    if c.forks_failed > 0 {
+        outln!(
+            "  note: the run reached its cap of {} threads: {} forks failed (clone() fails, the parent goes on without the child); results lack those threads",
+            sim.cfg.max_tasks,
+            c.forks_failed
+        );
+    }
     outln!(
         "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",
         c.wakeups,

@@ -151,8 +151,10 @@ enum Flow {
     Stop,
 }
 
-/// Tasks a run may create (clone() fails beyond, like a full pid space).
-const MAX_TASKS: usize = 200_000;
+/// Tasks a run may create by default (`SimConfig::max_tasks`): clone()
+/// fails beyond, like a full pid space; `Counters::forks_failed` counts the
+/// failures.
+pub const MAX_TASKS: usize = 200_000;
 
 /// A thread that runs this many steps in a row without one that takes time
 /// (a `Loop` over lock/unlock, say) would keep simulated time standing
@@ -484,10 +486,18 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.remaining = 0.0;
         tk.activity = Activity::Idle;
-        let spawn = tk.pending_spawn.take().filter(|&tpl| {
-            // A bad template or a fork bomb (rt-app `fork` in an endless loop)
-            // must not exhaust memory: beyond MAX_TASKS, clone() fails.
-            (tpl as usize) < self.spec.templates.len() && self.tasks.len() < MAX_TASKS
+        let spawn = tk
+            .pending_spawn
+            .take()
+            .filter(|&tpl| (tpl as usize) < self.spec.templates.len());
+        // A fork bomb (rt-app `fork` in an endless loop) must not exhaust
+        // memory: beyond `max_tasks`, clone() fails.
+        let spawn = spawn.filter(|_| {
+            let ok = self.tasks.len() < self.cfg.max_tasks;
+            if !ok {
+                self.counters.forks_failed += 1;
+            }
+            ok
         });
         if let Some(tpl) = spawn {
             let cpu = self.tasks[t as usize].cpu;
@@ -2422,5 +2432,52 @@ mod tests {
         assert_eq!(sim.live, 2);
         assert!(sim.now < 1_000_000, "{}", sim.now);
         sim.check_time_conservation().unwrap();
+    }
+
+    /// Forks beyond the task cap fail and are counted; the parent goes on
+    /// and the run finishes.
+    #[test]
+    fn forks_beyond_the_task_cap_fail_and_are_counted() {
+        let parent = vec![
+            Step::Spawn { template: 1 },
+            Step::Loop {
+                start: 0,
+                count: 200,
+                slot: 0,
+            },
+            Step::Exit,
+        ];
+        let child = vec![Step::Compute { work_ns: 10_000 }, Step::Exit];
+        let run = |max_tasks| {
+            let mut s = spec(
+                vec![tpl("parent", parent.clone()), tpl("child", child.clone())],
+                vec![],
+            );
+            s.initial = vec![0];
+            let m = preset("exynos5422").unwrap();
+            let d = build_domains(&m, &DomainConfig::default()).unwrap();
+            let mut sim = Sim::new(
+                m,
+                d,
+                s,
+                SimConfig {
+                    seed: 2,
+                    checked: true,
+                    max_tasks,
+                    ..SimConfig::default()
+                },
+            );
+            assert_eq!(sim.run(), StopReason::Finished);
+            sim
+        };
+        // `forks` counts the parent's own creation too.
+        let free = run(crate::MAX_TASKS);
+        assert_eq!(free.counters.forks, 201);
+        assert_eq!(free.counters.forks_failed, 0);
+        // 8 kworkers (exynos5422's CPUs) and the parent leave room for 91.
+        let capped = run(100);
+        assert_eq!(capped.tasks.len(), 100);
+        assert_eq!(capped.counters.forks, 92);
+        assert_eq!(capped.counters.forks_failed, 109);
     }
 }

@@ -26,7 +26,7 @@ pub mod timeline;
 pub mod trace;
 
 pub use event::TaskId;
-pub use exec::MAX_INSTANT_STEPS;
+pub use exec::{MAX_INSTANT_STEPS, MAX_TASKS};
 pub use features::{Feat, Features, FEATURES, S3_FIXES};
 pub use sim::{Sim, SimConfig, StopReason, LIVELOCK_EVENTS};
 pub use stats::Counters;

@@ -42,6 +42,8 @@ pub struct SimConfig {
     /// Events and switch-ins in a row at one instant that stop the run as a
     /// livelock ([`StopReason::Livelock`]).
     pub livelock_events: u64,
+    /// Tasks the run may create ([`crate::MAX_TASKS`]; tests lower it).
+    pub max_tasks: usize,
 }
 
 impl Default for SimConfig {
@@ -53,6 +55,7 @@ impl Default for SimConfig {
             checked: cfg!(debug_assertions),
             noise: true,
             livelock_events: LIVELOCK_EVENTS,
+            max_tasks: crate::MAX_TASKS,
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct Counters {
     pub s2: S2Counters,
     pub migrations: u64,
     pub forks: u64,
+    /// Forks that failed because the run had reached its cap of tasks
+    /// (`MAX_TASKS`, a fork bomb): clone() fails, the parent goes on.
+    pub forks_failed: u64,
     pub context_switches: u64,
     pub newidle_balance: u64,
     pub nohz_balance: u64,
