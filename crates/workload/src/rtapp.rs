@@ -218,12 +218,22 @@ pub struct RtApp {
     pub notes: Vec<String>,
 }
 
-/// Scheduling policies rt-app knows.
-fn nice_for_policy(policy: &str, prio: Option<i64>, path: &str) -> Result<i8, RtAppError> {
+/// Scheduling policies rt-app knows. `prio` is the task's `priority` with
+/// its path: for the fair policies a nice value, which rt-app rejects
+/// outside -20..=19 (it exits), as we do.
+fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Result<i8, RtAppError> {
+    let nice = |prio: Option<(i64, &str)>| match prio {
+        Some((n, p)) if !(-20..=19).contains(&n) => err(
+            p,
+            format!("expected a nice value in -20..=19 for {policy}, found {n}"),
+        ),
+        Some((n, _)) => Ok(n as i8),
+        None => Ok(0),
+    };
     match policy {
-        "SCHED_OTHER" | "SCHED_BATCH" => Ok(prio.unwrap_or(0).clamp(-20, 19) as i8),
+        "SCHED_OTHER" | "SCHED_BATCH" => nice(prio),
         // SCHED_IDLE: the template's idle_policy gives weight 3; nice is unused.
-        "SCHED_IDLE" => Ok(19),
+        "SCHED_IDLE" => nice(prio).map(|_| 19),
         "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => err(
             path,
             format!("policy {policy} is not supported (schedlab models the fair class only)"),
@@ -398,9 +408,6 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     let mut defs: Vec<TaskDef> = Vec::new();
     for (tname, tv) in tasks {
         let path = format!("tasks.{tname}");
-        if defs.iter().any(|d| &d.name == tname) {
-            return err(&path, "task defined twice");
-        }
         defs.push(parse_task(
             tname,
             tv,
@@ -593,7 +600,7 @@ fn parse_task(
             "delay" => delay_ns = us(v, &p)?,
             "loop" => task_loop = loop_count(v, &p)?,
             "policy" => policy = string(v, &p)?.to_string(),
-            "priority" => prio = Some(int(v, &p, -20, 99)?),
+            "priority" => prio = Some((int(v, &p, i32::MIN.into(), i32::MAX.into())?, p)),
             "cpus" => def.affinity = Some(parse_cpus(v, &p, nr_cpus)?),
             // Since 6.12 a fair task's sched_runtime requests a custom slice.
             "dl-runtime" => task_slice = Some(us(v, &p)?),
@@ -607,7 +614,11 @@ fn parse_task(
             }
         }
     }
-    def.nice = nice_for_policy(&policy, prio, &format!("{path}.policy"))?;
+    def.nice = nice_for_policy(
+        &policy,
+        prio.as_ref().map(|(n, p)| (*n, p.as_str())),
+        &format!("{path}.policy"),
+    )?;
     def.idle_policy = policy == "SCHED_IDLE";
     // Every thread waits for t_zero + delay (at once when that has passed)
     // and counts its timers from there.
@@ -952,6 +963,39 @@ mod tests {
         let e = parse(r#"{"tasks": {"a": {"loop": 1, "fork": "b"}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.fork");
         assert!(parse("[1,2", 4).is_err());
+    }
+
+    /// rt-app exits on a SCHED_OTHER/BATCH nice value outside -20..=19
+    /// (`__set_thread_sched_other_attrs()`): so do we, for SCHED_IDLE too,
+    /// instead of clamping. An RT policy is rejected for itself.
+    #[test]
+    fn priority_is_a_nice_value_for_the_fair_policies() {
+        let doc = |policy: &str, prio: i64| {
+            format!(
+                r#"{{"tasks": {{"a": {{"policy": "{policy}", "priority": {prio}, "run": 1}}}}}}"#
+            )
+        };
+        for policy in ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"] {
+            for prio in [-21, 20, 99, -1000] {
+                let e = parse(&doc(policy, prio), 4).unwrap_err();
+                assert_eq!(e.path, "tasks.a.priority", "{e}");
+                assert!(e.msg.contains("-20..=19") && e.msg.contains(policy), "{e}");
+            }
+            for prio in [-20, 0, 19] {
+                let r = parse(&doc(policy, prio), 4).unwrap();
+                let want = if policy == "SCHED_IDLE" {
+                    19
+                } else {
+                    prio as i8
+                };
+                assert_eq!(r.spec.templates[0].nice, want);
+            }
+        }
+        // Priority before the policy, and the default policy, alike.
+        let e = parse(r#"{"tasks": {"a": {"priority": 99, "run": 1}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.priority");
+        let e = parse(&doc("SCHED_FIFO", 50), 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a.policy");
     }
 
     #[test]

@@ -300,6 +300,30 @@ proptest! {
         let _ = rtapp::parse(&s, 4);
     }
 
+    /// A fair task's priority is a nice value: in -20..=19 it is the
+    /// thread's nice (19 under SCHED_IDLE), outside it an error at its path.
+    #[test]
+    fn priorities_outside_the_nice_range_are_rejected(
+        policy in prop::sample::select(vec!["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"]),
+        prio in prop_oneof![-40i64..40, any::<i32>().prop_map(i64::from)],
+        first in any::<bool>(),
+    ) {
+        let (a, b) = (format!("\"priority\": {prio}"), format!("\"policy\": \"{policy}\""));
+        let (a, b) = if first { (a, b) } else { (b, a) };
+        let doc = format!("{{\"tasks\": {{\"t\": {{{a}, {b}, \"run\": 1}}}}}}");
+        match rtapp::parse(&doc, 4) {
+            Ok(r) => {
+                prop_assert!((-20..=19).contains(&prio));
+                let want = if policy == "SCHED_IDLE" { 19 } else { prio };
+                prop_assert_eq!(i64::from(r.spec.templates[0].nice), want);
+            }
+            Err(e) => {
+                prop_assert!(!(-20..=19).contains(&prio), "{}", e);
+                prop_assert_eq!(e.path, "tasks.t.priority");
+            }
+        }
+    }
+
     #[test]
     fn truncated_fixtures_never_panic(cut in 0usize..2000) {
         let text = fixture("all_events.json");
