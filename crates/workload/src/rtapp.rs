@@ -544,6 +544,10 @@ fn calibration(
                 }
             })
         }
+        Json::Num(n) if *n <= 0.0 => err(
+            path,
+            format!("ns per loop must be > 0, found {n} (\"CPUn\" calibrates on CPU n)"),
+        ),
         Json::Num(_) => {
             notes.push(format!(
                 "global.calibration in ns per loop: its CPU is unknown, {UNKNOWN}"
@@ -996,6 +1000,19 @@ mod tests {
         assert_eq!(e.path, "tasks.a.priority");
         let e = parse(&doc("SCHED_FIFO", 50), 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.policy");
+    }
+
+    #[test]
+    fn numeric_calibration_must_be_positive() {
+        let doc = |cal: &str| {
+            format!(r#"{{"global": {{"calibration": {cal}}}, "tasks": {{"a": {{"run": 1}}}}}}"#)
+        };
+        for cal in ["0", "-3", "-0.5"] {
+            let e = parse(&doc(cal), 4).unwrap_err();
+            assert_eq!(e.path, "global.calibration", "{e}");
+            assert!(e.msg.contains("> 0"), "{e}");
+        }
+        assert!(parse(&doc("300"), 4).is_ok());
     }
 
     #[test]

@@ -324,6 +324,23 @@ proptest! {
         }
     }
 
+    /// A numeric calibration (ns per loop) is accepted exactly when > 0.
+    #[test]
+    fn numeric_calibrations_must_be_positive(
+        n in prop_oneof![-5i64..5, any::<i64>()].prop_map(|n| n as f64),
+        frac in prop_oneof![Just(0.0), -1.0f64..1.0],
+    ) {
+        let cal = n + frac;
+        let doc = format!("{{\"global\": {{\"calibration\": {cal:?}}}, \"tasks\": {{\"t\": {{\"loop\": 1, \"run\": 1}}}}}}");
+        match rtapp::parse(&doc, 4) {
+            Ok(_) => prop_assert!(cal > 0.0),
+            Err(e) => {
+                prop_assert!(cal <= 0.0, "{}", e);
+                prop_assert_eq!(e.path, "global.calibration");
+            }
+        }
+    }
+
     #[test]
     fn truncated_fixtures_never_panic(cut in 0usize..2000) {
         let text = fixture("all_events.json");
