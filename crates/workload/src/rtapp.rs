@@ -408,6 +408,12 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     let mut defs: Vec<TaskDef> = Vec::new();
     for (tname, tv) in tasks {
         let path = format!("tasks.{tname}");
+        if tname.is_empty() {
+            return err("tasks", "a task has an empty name");
+        }
+        if defs.iter().any(|d| &d.name == tname) {
+            return err(&path, "task defined twice");
+        }
         defs.push(parse_task(
             tname,
             tv,
@@ -1013,6 +1019,13 @@ mod tests {
             assert!(e.msg.contains("> 0"), "{e}");
         }
         assert!(parse(&doc("300"), 4).is_ok());
+    }
+
+    #[test]
+    fn an_empty_task_name_is_an_error() {
+        let e = parse(r#"{"tasks": {"": {"run": 1}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks");
+        assert!(e.msg.contains("empty name"), "{e}");
     }
 
     #[test]
