@@ -470,6 +470,19 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
         }
         tpl_of_def += n;
     }
+    // rt-app creates no thread for `instance: 0`, only the task's structures
+    // for a fork: legal, but a task nothing forks then never runs.
+    for d in defs.iter().filter(|d| d.instances == 0) {
+        if !defs
+            .iter()
+            .any(|o| o.forks.iter().any(|(_, t, _)| *t == d.name))
+        {
+            notes.push(format!(
+                "tasks.{}: instance 0 and no task forks it: it never runs",
+                d.name
+            ));
+        }
+    }
     for (id, parties) in &names.barrier_refs {
         names.sync[*id as usize] = SyncObject::Barrier { parties: *parties };
     }
@@ -1026,6 +1039,29 @@ mod tests {
         let e = parse(r#"{"tasks": {"": {"run": 1}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks");
         assert!(e.msg.contains("empty name"), "{e}");
+    }
+
+    /// `instance: 0` is legal in rt-app (the task only exists for `fork`);
+    /// one that nothing forks never runs, which a note says.
+    #[test]
+    fn an_unforked_zero_instance_task_is_noted() {
+        let r = parse(
+            r#"{"tasks": {"a": {"instance": 0, "run": 1}, "b": {"loop": 1, "run": 1}}}"#,
+            4,
+        )
+        .unwrap();
+        assert_eq!(r.spec.initial.len(), 1);
+        assert!(
+            r.notes.iter().any(|n| n.starts_with("tasks.a: instance 0")),
+            "{:?}",
+            r.notes
+        );
+        let r = parse(
+            r#"{"tasks": {"a": {"instance": 0, "run": 1}, "b": {"loop": 1, "fork": "a"}}}"#,
+            4,
+        )
+        .unwrap();
+        assert!(!r.notes.iter().any(|n| n.contains("instance 0")));
     }
 
     #[test]
