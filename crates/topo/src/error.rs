@@ -52,4 +52,65 @@ impl TopoError {
             reason: reason.into(),
         }
     }
+
+    /// The error with every line break in its texts (names and values quoted
+    /// from the input may hold some) replaced: see [`one_line`].
+    pub(crate) fn into_one_line(self) -> TopoError {
+        let f = |s: String| one_line(&s);
+        match self {
+            TopoError::Io { origin, reason } => TopoError::Io {
+                origin: f(origin),
+                reason: f(reason),
+            },
+            TopoError::Parse {
+                origin,
+                field,
+                reason,
+            } => TopoError::Parse {
+                origin: f(origin),
+                field: f(field),
+                reason: f(reason),
+            },
+            TopoError::Invalid {
+                origin,
+                field,
+                reason,
+            } => TopoError::Invalid {
+                origin: f(origin),
+                field: f(field),
+                reason: f(reason),
+            },
+            TopoError::UnknownMachine {
+                name,
+                valid,
+                reason,
+            } => TopoError::UnknownMachine {
+                name: f(name),
+                valid: f(valid),
+                reason: f(reason),
+            },
+            TopoError::UnknownPreset { name, valid } => TopoError::UnknownPreset {
+                name: f(name),
+                valid: f(valid),
+            },
+            TopoError::Domains { origin, reason } => TopoError::Domains {
+                origin: f(origin),
+                reason: f(reason),
+            },
+        }
+    }
+}
+
+/// `s` on one line: line breaks and tabs become spaces, other control
+/// characters their escapes.
+pub(crate) fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }

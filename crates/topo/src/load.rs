@@ -15,7 +15,7 @@
 //! [`TopoError`] naming the origin, the field and the reason.
 
 use crate::cpumask::{CpuId, CpuMask, MAX_CPUS};
-use crate::error::TopoError;
+use crate::error::{one_line, TopoError};
 use crate::machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
 };
@@ -254,7 +254,8 @@ struct FileWakeup {
 /// messages (a path, `preset:NAME`, ...).
 pub fn load_machine_str(text: &str, origin: &str) -> Result<Machine, TopoError> {
     let file: FileMachine = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
-    build_machine(file, origin)
+    // Names and values quoted from the file may hold escaped line breaks.
+    build_machine(file, origin).map_err(TopoError::into_one_line)
 }
 
 /// Reads, parses and validates a machine file.
@@ -268,9 +269,10 @@ pub fn load_machine_file(path: &Path) -> Result<Machine, TopoError> {
 }
 
 /// One-line rendering of a TOML error: the key at the error's span (when the span
-/// covers a key or value), the line number and toml's own message.
+/// covers a key or value; for a missing key, the table that lacks it and the key),
+/// the line number and toml's own message.
 fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
-    let msg = e.message().replace('\n', " ");
+    let msg = one_line(e.message());
     let (field, line) = match e.span() {
         Some(span) => {
             let start = span.start.min(text.len());
@@ -279,8 +281,20 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
                 .get(..start)
                 .map(|s| s.matches('\n').count() + 1)
                 .unwrap_or(1);
+            // The span's first line: a table's span runs on to its last key.
+            let first = text
+                .get(start..end)
+                .and_then(|s| s.lines().next())
+                .unwrap_or("")
+                .trim();
+            if let Some(key) = msg
+                .strip_prefix("missing field `")
+                .and_then(|k| k.strip_suffix('`'))
+            {
+                return missing_key_error(origin, text, start, line, first, key);
+            }
             // The key whose value or name the span points into: the text before `=` on
-            // the span's line, or the span itself when it is a bare key.
+            // the span's line, or the span itself when it is a bare key or a header.
             let line_start = text
                 .get(..start)
                 .and_then(|s| s.rfind('\n'))
@@ -290,15 +304,17 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
                 .and_then(|s| s.find('\n'))
                 .map_or(text.len(), |p| start + p);
             let line_text = text.get(line_start..line_end).unwrap_or("");
-            let spanned = text.get(start..end).unwrap_or("").trim();
             let key = match line_text.split_once('=') {
                 Some((k, _)) if !k.trim().is_empty() => k.trim().to_string(),
-                _ => spanned.trim_matches(|c| c == '[' || c == ']').to_string(),
+                _ => match table_header(text, start, first) {
+                    Some((name, _)) => name,
+                    None => first.trim_matches(|c| c == '[' || c == ']').to_string(),
+                },
             };
             let key = if key.is_empty() || key.len() > 60 {
                 "?".to_string()
             } else {
-                key
+                one_line(&key)
             };
             (key, line)
         }
@@ -313,6 +329,102 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
             msg
         },
     }
+}
+
+/// A required key that serde found missing, named with the table that lacks it
+/// (`link[0].name`, `memory.mem_latency_ns`, `name` at the top level). `first`
+/// is the first line of the error's span, which toml sets to the table: its
+/// header, an inline table, a dotted key, or the whole top level (from 0).
+fn missing_key_error(
+    origin: &str,
+    text: &str,
+    start: usize,
+    line: usize,
+    first: &str,
+    key: &str,
+) -> TopoError {
+    let (field, reason) = if let Some((name, header)) = table_header(text, start, first) {
+        (
+            format!("{name}.{key}"),
+            format!("required but missing (table {header} at line {line})"),
+        )
+    } else if first.starts_with('{') {
+        // `link = [{...}]`: the key before `=` on the line.
+        let line_start = text
+            .get(..start)
+            .and_then(|s| s.rfind('\n'))
+            .map_or(0, |p| p + 1);
+        let table = text
+            .get(line_start..start)
+            .and_then(|s| s.split_once('='))
+            .map(|(k, _)| k.trim())
+            .filter(|k| !k.is_empty())
+            .unwrap_or("?");
+        (
+            format!("{table}.{key}"),
+            format!("required but missing (inline table at line {line})"),
+        )
+    } else if start > 0 && !first.is_empty() && first.chars().all(is_key_char) {
+        // A table made by a dotted key (`wakeup.ipi_ns = 1`).
+        (
+            format!("{first}.{key}"),
+            format!("required but missing (table `{first}` at line {line})"),
+        )
+    } else if is_blank(text) {
+        (
+            key.to_string(),
+            "the file is empty: a machine file needs `name`, [[core_type]], one of [shape], \
+             [[core_group]] or [[cpu]], [memory], [c2c] and [wakeup] (docs/machine-format.md)"
+                .to_string(),
+        )
+    } else if matches!(key, "c2c" | "wakeup") {
+        (
+            key.to_string(),
+            format!("required table [{key}] is missing"),
+        )
+    } else {
+        (
+            key.to_string(),
+            "required but missing (top-level keys go before the first [table] header)".to_string(),
+        )
+    };
+    TopoError::Parse {
+        origin: origin.to_string(),
+        field: one_line(&field),
+        reason,
+    }
+}
+
+/// Characters of a bare or dotted TOML key.
+fn is_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// Nothing but blank lines and comments.
+fn is_blank(text: &str) -> bool {
+    text.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
+/// The table header `line` is, if it is one: `[[link]]` gives
+/// `("link[N]", "[[link]]")`, N counting the `[[link]]` headers before byte
+/// `start`; `[memory]` gives `("memory", "[memory]")`.
+fn table_header(text: &str, start: usize, line: &str) -> Option<(String, String)> {
+    let header_name = |l: &str, open: &str, close: &str| -> Option<String> {
+        let (name, _) = l.trim().strip_prefix(open)?.split_once(close)?;
+        let name = name.trim();
+        (!name.is_empty() && !name.contains('[')).then(|| name.to_string())
+    };
+    if let Some(name) = header_name(line, "[[", "]]") {
+        let index = text
+            .get(..start)
+            .unwrap_or("")
+            .lines()
+            .filter(|l| header_name(l, "[[", "]]").as_deref() == Some(name.as_str()))
+            .count();
+        return Some((format!("{name}[{index}]"), format!("[[{name}]]")));
+    }
+    header_name(line, "[", "]").map(|name| (name.clone(), format!("[{name}]")))
 }
 
 // ---------------------------------------------------------------------------
@@ -1516,6 +1628,68 @@ wakeup_path_ns = 1000
             assert!(e.starts_with("f.toml: "), "{e}");
             assert!(e.contains(field), "{field}: {e}");
             assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_missing_key_names_its_table_and_the_key_on_one_line() {
+        let link = format!("{MINI}[[link]]\nscope = \"cluster\"\nbw_bytes_per_s = 1e9\n");
+        let two_types = MINI.replace(
+            "[shape]",
+            "[[core_type]]\nname = \"d\"\nfreq_max_mhz = 1000\ncore_bw_bytes_per_s = 1e9\n[shape]",
+        );
+        let cases = [
+            (
+                link,
+                "f.toml: field `link[0].name`: required but missing (table [[link]] at line 33)",
+            ),
+            (
+                two_types,
+                "f.toml: field `core_type[1].capacity`: required but missing (table [[core_type]] at line 10)",
+            ),
+            (
+                MINI.replace("ipi_ns = 1000", ""),
+                "f.toml: field `wakeup.ipi_ns`: required but missing (table [wakeup] at line 29)",
+            ),
+            (
+                MINI.replace("name = \"mini\"", ""),
+                "f.toml: field `name`: required but missing (top-level keys go before the first [table] header)",
+            ),
+            (
+                MINI.replace("[wakeup]\nipi_ns = 1000\nidle_exit_ns = 1000\nwakeup_path_ns = 1000\n", ""),
+                "f.toml: field `wakeup`: required table [wakeup] is missing",
+            ),
+            (
+                MINI.replace("arch = \"x86\"", "arch = \"x86\"\ncore_group = [{cores = 2}]"),
+                "f.toml: field `core_group.core_type`: required but missing (inline table at line 4)",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(err(&text), want);
+        }
+        for empty in ["", "\n\n", "# nothing\n  # here\n"] {
+            let e = err(empty);
+            assert!(
+                e.starts_with("f.toml: field `name`: the file is empty"),
+                "{e}"
+            );
+            assert!(e.contains("[wakeup]") && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn quoted_line_breaks_stay_out_of_messages() {
+        for text in [
+            MINI.replace("core_type = \"c\"\nnodes", "core_type = \"c\\nd\"\nnodes"),
+            MINI.replace("name = \"mini\"", "name = \"mini\"\n\"a\\nb\" = 1"),
+            MINI.replace("mem_latency_ns = 100", "mem_latency_ns = [1,\n2]"),
+            MINI.replace("llc_ns = 30", "llc_ns = '''\n30'''"),
+            MINI.replace("[c2c]", "[[c2c]]"),
+            MINI.replace("name = \"mini\"", "name = \"mini\"\r\ncolour = 1\r"),
+        ] {
+            let e = err(&text);
+            assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
+            assert!(!e.contains("field `?`"), "{e}");
         }
     }
 

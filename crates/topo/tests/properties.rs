@@ -149,6 +149,18 @@ fn toml_of(s: &Shape) -> String {
     t
 }
 
+/// Text of TOML's building blocks over several lines: keys with numbers,
+/// strings (with escaped line breaks), multi-line strings and arrays, inline
+/// tables, table headers, comments and noise.
+const TOMLISH: &str = r#"(([a-z_]{1,8} ?= ?(-?[0-9]{1,4}(\.[0-9])?|"[a-z\\n]{0,6}"|'''[a-z\n]{0,6}'''|\[[0-9, \n]{0,8}\]|\{[a-z =0-9,]{0,12}\}|true)|\[\[?[a-z_.]{0,10}\]?\]?|#[ -~]{0,10}|[ -~]{0,10})(\r?\n|\n\n)){0,30}"#;
+
+/// One line of [`TOMLISH`].
+const TOMLISH_LINE: &str = r#"[a-z_]{1,12} ?= ?(-?[0-9]{1,4}|"[a-z\\n]{0,6}"|\[[0-9, \n]{0,8}\]|\{[a-z =0-9,]{0,12}\})|\[\[?[a-z_]{0,10}\]?\]?|[ -~]{0,12}"#;
+
+fn is_one_line(msg: &str) -> bool {
+    !msg.contains('\n') && !msg.contains('\r')
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -206,7 +218,47 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in ".{0,400}") {
-        let _ = load_machine_str(&text, "fuzz.toml");
+        if let Err(e) = load_machine_str(&text, "fuzz.toml") {
+            prop_assert!(is_one_line(&e.to_string()), "{}", e);
+        }
+    }
+
+    /// TOML-like text over several lines: every error is one line.
+    #[test]
+    fn errors_on_toml_like_text_are_one_line(text in TOMLISH) {
+        if let Err(e) = load_machine_str(&text, "fuzz.toml") {
+            prop_assert!(is_one_line(&e.to_string()), "{}", e);
+        }
+    }
+
+    /// A valid file with a span or a line deleted, or a random line inserted:
+    /// every error is one line.
+    #[test]
+    fn errors_on_edited_machine_files_are_one_line(
+        s in shape(),
+        at in 0usize..2000,
+        len in 0usize..80,
+        line in TOMLISH_LINE,
+    ) {
+        let text = toml_of(&s);
+        let boundary = |i: usize| (0..=i.min(text.len())).rev().find(|&j| text.is_char_boundary(j)).unwrap_or(0);
+        let (at, end) = (boundary(at), boundary(at + len));
+        // The whole line around `at` (a required key, or a table's header).
+        let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+        let line_end = text[at..].find('\n').map_or(text.len(), |p| at + p + 1);
+        for edited in [
+            format!("{}{}", &text[..at], &text[end..]),
+            format!("{}{}", &text[..line_start], &text[line_end..]),
+            format!("{}\n{}\n{}", &text[..at], line, &text[at..]),
+        ] {
+            if let Err(e) = load_machine_str(&edited, "ed.toml") {
+                let msg = e.to_string();
+                prop_assert!(is_one_line(&msg), "{}", msg);
+                prop_assert!(msg.starts_with("ed.toml: field `"), "{}", msg);
+                // A syntax error may have no key to name; a missing key always has.
+                prop_assert!(!msg.contains("field `?`: required"), "{}", msg);
+            }
+        }
     }
 
     #[test]
