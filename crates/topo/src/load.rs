@@ -912,7 +912,10 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             return Err(TopoError::invalid(
                 origin,
                 "arch",
-                format!("`{other}` is not `x86`, `arm64` or `powerpc`"),
+                format!(
+                    "`{other}` is not `x86` (alias `x86_64`), `arm64` (aliases `aarch64`, \
+                     `arm`, `riscv`) or `powerpc` (aliases `ppc64`, `ppc64le`)"
+                ),
             ))
         }
     };
@@ -1690,6 +1693,25 @@ wakeup_path_ns = 1000
             let e = err(&text);
             assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
             assert!(!e.contains("field `?`"), "{e}");
+        }
+    }
+
+    #[test]
+    fn arch_aliases_load_and_the_error_lists_them() {
+        for (alias, arch) in [
+            ("x86_64", Arch::X86),
+            ("aarch64", Arch::Arm64),
+            ("arm", Arch::Arm64),
+            ("riscv", Arch::Arm64),
+            ("ppc64", Arch::PowerPc),
+            ("ppc64le", Arch::PowerPc),
+        ] {
+            let text = MINI.replace("arch = \"x86\"", &format!("arch = \"{alias}\""));
+            assert_eq!(load_machine_str(&text, "f").unwrap().arch, arch, "{alias}");
+        }
+        let e = err(&MINI.replace("arch = \"x86\"", "arch = \"mips\""));
+        for name in ["x86_64", "aarch64", "arm`", "riscv", "ppc64le"] {
+            assert!(e.contains(name), "{name}: {e}");
         }
     }
 
