@@ -28,12 +28,14 @@ const MAX_BW_BYTES_PER_S: f64 = 1e13;
 /// Largest accepted latency or cost, ns (1 s).
 const MAX_NS: u32 = 1_000_000_000;
 /// Largest accepted frequency, MHz.
-const MAX_FREQ_MHZ: u32 = 100_000;
+pub(crate) const MAX_FREQ_MHZ: u32 = 100_000;
 /// Largest accepted cache size (1 TiB) and line size.
-const MAX_CACHE_BYTES: u64 = 1 << 40;
-const MAX_LINE_BYTES: u32 = 4096;
+pub(crate) const MAX_CACHE_BYTES: u64 = 1 << 40;
+pub(crate) const MAX_LINE_BYTES: u32 = 4096;
+/// Largest cache level.
+pub(crate) const MAX_CACHE_LEVEL: u32 = 8;
 /// Largest SLIT entry (255 means "unreachable" in ACPI and is refused).
-const MAX_DISTANCE: u32 = 254;
+pub(crate) const MAX_DISTANCE: u32 = 254;
 
 // ---------------------------------------------------------------------------
 // The file format (serde side).
@@ -1136,7 +1138,7 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
     let mut caches = Vec::new();
     for (i, c) in f.cache.iter().enumerate() {
         let fl = |name: &str| format!("cache[{i}].{name}");
-        let level = u32_in(origin, &fl("level"), c.level, 1, 8)? as u8;
+        let level = u32_in(origin, &fl("level"), c.level, 1, MAX_CACHE_LEVEL)? as u8;
         let kind = match c.kind.as_deref().unwrap_or("Unified") {
             "Data" | "data" => "Data",
             "Instruction" | "instruction" => "Instruction",

@@ -3,8 +3,9 @@
 //! [`machine_from_sysfs`] reads what Linux exposes under `devices/system/cpu` and
 //! `devices/system/node` (topology ids and sibling lists, caches, `cpu_capacity`,
 //! `cpufreq/cpuinfo_max_freq`, `acpi_cppc/highest_perf`, node CPU lists and
-//! distances). Missing files get defaults. sysfs says nothing about bandwidths,
-//! latencies or wake-up costs: those are ESTIMATE defaults from the generic table of
+//! distances). Missing files get defaults; a file that is present must parse and
+//! be in range. sysfs says nothing about bandwidths, latencies or wake-up costs:
+//! those are ESTIMATE defaults from the generic table of
 //! `shared/reference/hardware.md` section 8, to be edited in the written file.
 //!
 //! The import goes through [`machine_to_toml`]'s text and the loader, so an
@@ -12,23 +13,74 @@
 
 use crate::cpumask::{CpuId, CpuMask, MAX_CPUS};
 use crate::error::TopoError;
-use crate::load::load_machine_str;
+use crate::load::{
+    load_machine_str, MAX_CACHE_BYTES, MAX_CACHE_LEVEL, MAX_DISTANCE, MAX_FREQ_MHZ, MAX_LINE_BYTES,
+};
 use crate::machine::Machine;
 use std::fmt::Write as _;
 use std::path::Path;
 
-fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+/// A sysfs file's trimmed text: `None` when the file is absent (the caller's
+/// default applies); an error naming the file when it is present but cannot be
+/// read.
+fn read(root: &Path, path: &Path) -> Result<Option<String>, TopoError> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s.trim().to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(bad_file(root, path, format!("cannot read: {e}"))),
+    }
 }
 
-fn read_i64(path: &Path) -> Option<i64> {
-    read(path).and_then(|s| s.parse().ok())
+/// An integer file, which must hold a value in `lo..=hi` when present.
+fn read_int(root: &Path, path: &Path, lo: i64, hi: i64) -> Result<Option<i64>, TopoError> {
+    let Some(s) = read(root, path)? else {
+        return Ok(None);
+    };
+    let reason = match s.parse::<i128>() {
+        Ok(v) if (i128::from(lo)..=i128::from(hi)).contains(&v) => return Ok(Some(v as i64)),
+        Ok(_) => format!("{} is out of range {lo}..={hi}", shown(&s)),
+        Err(_) => format!("{} is not an integer", shown(&s)),
+    };
+    Err(bad_file(root, path, reason))
 }
 
-fn read_mask(path: &Path) -> Option<CpuMask> {
-    read(path).and_then(|s| CpuMask::parse_list(&s))
+/// A CPU list file (`0-3,8`), which must parse when present.
+fn read_mask(root: &Path, path: &Path) -> Result<Option<CpuMask>, TopoError> {
+    let Some(s) = read(root, path)? else {
+        return Ok(None);
+    };
+    CpuMask::parse_list(&s).map(Some).ok_or_else(|| {
+        bad_file(
+            root,
+            path,
+            format!(
+                "{} is not a CPU list such as 0-3,8 (CPUs below {MAX_CPUS})",
+                shown(&s)
+            ),
+        )
+    })
+}
+
+/// The error for a present but unusable file: the tree's root, the file's
+/// path in it, and the reason.
+fn bad_file(root: &Path, path: &Path, reason: String) -> TopoError {
+    TopoError::invalid(
+        &root.display().to_string(),
+        path.strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string(),
+        reason,
+    )
+}
+
+/// A file's content quoted for an error message: one line, at most 40 chars.
+fn shown(s: &str) -> String {
+    let mut t: String = s.chars().take(40).collect();
+    if t.len() < s.len() {
+        t.push_str("...");
+    }
+    format!("`{}`", t.escape_debug())
 }
 
 /// A quoted TOML string.
@@ -179,9 +231,14 @@ struct SysCpu {
 /// Reads a machine from a sysfs tree rooted at `root` (`/sys`, or a copy of it).
 ///
 /// Tolerated when missing: every topology file (a CPU is then its own core,
-/// cluster and LLC, in package 0), caches, `cpu_capacity` (1024), cpufreq (2000 MHz
-/// ESTIMATE), CPPC (priority 0), and the node directory (one node).
-/// Architecture: `cpu_capacity` files mean arm64, a `purr` file powerpc, else x86.
+/// cluster and LLC, in package 0), caches (a cache index without `level` is
+/// skipped, one without `size` bounds the LLC but is not listed; `type` defaults
+/// to Unified, `coherency_line_size` to 64), `cpu_capacity` (1024), cpufreq (2000
+/// MHz ESTIMATE), CPPC (priority 0), and the node directory (one node). A file
+/// that is present but unreadable, unparsable or out of range (cache level
+/// outside 1..=8, capacity outside 1..=1024, a size of 0, ...) is an error naming
+/// the file. Architecture: `cpu_capacity` files mean arm64, a `purr` file
+/// powerpc, else x86.
 pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
     load_machine_str(&sysfs_machine_text(root)?, &root.display().to_string())
 }
@@ -264,39 +321,6 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
     let mut node_ids: Vec<u32> = Vec::new();
     let mut dist_rows: Vec<(u32, Vec<i64>)> = Vec::new();
     let node_dir = root.join("devices/system/node");
-    if let Ok(rd) = std::fs::read_dir(&node_dir) {
-        let mut nodes: Vec<u32> = rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().to_string();
-                name.strip_prefix("node")
-                    .and_then(|x| x.parse::<u32>().ok())
-            })
-            .collect();
-        nodes.sort_unstable();
-        for nd in nodes {
-            let dir = node_dir.join(format!("node{nd}"));
-            let cpus = read_mask(&dir.join("cpulist"))
-                .unwrap_or_default()
-                .and(&all);
-            if cpus.is_empty() {
-                continue; // memory-only node
-            }
-            for c in cpus.iter() {
-                node_of[c as usize] = nd;
-            }
-            node_ids.push(nd);
-            let row: Vec<i64> = read(&dir.join("distance"))
-                .map(|s| {
-                    s.split_whitespace()
-                        .filter_map(|x| x.parse().ok())
-                        .collect()
-                })
-                .unwrap_or_default();
-            dist_rows.push((nd, row));
-        }
-    }
-    // Dense node numbering; the distance rows keep only CPU nodes, in id order.
     let all_node_ids: Vec<u32> = {
         let mut v: Vec<u32> = std::fs::read_dir(&node_dir)
             .map(|rd| {
@@ -312,11 +336,57 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
         v.sort_unstable();
         v
     };
+    for &nd in &all_node_ids {
+        let dir = node_dir.join(format!("node{nd}"));
+        let cpus = read_mask(root, &dir.join("cpulist"))?
+            .unwrap_or_default()
+            .and(&all);
+        if cpus.is_empty() {
+            continue; // memory-only node
+        }
+        for c in cpus.iter() {
+            node_of[c as usize] = nd;
+        }
+        node_ids.push(nd);
+        // One distance per node directory, in id order.
+        let path = dir.join("distance");
+        let mut row = Vec::new();
+        if let Some(s) = read(root, &path)? {
+            for x in s.split_whitespace() {
+                match x.parse::<i64>() {
+                    Ok(v) if (10..=i64::from(MAX_DISTANCE)).contains(&v) => row.push(v),
+                    _ => {
+                        return Err(bad_file(
+                            root,
+                            &path,
+                            format!("{} is not a distance in 10..={MAX_DISTANCE}", shown(x)),
+                        ))
+                    }
+                }
+            }
+            if row.len() != all_node_ids.len() {
+                return Err(bad_file(
+                    root,
+                    &path,
+                    format!(
+                        "has {} distances for {} nodes",
+                        row.len(),
+                        all_node_ids.len()
+                    ),
+                ));
+            }
+        }
+        dist_rows.push((nd, row));
+    }
+    // Dense node numbering; the distance rows keep only CPU nodes, in id order.
     let dense = |nd: u32| node_ids.iter().position(|&x| x == nd).unwrap_or(0) as u32;
     for v in node_of.iter_mut() {
         *v = dense(*v);
     }
 
+    // Kernel ids are ints; -1 is the generic "not reported" of
+    // include/linux/topology.h (package, die, cluster; core ids default to 0).
+    let id_max = i64::from(i32::MAX);
     let mut arch = "x86";
     let mut cpus: Vec<SysCpu> = Vec::with_capacity(n);
     let mut caches: Vec<(u8, String, u64, u32, CpuMask)> = Vec::new();
@@ -324,25 +394,38 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
         let d = cpu_dir.join(format!("cpu{i}"));
         let t = d.join("topology");
         let me = CpuMask::from_cpus([i as CpuId]);
-        let core = read_mask(&t.join("thread_siblings_list"))
-            .or_else(|| read_mask(&t.join("core_cpus_list")))
-            .map(|m| m.and(&all).or(&me))
-            .unwrap_or(me);
-        let cluster = read_mask(&t.join("cluster_cpus_list"))
+        let siblings = match read_mask(root, &t.join("thread_siblings_list"))? {
+            Some(m) => Some(m),
+            None => read_mask(root, &t.join("core_cpus_list"))?,
+        };
+        let core = siblings.map(|m| m.and(&all).or(&me)).unwrap_or(me);
+        let cluster = read_mask(root, &t.join("cluster_cpus_list"))?
             .map(|m| m.and(&all).or(&core))
             .unwrap_or(core);
-        let package = read_i64(&t.join("physical_package_id")).unwrap_or(0);
-        let die = read_i64(&t.join("die_id")).filter(|&v| v >= 0).unwrap_or(0);
+        // Checked though unused: the sibling lists give the cores and clusters.
+        read_int(root, &t.join("core_id"), 0, id_max)?;
+        read_int(root, &t.join("cluster_id"), -1, id_max)?;
+        let package = read_int(root, &t.join("physical_package_id"), -1, id_max)?.unwrap_or(0);
+        let die = read_int(root, &t.join("die_id"), -1, id_max)?
+            .filter(|&v| v >= 0)
+            .unwrap_or(0);
         if d.join("cpu_capacity").exists() {
             arch = "arm64";
         } else if d.join("purr").exists() && arch != "arm64" {
             arch = "powerpc";
         }
-        let capacity = read_i64(&d.join("cpu_capacity")).unwrap_or(1024);
-        let freq_mhz = read_i64(&d.join("cpufreq/cpuinfo_max_freq"))
+        let capacity = read_int(root, &d.join("cpu_capacity"), 1, 1024)?.unwrap_or(1024);
+        let max_khz = i64::from(MAX_FREQ_MHZ) * 1000;
+        let freq_mhz = read_int(root, &d.join("cpufreq/cpuinfo_max_freq"), 1, max_khz)?
             .map(|khz| (khz / 1000).max(1))
             .unwrap_or(2000);
-        let prio = read_i64(&d.join("acpi_cppc/highest_perf")).unwrap_or(0);
+        let prio = read_int(
+            root,
+            &d.join("acpi_cppc/highest_perf"),
+            0,
+            i64::from(u32::MAX),
+        )?
+        .unwrap_or(0);
         // Caches.
         let mut llc: Option<(u8, CpuMask)> = None;
         if let Ok(rd) = std::fs::read_dir(d.join("cache")) {
@@ -354,18 +437,44 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
             idx.sort();
             for ix in idx {
                 let cd = d.join("cache").join(&ix);
-                let Some(level) = read_i64(&cd.join("level")) else {
+                let Some(level) = read_int(root, &cd.join("level"), 1, i64::from(MAX_CACHE_LEVEL))?
+                else {
                     continue;
                 };
-                let level = level.clamp(1, 8) as u8;
-                let kind = read(&cd.join("type")).unwrap_or_else(|| "Unified".into());
-                let size = read(&cd.join("size"))
-                    .and_then(|s| parse_sysfs_size(&s))
-                    .unwrap_or(0);
-                let line = read_i64(&cd.join("coherency_line_size"))
-                    .unwrap_or(64)
-                    .clamp(1, 4096) as u32;
-                let shared = read_mask(&cd.join("shared_cpu_list"))
+                let level = level as u8;
+                let kind = match read(root, &cd.join("type"))? {
+                    None => "Unified".to_string(),
+                    Some(k) if matches!(k.as_str(), "Data" | "Instruction" | "Unified") => k,
+                    Some(k) => {
+                        return Err(bad_file(
+                            root,
+                            &cd.join("type"),
+                            format!("{} is not Data, Instruction or Unified", shown(&k)),
+                        ))
+                    }
+                };
+                // Without a size the cache still bounds the LLC but is not listed.
+                let size = match read(root, &cd.join("size"))? {
+                    None => 0,
+                    Some(s) => parse_sysfs_size(&s).ok_or_else(|| {
+                        bad_file(
+                            root,
+                            &cd.join("size"),
+                            format!(
+                                "{} is not a cache size such as 32K or 2M (1 byte to 1 TiB)",
+                                shown(&s)
+                            ),
+                        )
+                    })?,
+                };
+                let line = read_int(
+                    root,
+                    &cd.join("coherency_line_size"),
+                    1,
+                    i64::from(MAX_LINE_BYTES),
+                )?
+                .unwrap_or(64) as u32;
+                let shared = read_mask(root, &cd.join("shared_cpu_list"))?
                     .map(|m| m.and(&all).or(&me))
                     .unwrap_or(me);
                 if kind != "Instruction" && llc.is_none_or(|(l, _)| level > l) {
@@ -516,7 +625,7 @@ fn parse_sysfs_size(s: &str) -> Option<u64> {
         .parse::<u64>()
         .ok()?
         .checked_mul(mult)
-        .filter(|&b| b <= 1 << 40)
+        .filter(|&b| (1..=MAX_CACHE_BYTES).contains(&b))
 }
 
 #[cfg(test)]
@@ -540,5 +649,7 @@ mod tests {
         assert_eq!(parse_sysfs_size("2M"), Some(2 << 20));
         assert_eq!(parse_sysfs_size("512"), Some(512));
         assert_eq!(parse_sysfs_size("x"), None);
+        assert_eq!(parse_sysfs_size("0K"), None);
+        assert_eq!(parse_sysfs_size("2048G"), None);
     }
 }

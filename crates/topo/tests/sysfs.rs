@@ -159,3 +159,271 @@ fn oracle_sysfs_listing_imports_to_the_kernels_domains() {
         assert_eq!(m.llc_mask(c), ours.llc_mask(c));
     }
 }
+
+/// A copy of fixture `name` in a fresh temporary directory (removed on drop).
+struct Copy(PathBuf);
+
+impl Copy {
+    fn of(name: &str, tag: &str) -> Copy {
+        fn copy_dir(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for e in std::fs::read_dir(from).unwrap() {
+                let e = e.unwrap();
+                let dest = to.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    copy_dir(&e.path(), &dest);
+                } else {
+                    std::fs::copy(e.path(), &dest).unwrap();
+                }
+            }
+        }
+        let root = std::env::temp_dir().join(format!(
+            "schedlab-sysfs-{}-{name}-{tag}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        copy_dir(&fixture(name), &root);
+        Copy(root)
+    }
+
+    fn file(&self, rel: &str) -> PathBuf {
+        self.0.join("devices/system").join(rel)
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A present file that does not parse or is out of range is an error naming
+/// the file and the reason, never a default.
+#[test]
+fn garbage_in_a_present_file_is_an_error_naming_it() {
+    let cases = [
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cpu_capacity",
+            "x",
+            "`x` is not an integer",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu5/cpu_capacity",
+            "2000",
+            "out of range 1..=1024",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/level",
+            "99",
+            "`99` is out of range 1..=8",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index0/level",
+            "0",
+            "out of range 1..=8",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/size",
+            "lots",
+            "`lots` is not a cache size",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/size",
+            "0K",
+            "`0K` is not a cache size",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/type",
+            "Sideways",
+            "not Data, Instruction or Unified",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/coherency_line_size",
+            "0",
+            "out of range 1..=4096",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cache/index2/shared_cpu_list",
+            "0-",
+            "not a CPU list",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/topology/core_id",
+            "abc",
+            "`abc` is not an integer",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/topology/core_id",
+            "-1",
+            "out of range 0..=",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/topology/core_id",
+            "12345678901234567890",
+            "out of range",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu2/topology/physical_package_id",
+            "-2",
+            "out of range -1..=",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/topology/cluster_cpus_list",
+            "zero",
+            "not a CPU list",
+        ),
+        (
+            "arm64-biglittle",
+            "cpu/cpu0/cpufreq/cpuinfo_max_freq",
+            "fast",
+            "not an integer",
+        ),
+        (
+            "x86-hybrid",
+            "cpu/cpu0/acpi_cppc/highest_perf",
+            "-5",
+            "out of range 0..=",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu1/topology/thread_siblings_list",
+            "1,x",
+            "not a CPU list",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu1/topology/die_id",
+            "1.5",
+            "not an integer",
+        ),
+        (
+            "x86-2node",
+            "node/node1/distance",
+            "21 x 28",
+            "`x` is not a distance",
+        ),
+        (
+            "x86-2node",
+            "node/node1/distance",
+            "21 10",
+            "has 2 distances for 3 nodes",
+        ),
+        (
+            "x86-2node",
+            "node/node0/cpulist",
+            "0-3\n4",
+            "not a CPU list",
+        ),
+    ];
+    let mut copies: Vec<(&str, Copy)> = Vec::new();
+    for (fixture_name, rel, content, want) in cases {
+        if !copies.iter().any(|(n, _)| *n == fixture_name) {
+            copies.push((fixture_name, Copy::of(fixture_name, "garbage")));
+        }
+        let copy = &copies.iter().find(|(n, _)| *n == fixture_name).unwrap().1;
+        let path = copy.file(rel);
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(&path, format!("{content}\n")).unwrap();
+        let e = machine_from_sysfs(&copy.0)
+            .map(|_| ())
+            .expect_err(&format!("{rel} = {content:?} was accepted"))
+            .to_string();
+        std::fs::write(&path, good).unwrap();
+        assert!(
+            e.contains(&format!("field `devices/system/{rel}`: ")),
+            "{e}"
+        );
+        assert!(e.contains(want), "{rel} = {content:?}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+/// An absent file takes its documented default.
+#[test]
+fn absent_files_take_their_defaults() {
+    let copy = Copy::of("arm64-biglittle", "absent");
+    for rel in [
+        "cpu/cpu0/cpu_capacity",
+        "cpu/cpu0/cpufreq/cpuinfo_max_freq",
+        "cpu/cpu0/topology/core_id",
+        "cpu/cpu0/cache/index0/coherency_line_size",
+    ] {
+        std::fs::remove_file(copy.file(rel)).unwrap();
+    }
+    // cpu4's caches: no type (Unified), then no size (not listed), then no
+    // level (skipped).
+    std::fs::remove_file(copy.file("cpu/cpu4/cache/index0/type")).unwrap();
+    std::fs::remove_file(copy.file("cpu/cpu4/cache/index2/size")).unwrap();
+    std::fs::remove_file(copy.file("cpu/cpu4/cache/index1/level")).unwrap();
+    let m = machine_from_sysfs(&copy.0).unwrap();
+    let base = machine_from_sysfs(&fixture("arm64-biglittle")).unwrap();
+    assert_eq!(m.cpus[0].capacity, 1024);
+    assert_eq!(m.cpus[0].freq_max_mhz, 2000);
+    assert_eq!(
+        (m.cpus[1].capacity, m.cpus[1].freq_max_mhz),
+        (base.cpus[1].capacity, base.cpus[1].freq_max_mhz)
+    );
+    // The L2 without a size still makes cpu4's LLC.
+    assert_eq!(m.llc_mask(4), base.llc_mask(4));
+    assert_eq!(
+        m.caches.iter().filter(|c| c.line_bytes == 64).count(),
+        m.caches.len()
+    );
+    assert!(m.caches.len() < base.caches.len());
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::TestRunner;
+
+    const FILES: [&str; 10] = [
+        "cpu/cpu0/cpu_capacity",
+        "cpu/cpu1/cpufreq/cpuinfo_max_freq",
+        "cpu/cpu2/topology/core_id",
+        "cpu/cpu3/topology/physical_package_id",
+        "cpu/cpu4/topology/thread_siblings_list",
+        "cpu/cpu5/topology/cluster_cpus_list",
+        "cpu/cpu6/cache/index2/level",
+        "cpu/cpu6/cache/index2/size",
+        "cpu/cpu7/cache/index1/shared_cpu_list",
+        "node/node0/distance",
+    ];
+
+    /// Whatever a file holds, the import never panics, and its errors are one
+    /// line. (One copy of the tree serves every case: each restores its file.)
+    #[test]
+    fn any_content_of_a_file_is_a_machine_or_a_one_line_error() {
+        let copy = Copy::of("arm64-biglittle", "fuzz");
+        let mut runner = TestRunner::new(ProptestConfig::with_cases(200));
+        let strategy = (0..FILES.len(), "[-0-9a-zA-Z ,.KM\n]{0,14}");
+        runner
+            .run(&strategy, |(which, content)| {
+                let path = copy.file(FILES[which]);
+                let good = std::fs::read(&path).unwrap();
+                std::fs::write(&path, &content).unwrap();
+                let result = machine_from_sysfs(&copy.0);
+                std::fs::write(&path, good).unwrap();
+                if let Err(e) = result {
+                    let msg = e.to_string();
+                    prop_assert!(!msg.contains('\n'), "{}", msg);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
