@@ -826,8 +826,9 @@ struct EditArgs {
 
 impl EditArgs {
     /// Parses the edits and loads every machine with them, so that bad
-    /// edits fail before anything runs. An edit must change some number in
-    /// at least one of `machines` (in each, with one machine).
+    /// edits fail before anything runs. An edit must change some number
+    /// (give it a new value) in at least one of `machines` (in each, with
+    /// one machine).
     fn check(&self, machines: &[&str]) -> Result<Vec<MachineEdit>, Failure> {
         let edits = self
             .edits
@@ -841,19 +842,26 @@ impl EditArgs {
         let mut seen: Vec<&str> = machines.to_vec();
         seen.sort_unstable();
         seen.dedup();
-        let mut matched = vec![0u32; edits.len()];
+        let mut counts = vec![schedlab_topo::EditCount::default(); edits.len()];
         for m in &seen {
             let (_, n) = schedlab_topo::resolve_machine_edited(m, &edits, seen.len() == 1)
                 .map_err(|e| input(e.to_string()))?;
-            for (t, k) in matched.iter_mut().zip(n) {
+            for (t, k) in counts.iter_mut().zip(n) {
                 *t += k;
             }
         }
-        if let Some((e, _)) = edits.iter().zip(&matched).find(|(_, &n)| n == 0) {
-            return Err(input(format!(
-                "--machine-edit '{e}': no such number in any machine of this run ({})",
-                seen.join(", ")
-            )));
+        if let Some((e, n)) = edits.iter().zip(&counts).find(|(_, n)| n.changed == 0) {
+            let machines = seen.join(", ");
+            return Err(input(if n.matched == 0 {
+                format!(
+                    "--machine-edit '{e}': no such number in any machine of this run ({machines})"
+                )
+            } else {
+                format!(
+                    "--machine-edit '{e}' changes nothing in any machine of this run \
+                     ({machines}): every number it names keeps its value"
+                )
+            }));
         }
         Ok(edits)
     }

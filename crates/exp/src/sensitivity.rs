@@ -80,7 +80,7 @@ pub fn plan(
                 all.push(edit.clone());
                 match resolve_machine_edited(machine, &all, false) {
                     // A chosen key this machine does not have.
-                    Ok((_, n)) if n.last() == Some(&0) => continue,
+                    Ok((_, n)) if n.last().is_some_and(|c| c.matched == 0) => continue,
                     Ok(_) => {}
                     Err(e) => {
                         plan.skipped

@@ -13,7 +13,9 @@
 //! one element (`core_type.0.smt_thread_speed*0.8`, counting from 0 in file
 //! order). Integers stay integers (rounded to nearest). The edited machine is
 //! validated like any machine file, so an edit that makes it impossible is an
-//! error.
+//! error. An edit must change something: [`EditCount`] tells, per edit, how many
+//! numbers its path matched and how many of them it gave a new value (a factor
+//! of 1, or setting the value a number already has, changes nothing).
 
 use crate::error::TopoError;
 use crate::load::load_machine_str;
@@ -100,14 +102,30 @@ impl MachineEdit {
     }
 }
 
+/// What one edit did to one machine file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EditCount {
+    /// The numbers at the edit's path (0: the path is not in this machine).
+    pub matched: u32,
+    /// Those of them the edit gave a new value.
+    pub changed: u32,
+}
+
+impl std::ops::AddAssign for EditCount {
+    fn add_assign(&mut self, o: EditCount) {
+        self.matched += o.matched;
+        self.changed += o.changed;
+    }
+}
+
 /// Applies `edits` to a machine file's text. Returns the edited text and,
-/// per edit, how many numbers it changed (0: its path is not in this
-/// machine). `origin` names the input in errors.
+/// per edit, how many numbers it matched and changed. `origin` names the
+/// input in errors.
 pub fn apply_edits(
     text: &str,
     origin: &str,
     edits: &[MachineEdit],
-) -> Result<(String, Vec<u32>), TopoError> {
+) -> Result<(String, Vec<EditCount>), TopoError> {
     let mut doc: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| TopoError::Parse {
@@ -132,12 +150,12 @@ fn edit_table(
     path: &[String],
     e: &MachineEdit,
     origin: &str,
-) -> Result<u32, TopoError> {
+) -> Result<EditCount, TopoError> {
     let Some((key, rest)) = path.split_first() else {
-        return Ok(0);
+        return Ok(EditCount::default());
     };
     match t.get_mut(key.as_str()) {
-        None => Ok(0),
+        None => Ok(EditCount::default()),
         Some(v) => edit_value(v, rest, e, origin),
     }
 }
@@ -147,7 +165,7 @@ fn edit_value(
     rest: &[String],
     e: &MachineEdit,
     origin: &str,
-) -> Result<u32, TopoError> {
+) -> Result<EditCount, TopoError> {
     use toml::Value;
     if rest.is_empty() {
         let wrong = |what: &str| TopoError::Invalid {
@@ -181,8 +199,12 @@ fn edit_value(
             Value::Boolean(_) => return Err(wrong("a boolean")),
             Value::Datetime(_) => return Err(wrong("a date")),
         };
+        let changed = new != *v;
         *v = new;
-        return Ok(1);
+        return Ok(EditCount {
+            matched: 1,
+            changed: u32::from(changed),
+        });
     }
     match v {
         Value::Table(t) => edit_table(t, rest, e, origin),
@@ -191,10 +213,10 @@ fn edit_value(
             if let Ok(i) = rest[0].parse::<usize>() {
                 return match a.get_mut(i) {
                     Some(x) => edit_value(x, &rest[1..], e, origin),
-                    None => Ok(0),
+                    None => Ok(EditCount::default()),
                 };
             }
-            let mut n = 0;
+            let mut n = EditCount::default();
             for x in a.iter_mut() {
                 if x.is_table() {
                     n += edit_value(x, rest, e, origin)?;
@@ -202,18 +224,19 @@ fn edit_value(
             }
             Ok(n)
         }
-        _ => Ok(0),
+        _ => Ok(EditCount::default()),
     }
 }
 
 /// Loads a machine file's text with `edits` applied. An edit that changes
-/// nothing in this machine is an error when `require_match` is set.
+/// nothing in this machine (its path names no number, or every number it
+/// names keeps its value) is an error when `require_match` is set.
 pub fn load_edited(
     text: &str,
     origin: &str,
     edits: &[MachineEdit],
     require_match: bool,
-) -> Result<(Machine, Vec<u32>), TopoError> {
+) -> Result<(Machine, Vec<EditCount>), TopoError> {
     // The file as written first: its own errors name its own lines.
     let unedited = load_machine_str(text, origin)?;
     if edits.is_empty() {
@@ -221,17 +244,33 @@ pub fn load_edited(
     }
     let (edited, counts) = apply_edits(text, origin, edits)?;
     if require_match {
-        if let Some((e, _)) = edits.iter().zip(&counts).find(|(_, &n)| n == 0) {
+        if let Some((e, n)) = edits.iter().zip(&counts).find(|(_, n)| n.changed == 0) {
             return Err(TopoError::Invalid {
                 origin: origin.to_string(),
                 field: e.path.join("."),
-                reason: format!("machine edit '{e}': no such number in this machine"),
+                reason: if n.matched == 0 {
+                    format!("machine edit '{e}': no such number in this machine")
+                } else {
+                    format!(
+                        "machine edit '{e}' changes nothing: {}",
+                        unchanged(n.matched)
+                    )
+                },
             });
         }
     }
     let list: Vec<String> = edits.iter().map(|e| e.text.clone()).collect();
     let origin = format!("{origin} (edited: {})", list.join(", "));
     Ok((load_machine_str(&edited, &origin)?, counts))
+}
+
+/// Why an edit that matched `matched` numbers changed none of them.
+fn unchanged(matched: u32) -> String {
+    if matched == 1 {
+        "the number it names keeps its value".to_string()
+    } else {
+        format!("the {matched} numbers it names keep their values")
+    }
 }
 
 /// A number of a machine file marked as an estimate.
@@ -314,12 +353,16 @@ mod tests {
         MachineEdit::parse(s).unwrap()
     }
 
+    fn count(matched: u32, changed: u32) -> EditCount {
+        EditCount { matched, changed }
+    }
+
     #[test]
     fn the_round_trip_through_an_edit_that_matches_nothing_changes_no_preset() {
         for name in crate::PRESET_NAMES {
             let text = preset_text(name).unwrap();
             let (m, n) = load_edited(text, name, &[edit("no.such_key*2")], false).unwrap();
-            assert_eq!(n, vec![0]);
+            assert_eq!(n, vec![count(0, 0)]);
             assert_eq!(m, preset(name).unwrap(), "{name}");
         }
     }
@@ -329,7 +372,7 @@ mod tests {
         let (m, n) =
             crate::resolve_machine_edited("power10:online=0-63", &[edit("wakeup.ipi_ns*2")], true)
                 .unwrap();
-        assert_eq!(n, vec![1]);
+        assert_eq!(n, vec![count(1, 1)]);
         assert_eq!(m.nr_cpus(), 64);
         assert_eq!(
             m.wakeup.ipi_ns,
@@ -341,7 +384,7 @@ mod tests {
     fn scales_an_integer_and_keeps_it_an_integer() {
         let text = preset_text("kunpeng920").unwrap();
         let (m, n) = load_edited(text, "k", &[edit("wakeup.ipi_ns*2.5")], true).unwrap();
-        assert_eq!(n, vec![1]);
+        assert_eq!(n, vec![count(1, 1)]);
         let base = preset("kunpeng920").unwrap();
         assert_eq!(m.wakeup.ipi_ns, base.wakeup.ipi_ns * 5 / 2);
         // Nothing else moved.
@@ -361,7 +404,8 @@ mod tests {
         )
         .unwrap();
         let base = preset("exynos5422").unwrap();
-        assert_eq!(n, vec![base.core_types.len() as u32]);
+        let k = base.core_types.len() as u32;
+        assert_eq!(n, vec![count(k, k)]);
         for (a, b) in m.core_types.iter().zip(&base.core_types) {
             assert!((a.core_bw_bytes_per_s - b.core_bw_bytes_per_s * 0.5).abs() < 1.0);
         }
@@ -373,7 +417,7 @@ mod tests {
         let base = preset("alderlake").unwrap();
         let (m, n) =
             load_edited(text, "a", &[edit("core_type.0.smt_thread_speed*1.2")], true).unwrap();
-        assert_eq!(n, vec![1]);
+        assert_eq!(n, vec![count(1, 1)]);
         let want = base.core_types[0].smt_thread_speed * 1.2;
         assert!((m.core_types[0].smt_thread_speed - want).abs() < 1e-9);
         assert_eq!(m.core_types[1], base.core_types[1]);
@@ -384,7 +428,7 @@ mod tests {
             .to_string()
             .contains("core_type[1].smt_thread_speed"));
         let (_, n) = load_edited(text, "a", &[edit("core_type.9.capacity*2")], false).unwrap();
-        assert_eq!(n, vec![0]);
+        assert_eq!(n, vec![count(0, 0)]);
     }
 
     #[test]
@@ -409,8 +453,8 @@ mod tests {
             assert!(keys.len() >= 3, "{name}: {keys:?}");
             for k in &keys {
                 let (_, n) =
-                    load_edited(text, name, &[edit(&format!("{}*1", k.path))], true).unwrap();
-                assert_eq!(n, vec![1], "{name} {}", k.path);
+                    load_edited(text, name, &[edit(&format!("{}*1", k.path))], false).unwrap();
+                assert_eq!(n, vec![count(1, 0)], "{name} {}", k.path);
                 let doc: toml::Table = text.parse().unwrap();
                 let mut v = toml::Value::Table(doc);
                 for seg in k.path.split('.') {
@@ -451,12 +495,35 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_that_leaves_every_number_as_it_was_changes_nothing() {
+        let text = preset_text("kunpeng920").unwrap();
+        for no_op in [
+            "c2c.die_ns*1",
+            "c2c.die_ns=80",
+            "c2c.die_ns=80.2",
+            "core_type.0.smt_thread_speed=1.0",
+            "core_type.smt_thread_speed*1",
+        ] {
+            let e = load_edited(text, "k", &[edit(no_op)], true).unwrap_err();
+            assert!(e.to_string().contains("changes nothing"), "{no_op}: {e}");
+            assert!(!e.to_string().contains('\n'));
+            let (m, n) = load_edited(text, "k", &[edit(no_op)], false).unwrap();
+            assert_eq!(n, vec![count(1, 0)], "{no_op}");
+            assert_eq!(m, preset("kunpeng920").unwrap());
+        }
+        // One element of several changed is enough.
+        let text = preset_text("alderlake").unwrap();
+        let (_, n) = load_edited(text, "a", &[edit("core_type.smt_thread_speed=1")], true).unwrap();
+        assert_eq!(n, vec![count(2, 1)]);
+    }
+
+    #[test]
     fn an_edit_with_no_match_is_an_error_only_when_a_match_is_required() {
         let text = preset_text("kunpeng920").unwrap();
         let e = load_edited(text, "k", &[edit("wakeup.no_such_ns*2")], true).unwrap_err();
         assert!(e.to_string().contains("no such number"), "{e}");
         let (_, n) = load_edited(text, "k", &[edit("wakeup.no_such_ns*2")], false).unwrap();
-        assert_eq!(n, vec![0]);
+        assert_eq!(n, vec![count(0, 0)]);
     }
 
     #[test]

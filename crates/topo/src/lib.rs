@@ -23,7 +23,9 @@ pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
 pub use domains::{
     CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,
 };
-pub use edit::{apply_edits, estimate_keys, load_edited, EditOp, EstimateKey, MachineEdit};
+pub use edit::{
+    apply_edits, estimate_keys, load_edited, EditCount, EditOp, EstimateKey, MachineEdit,
+};
 pub use error::TopoError;
 pub use format::{format_cpu, format_machine, format_topo, topo_json};
 pub use load::{load_machine_file, load_machine_str};

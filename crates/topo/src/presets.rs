@@ -3,7 +3,7 @@
 //! Every number in a preset file carries its source key from
 //! `shared/reference/hardware.md` (e.g. `[WAYCA]`) or the word ESTIMATE in a comment.
 
-use crate::edit::{load_edited, MachineEdit};
+use crate::edit::{load_edited, EditCount, MachineEdit};
 use crate::error::TopoError;
 use crate::load::load_machine_str;
 use crate::machine::Machine;
@@ -105,13 +105,13 @@ pub fn machine_text(name_or_path: &str) -> Result<String, TopoError> {
 
 /// [`resolve_machine`] with machine edits applied to the machine file's
 /// text before loading (see [`crate::edit`]); with `require_match`, an edit
-/// whose path is not in the machine is an error. Returns the machine and,
-/// per edit, how many numbers it changed.
+/// that changes no number of the machine is an error. Returns the machine
+/// and, per edit, how many numbers it matched and changed.
 pub fn resolve_machine_edited(
     name_or_path: &str,
     edits: &[MachineEdit],
     require_match: bool,
-) -> Result<(Machine, Vec<u32>), TopoError> {
+) -> Result<(Machine, Vec<EditCount>), TopoError> {
     if let Some((text, origin)) = source(name_or_path)? {
         return load_edited(&text, &origin, edits, require_match);
     }

@@ -718,6 +718,43 @@ fn machine_edits_change_the_runs_and_are_recorded() {
                 "reproduce",
                 "exynos5433-mixed",
                 "--machine-edit",
+                "wakeup.ipi_ns*1",
+            ][..],
+            "changes nothing",
+        ),
+        (
+            // Over every experiment's machine: some have c2c.die_ns, none changes.
+            &["reproduce", "--machine-edit", "c2c.die_ns*1"][..],
+            "changes nothing in any machine of this run",
+        ),
+        (
+            // Changed in some machines is enough: the next check speaks.
+            &[
+                "reproduce",
+                "--machine-edit",
+                "c2c.die_ns*2",
+                "--sensitivity-factor",
+                "0.5",
+            ][..],
+            "--sensitivity-factor 0.5",
+        ),
+        (
+            &[
+                "run",
+                "--machine",
+                "kunpeng920",
+                "--workload",
+                "pipe:instances=1",
+                "--machine-edit",
+                "core_type.0.smt_thread_speed=1.0",
+            ][..],
+            "changes nothing",
+        ),
+        (
+            &[
+                "reproduce",
+                "exynos5433-mixed",
+                "--machine-edit",
                 "core_type.capacity=0",
             ][..],
             "edited: core_type.capacity=0",
