@@ -20,14 +20,18 @@ use crate::machine::Machine;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// A sysfs file's trimmed text: `None` when the file is absent (the caller's
-/// default applies); an error naming the file when it is present but cannot be
-/// read.
+/// A sysfs file's trimmed text: `None` when the file is absent or its read
+/// fails (the caller's default applies: a sysfs attribute whose read returns
+/// an error, as `acpi_cppc/highest_perf` does on some virtual machines, or
+/// one only root may read, tells nothing); an error naming the file when it
+/// holds bytes that are not text.
 fn read(root: &Path, path: &Path) -> Result<Option<String>, TopoError> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(bad_file(root, path, format!("cannot read: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(bad_file(root, path, format!("cannot read: {e}")))
+        }
+        Err(_) => Ok(None),
     }
 }
 
@@ -234,8 +238,9 @@ struct SysCpu {
 /// cluster and LLC, in package 0), caches (a cache index without `level` is
 /// skipped, one without `size` bounds the LLC but is not listed; `type` defaults
 /// to Unified, `coherency_line_size` to 64), `cpu_capacity` (1024), cpufreq (2000
-/// MHz ESTIMATE), CPPC (priority 0), and the node directory (one node). A file
-/// that is present but unreadable, unparsable or out of range (cache level
+/// MHz ESTIMATE), CPPC (priority 0), and the node directory (one node); so does
+/// a file whose read fails. A file that is present but not text, unparsable or
+/// out of range (cache level
 /// outside 1..=8, capacity outside 1..=1024, a size of 0, ...) is an error naming
 /// the file. Architecture: `cpu_capacity` files mean arm64, a `purr` file
 /// powerpc, else x86.

@@ -427,3 +427,17 @@ mod fuzz {
             .unwrap();
     }
 }
+
+/// A file whose read fails (here a directory in its place; in /sys, an
+/// attribute whose read returns an error) tells nothing: its default applies.
+#[test]
+fn a_file_whose_read_fails_takes_its_default() {
+    let c = Copy::of("x86-smt", "readfail");
+    let f = c.file("cpu/cpu0/cache/index0/coherency_line_size");
+    let _ = std::fs::remove_file(&f);
+    std::fs::create_dir_all(&f).unwrap();
+    let m = schedlab_topo::machine_from_sysfs(&c.0).expect("imports");
+    // The default line size is the fixture's own 64 bytes.
+    let original = schedlab_topo::machine_from_sysfs(&fixture("x86-smt")).unwrap();
+    assert_eq!(m.caches, original.caches);
+}
