@@ -74,7 +74,7 @@ enum Cmd {
         #[arg(long, default_value = "vanilla")]
         config: String,
         /// List preset names.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["machine", "json", "config", "host", "sysfs_root", "emit_machine"])]
         list: bool,
         /// This computer, read from /sys.
         #[arg(long, conflicts_with = "machine")]
@@ -83,7 +83,7 @@ enum Cmd {
         #[arg(long, conflicts_with = "machine")]
         sysfs_root: Option<PathBuf>,
         /// Print the machine as an editable machine file instead of its domains.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["json", "config"])]
         emit_machine: bool,
     },
     /// Micro-benchmarks in the simulator next to the published hardware measurements.
@@ -792,7 +792,7 @@ struct ReproduceArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Print one experiment name per line and exit.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "names")]
     list: bool,
     /// Base seed; each repetition derives its own.
     #[arg(long, default_value_t = 1)]
@@ -1018,14 +1018,14 @@ fn compare_points(
     affinity: Option<CpuMask>,
 ) -> Result<Vec<experiments::Point>, Failure> {
     let point = |spec: &str, params: schedlab_report::Params| {
-        Builtin::resolve(spec, m)
-            .map(|workload| experiments::Point {
-                params,
-                workload,
-                affinity,
-                mem_node: a.place.mem_node,
-            })
-            .map_err(|e| input(e.to_string()))
+        let workload = Builtin::resolve(spec, m).map_err(|e| input(e.to_string()))?;
+        workload.check_affinity(affinity).map_err(input)?;
+        Ok(experiments::Point {
+            params,
+            workload,
+            affinity,
+            mem_node: a.place.mem_node,
+        })
     };
     let Some(sweep) = &a.sweep else {
         return Ok(vec![point(&a.workload, schedlab_report::Params::new())?]);
@@ -1195,6 +1195,7 @@ fn run(
     if let Some(t) = &trace {
         check_out_file("--trace", &t.path)?;
     }
+    w.check_affinity(affinity).map_err(input)?;
     let spec = w.build(affinity, place.mem_node);
     let sim_cfg = SimConfig {
         seed,

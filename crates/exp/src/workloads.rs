@@ -275,7 +275,32 @@ impl Builtin {
         }
     }
 
-    /// Thread programs, restricted to `affinity` with memory on `mem_node`.
+    /// Checks that every rt-app thread pinned to CPUs of its own (`cpus`)
+    /// keeps some of them under the run's `affinity` (`--cpus`), as a
+    /// cpuset would refuse sched_setaffinity() to CPUs outside it; the
+    /// error names the thread and both lists.
+    pub fn check_affinity(&self, affinity: Option<CpuMask>) -> Result<(), String> {
+        let (Builtin::RtApp(r), Some(a)) = (self, affinity) else {
+            return Ok(());
+        };
+        for t in &r.spec.templates {
+            if let Some(own) = t.affinity {
+                if own.and(&a).is_empty() {
+                    return Err(format!(
+                        "rt-app thread {}: its cpus {} are all outside --cpus {}",
+                        t.name,
+                        own.to_list_string(),
+                        a.to_list_string()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Thread programs, restricted to `affinity` with memory on `mem_node`
+    /// (a thread pinned to CPUs outside `affinity` gets `affinity`; callers
+    /// refuse that first with [`Builtin::check_affinity`]).
     pub fn build(&self, affinity: Option<CpuMask>, mem_node: Option<u32>) -> WorkloadSpec {
         let mut spec = match self {
             Builtin::Stream(p) => return stream::build(p, affinity, mem_node),

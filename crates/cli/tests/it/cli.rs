@@ -977,3 +977,43 @@ fn configs_lists_every_configuration_with_its_features() {
     }
     assert!(out.contains("features: SCHED_CACHE=on"), "{out}");
 }
+
+#[test]
+fn an_rtapp_thread_pinned_outside_cpus_is_refused() {
+    let dir = tempdir("rtapp-cpus");
+    let f = dir.join("pinned.json");
+    std::fs::write(
+        &f,
+        r#"{"global":{"duration":1},"tasks":{"t":{"cpus":[4,5],"run":1000,"sleep":1000}}}"#,
+    )
+    .unwrap();
+    let file = f.to_str().unwrap();
+    assert_bad_input(
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            file,
+            "--cpus",
+            "0-3",
+        ],
+        "are all outside --cpus 0-3",
+    );
+    // Overlapping lists run on the overlap.
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        file,
+        "--cpus",
+        "0-4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Conflicting flags are refused, not ignored.
+    let o = schedlab(&["topo", "--list", "--config", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = schedlab(&["reproduce", "--list", "kunpeng920-stream"]);
+    assert_eq!(o.status.code(), Some(2));
+}
