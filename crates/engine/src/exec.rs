@@ -722,12 +722,14 @@ impl Sim {
         if left > 0 {
             return self.sleep_on_step(t);
         }
-        // The data and the pipe's bookkeeping come from the writer's CPU.
+        // The data and the pipe's bookkeeping come from the writer's CPU:
+        // the whole message, also the bytes earlier passes took before the
+        // reader slept for the rest (each read() copies what it gets).
         let cpu = self.tasks[t as usize].cpu;
         match from {
             Some(f) if f != cpu && n > 0 => {
                 let line = self.machine.caches.first().map_or(64, |c| c.line_bytes);
-                let ns = schedlab_hw::transfer_ns(&self.machine, f, cpu, n, line)
+                let ns = schedlab_hw::transfer_ns(&self.machine, f, cpu, bytes, line)
                     + schedlab_hw::dependent_transfer_ns(&self.machine, f, cpu, CHAN_META_LINES);
                 self.start_activity(t, Activity::Wall, ns as f64);
                 Flow::Stop
@@ -1206,6 +1208,43 @@ mod tests {
         assert_eq!(
             woke_after(Step::Nanosleep { ns: 1_000_000 }),
             1_000_000 + super::TIMER_SLACK_NS + exit
+        );
+    }
+
+    /// A reader that gets its message in two passes (half now, half after
+    /// sleeping) pays the transfer of the whole message, as two read()s
+    /// copy it all: from the last write to the reader's next step takes as
+    /// long as when the message comes in one write.
+    #[test]
+    fn a_message_read_in_two_passes_costs_its_whole_transfer() {
+        let after_last_write = |writes: Vec<u64>| {
+            let mut w = vec![Step::Compute { work_ns: 100_000 }];
+            for b in writes {
+                w.push(Step::Send { chan: 0, bytes: b });
+                w.push(Step::Compute { work_ns: 100_000 });
+            }
+            w.insert(w.len() - 1, Step::Mark { tag: 0 });
+            w.push(Step::Exit);
+            let r = vec![
+                Step::Recv {
+                    chan: 0,
+                    bytes: 4096,
+                },
+                Step::Mark { tag: 1 },
+                Step::Exit,
+            ];
+            let s = spec(
+                vec![pinned("w", 0, w), pinned("r", 1, r)],
+                vec![SyncObject::Channel { capacity: 65536 }],
+            );
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            let at = |tag: u32| sim.marks.iter().find(|m| m.1 == tag).unwrap().2;
+            at(1) - at(0)
+        };
+        assert_eq!(
+            after_last_write(vec![2048, 2048]),
+            after_last_write(vec![4096])
         );
     }
 
