@@ -605,8 +605,10 @@ impl Sim {
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
             EventKind::PollTimeout { cpu, gen } => {
+                // A CPU that a wakeup or reschedule has reached left its
+                // polling loop on need_resched, not at the limit.
                 let rq = &self.rqs[cpu as usize];
-                if rq.poll_gen == gen && rq.curr.is_none() {
+                if rq.poll_gen == gen && self.is_idle_cpu(cpu) && !rq.need_resched {
                     self.poll_timeout(cpu);
                 }
             }
@@ -798,29 +800,42 @@ impl Sim {
         self.smt_sibling_changed(cpu);
     }
 
+    /// Whether the idle state of idle `cpu` polls its need-resched flag
+    /// now (see [`Sim::idle_select_state`]).
+    pub(crate) fn idle_polling(&self, cpu: CpuId) -> bool {
+        let w = &self.machine.wakeup;
+        w.idle_polls
+            && self.rqs[cpu as usize].curr.is_none()
+            && (w.idle_poll_below_ns == 0 || self.now < self.rqs[cpu as usize].idle_poll_until_ns)
+    }
+
     /// The idle state `cpu` enters for the idle period starting now, on a
-    /// machine whose polling state has a time limit (mirrors menu_select()'s
-    /// choice between the polling state and the first physical one, and the
-    /// polling loop's limit, as pseries' snooze_loop() has it): the polling
-    /// state when the governor expects less idle time than the limit (the
-    /// physical state's target residency), or always without a governor;
-    /// after the limit, [`Sim::poll_timeout`].
+    /// machine with both polling and non-polling idle states (mirrors
+    /// menu_select()'s choice between them): a polling state when the
+    /// governor expects less idle time than the shallowest non-polling
+    /// state's target residency (`idle_poll_below_ns`), or always without a
+    /// governor. A polling state that gives up (pseries' snooze_loop())
+    /// does so after that residency, [`Sim::poll_timeout`]; otherwise (an
+    /// MWAIT state) it polls until the CPU is woken.
     fn idle_select_state(&mut self, cpu: CpuId, predicted_ns: Option<u64>) {
         let w = &self.machine.wakeup;
-        if !w.idle_polls || w.idle_poll_limit_ns == 0 {
+        if !w.idle_polls || w.idle_poll_below_ns == 0 {
             return;
         }
-        let limit_ns = w.idle_poll_limit_ns as u64;
+        let below_ns = w.idle_poll_below_ns as u64;
+        let gives_up = w.idle_poll_gives_up;
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
-        if predicted_ns.is_none_or(|p| p < limit_ns) {
-            rq.idle_poll_until_ns = now + limit_ns;
+        if !predicted_ns.is_none_or(|p| p < below_ns) {
+            rq.idle_poll_until_ns = 0;
+        } else if !gives_up {
+            rq.idle_poll_until_ns = u64::MAX;
+        } else {
+            rq.idle_poll_until_ns = now + below_ns;
             let gen = rq.poll_gen;
             self.q
-                .push(now + limit_ns, EventKind::PollTimeout { cpu, gen });
-        } else {
-            rq.idle_poll_until_ns = 0;
+                .push(now + below_ns, EventKind::PollTimeout { cpu, gen });
         }
     }
 
@@ -1002,7 +1017,13 @@ impl Sim {
     /// as a long idle period and may stop the tick now).
     fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
-        self.menu_period_end(cpu, true);
+        // A polling loop that gives up at a deadline (snooze_loop()) takes
+        // the tick with interrupts on and polls on: no new idle period, no
+        // new selection, the same deadline.
+        let snoozing = self.machine.wakeup.idle_poll_gives_up && self.idle_polling(cpu);
+        if !snoozing {
+            self.menu_period_end(cpu, true);
+        }
         self.expire_soft_timers(cpu);
         if now >= self.rqs[cpu as usize].next_balance {
             self.update_rq_clock(cpu);
@@ -1018,7 +1039,7 @@ impl Sim {
         let stays_idle = self.is_idle_cpu(cpu);
         let next_timer = self.next_timer_in(cpu);
         let tick_ns = self.tick_ns;
-        if !stays_idle {
+        if !stays_idle || snoozing {
             self.push_tick(cpu, now + tick_ns);
             return;
         }
@@ -1535,15 +1556,10 @@ impl Sim {
     /// [`Sim::idle_select_state`]), where writing the flag ends the idle
     /// state; the machine's `ipi_ns` otherwise.
     pub(crate) fn ipi_ns_to(&self, cpu: CpuId) -> u64 {
-        let w = &self.machine.wakeup;
-        let rq = &self.rqs[cpu as usize];
-        let polls = w.idle_polls
-            && rq.curr.is_none()
-            && (w.idle_poll_limit_ns == 0 || self.now < rq.idle_poll_until_ns);
-        if polls {
+        if self.idle_polling(cpu) {
             0
         } else {
-            w.ipi_ns as u64
+            self.machine.wakeup.ipi_ns as u64
         }
     }
 

@@ -782,7 +782,8 @@ mod tests {
                 idle_exit_ns: 1000,
                 wakeup_path_ns: 1000,
                 idle_polls: false,
-                idle_poll_limit_ns: 0,
+                idle_poll_below_ns: 0,
+                idle_poll_gives_up: false,
             },
         }
     }

@@ -160,10 +160,12 @@ pub fn format_machine(m: &Machine) -> String {
         w.ipi_ns,
         w.idle_exit_ns,
         w.wakeup_path_ns,
-        match (w.idle_polls, w.idle_poll_limit_ns) {
-            (false, _) => String::new(),
-            (true, 0) => " (idle polls: no IPI)".to_string(),
-            (true, l) => format!(" (idle polls for up to {l}: no IPI)"),
+        match (w.idle_polls, w.idle_poll_below_ns, w.idle_poll_gives_up) {
+            (false, _, _) => String::new(),
+            (true, 0, _) => " (idle polls: no IPI)".to_string(),
+            (true, b, false) => format!(" (idle polls when expected under {b}: no IPI)"),
+            (true, b, true) =>
+                format!(" (idle polls when expected under {b}, for up to {b}: no IPI)"),
         }
     );
     s

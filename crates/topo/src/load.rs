@@ -246,7 +246,9 @@ struct FileWakeup {
     #[serde(default)]
     idle_polls: bool,
     #[serde(default)]
-    idle_poll_limit_ns: i64,
+    idle_poll_below_ns: i64,
+    #[serde(default)]
+    idle_poll_gives_up: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -1255,14 +1257,29 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             MAX_NS,
         )?,
         idle_polls: f.wakeup.idle_polls,
-        idle_poll_limit_ns: u32_in(
+        idle_poll_below_ns: u32_in(
             origin,
-            "wakeup.idle_poll_limit_ns",
-            f.wakeup.idle_poll_limit_ns,
+            "wakeup.idle_poll_below_ns",
+            f.wakeup.idle_poll_below_ns,
             0,
             MAX_NS,
         )?,
+        idle_poll_gives_up: f.wakeup.idle_poll_gives_up,
     };
+    if !wakeup.idle_polls && (wakeup.idle_poll_below_ns > 0 || wakeup.idle_poll_gives_up) {
+        return Err(TopoError::invalid(
+            origin,
+            "wakeup.idle_poll_below_ns",
+            "describes a polling idle state, but idle_polls is false",
+        ));
+    }
+    if wakeup.idle_poll_gives_up && wakeup.idle_poll_below_ns == 0 {
+        return Err(TopoError::invalid(
+            origin,
+            "wakeup.idle_poll_gives_up",
+            "the polling state gives up after idle_poll_below_ns, which is 0",
+        ));
+    }
 
     Ok(Machine {
         name: f.name,

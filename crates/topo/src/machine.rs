@@ -110,13 +110,16 @@ pub struct WakeupCosts {
     /// flag write itself ends the idle state (set_nr_if_polling(),
     /// set_nr_and_not_polling()). arm64 has no polling flag.
     pub idle_polls: bool,
-    /// How long the polling state polls before the CPU re-enters idle
-    /// through the governor, ns; 0 when every idle state polls (x86 MWAIT).
-    /// It is the target residency of the first non-polling state: the
-    /// governor picks the polling state only for predicted idle periods
-    /// shorter than that, and the state gives up after it (POWER's snooze
-    /// against Shared Cede's 100 µs, cpuidle-pseries.c).
-    pub idle_poll_limit_ns: u32,
+    /// The target residency of the shallowest idle state that does not
+    /// poll, ns; 0 when every idle state polls (intel_idle's MWAIT states).
+    /// The governor picks a polling state only for predicted idle periods
+    /// shorter than this (POWER's snooze against Shared Cede's 100 µs;
+    /// acpi_idle's MWAIT C1 against an I/O-port C2).
+    pub idle_poll_below_ns: u32,
+    /// Whether the polling state gives up after `idle_poll_below_ns` and the
+    /// CPU re-enters idle through the governor (pseries' snooze_loop()); when
+    /// not, the chosen polling state lasts until a wakeup (an MWAIT state).
+    pub idle_poll_gives_up: bool,
 }
 
 /// Which architecture's sched-domain topology table the machine gets.

@@ -212,8 +212,13 @@ pub fn machine_to_toml(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}\nidle_polls = {}\nidle_poll_limit_ns = {}",
-        w.ipi_ns, w.idle_exit_ns, w.wakeup_path_ns, w.idle_polls, w.idle_poll_limit_ns
+        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}\nidle_polls = {}\nidle_poll_below_ns = {}\nidle_poll_gives_up = {}",
+        w.ipi_ns,
+        w.idle_exit_ns,
+        w.wakeup_path_ns,
+        w.idle_polls,
+        w.idle_poll_below_ns,
+        w.idle_poll_gives_up
     );
     s
 }
@@ -257,29 +262,64 @@ pub fn host_machine_text() -> Result<String, TopoError> {
         "powerpc" | "powerpc64" => crate::Arch::PowerPc,
         _ => crate::Arch::Arm64,
     };
-    let text = sysfs_machine_text(Path::new("/sys"))?;
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        if line.starts_with("arch = ") {
-            out.push_str(&format!("arch = \"{}\"", arch.as_str()));
-        } else if line.starts_with("idle_polls = ") {
-            out.push_str(&format!(
-                "idle_polls = {}  # TIF_POLLING_NRFLAG ({})",
-                arch != crate::Arch::Arm64,
-                arch.as_str()
-            ));
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    Ok(out)
+    machine_text_for(Path::new("/sys"), Some(arch.as_str()))
 }
 
 /// The machine file [`machine_from_sysfs`] loads: what sysfs tells, plus
 /// defaults for what it does not (bandwidths, latencies, wake-up costs), each
 /// marked ESTIMATE in a comment, so that `--sensitivity` finds them.
 pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
+    machine_text_for(root, None)
+}
+
+/// How the idle states of a machine poll, from CPU 0's cpuidle states
+/// (`cpuidle/stateN/name`, `desc`, `residency` in µs): a state polls when
+/// it is the POLL or snooze state or waits in MWAIT (its description says
+/// so: intel_idle's and acpi_idle's FFH states). Returns `idle_polls`,
+/// `idle_poll_below_ns` (the first non-polling state's target residency, 0
+/// if every state polls) and `idle_poll_gives_up` (no MWAIT state: the
+/// polling loop, POLL or pseries' snooze, gives up after that residency).
+/// With no
+/// cpuidle directory: the architecture's usual driver (x86: MWAIT; powerpc:
+/// pseries' snooze and Shared Cede at 100 µs; arm64: no polling flag).
+fn idle_polling_of(root: &Path, cpu0: &Path, arch: &str) -> Result<(bool, u64, bool), TopoError> {
+    if arch == "arm64" {
+        return Ok((false, 0, false));
+    }
+    let dir = cpu0.join("cpuidle");
+    let mut states = Vec::new();
+    for i in 0..32 {
+        let st = dir.join(format!("state{i}"));
+        let Some(name) = read(root, &st.join("name"))? else {
+            break;
+        };
+        let desc = read(root, &st.join("desc"))?.unwrap_or_default();
+        let residency_us = read_int(root, &st.join("residency"), 0, 1_000_000)?.unwrap_or(0);
+        states.push((name, desc, residency_us as u64));
+    }
+    if states.is_empty() {
+        return Ok(match arch {
+            "powerpc" => (true, 100_000, true),
+            _ => (true, 0, false),
+        });
+    }
+    let polls = |(name, desc, _): &(String, String, u64)| {
+        name == "POLL" || name == "snooze" || desc.contains("MWAIT")
+    };
+    if !states.iter().any(polls) {
+        return Ok((false, 0, false));
+    }
+    let below_ns = states
+        .iter()
+        .find(|s| !polls(s))
+        .map_or(0, |s| s.2.max(1) * 1000);
+    // A polling loop (POLL, snooze) gives up after the next state's
+    // residency; an MWAIT state waits until woken.
+    let gives_up = below_ns > 0 && !states.iter().any(|s| s.1.contains("MWAIT"));
+    Ok((true, below_ns, gives_up))
+}
+
+fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, TopoError> {
     let origin = root.display().to_string();
     let cpu_dir = root.join("devices/system/cpu");
     let entries = std::fs::read_dir(&cpu_dir).map_err(|e| TopoError::Io {
@@ -528,6 +568,9 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
         "description = {}",
         q(&format!("imported from sysfs at {origin}; bandwidths, latencies and costs are ESTIMATE defaults"))
     );
+    if let Some(a) = arch_override {
+        arch = a;
+    }
     let _ = writeln!(s, "arch = {}", q(arch));
     for (k, (cap, freq)) in types.iter().enumerate() {
         let has_smt = cpus
@@ -609,10 +652,10 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
     );
     // x86's MWAIT and POLL states and powerpc's snooze set TIF_POLLING_NRFLAG;
     // arm64 has no polling flag, so its wakeups always send an IPI.
+    let (polls, below_ns, gives_up) = idle_polling_of(root, &cpu_dir.join("cpu0"), arch)?;
     let _ = writeln!(
         s,
-        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000\nidle_polls = {}  # TIF_POLLING_NRFLAG ({arch})",
-        arch != "arm64"
+        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000\nidle_polls = {polls}  # TIF_POLLING_NRFLAG ({arch}, cpuidle states)\nidle_poll_below_ns = {below_ns}\nidle_poll_gives_up = {gives_up}"
     );
     Ok(s)
 }

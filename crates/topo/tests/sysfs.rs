@@ -441,3 +441,45 @@ fn a_file_whose_read_fails_takes_its_default() {
     let original = schedlab_topo::machine_from_sysfs(&fixture("x86-smt")).unwrap();
     assert_eq!(m.caches, original.caches);
 }
+
+/// The cpuidle states say which idle states poll: POLL and MWAIT ones do,
+/// an ACPI I/O-port state does not, so a wakeup onto a CPU in it needs the
+/// IPI; HLT after POLL makes the polling loop give up.
+#[test]
+fn cpuidle_states_decide_how_idle_cpus_poll() {
+    let with_states = |tag: &str, states: &[(&str, &str, u32)]| {
+        let c = Copy::of("x86-smt", tag);
+        for (i, (name, desc, residency)) in states.iter().enumerate() {
+            let d = c.file(&format!("cpu/cpu0/cpuidle/state{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("name"), format!("{name}\n")).unwrap();
+            std::fs::write(d.join("desc"), format!("{desc}\n")).unwrap();
+            std::fs::write(d.join("residency"), format!("{residency}\n")).unwrap();
+        }
+        let w = schedlab_topo::machine_from_sysfs(&c.0).unwrap().wakeup;
+        (w.idle_polls, w.idle_poll_below_ns, w.idle_poll_gives_up)
+    };
+    let acpi = [
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
+        ("C1", "ACPI FFH MWAIT 0x0", 2),
+        ("C2", "ACPI IOPORT 0x814", 36),
+    ];
+    assert_eq!(with_states("acpi", &acpi), (true, 36_000, false));
+    let intel = [
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
+        ("C1", "MWAIT 0x00", 1),
+        ("C6", "MWAIT 0x20", 600),
+    ];
+    assert_eq!(with_states("intel", &intel), (true, 0, false));
+    let haltpoll = [
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
+        ("haltpoll", "default architecture idle", 1),
+    ];
+    assert_eq!(with_states("haltpoll", &haltpoll), (true, 1_000, true));
+    assert_eq!(
+        with_states("halt", &[("C1", "ACPI HLT", 1)]),
+        (false, 0, false)
+    );
+    // No cpuidle directory: x86's MWAIT.
+    assert_eq!(with_states("none", &[]), (true, 0, false));
+}

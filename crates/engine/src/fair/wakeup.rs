@@ -752,15 +752,18 @@ impl Sim {
         Some(gi)
     }
 
-    /// The idlest CPU of a group: an idle one that went idle most recently
-    /// (all idle states are equally shallow here), else the least loaded
-    /// (mirrors sched_balance_find_dst_group_cpu()).
+    /// The idlest CPU of a group: an idle one in the shallowest idle state
+    /// (a polling state is shallower than a non-polling one; the machines
+    /// give every state of a kind the same exit latency), of those the one
+    /// that went idle most recently, else the least loaded (mirrors
+    /// sched_balance_find_dst_group_cpu()).
     fn find_dst_group_cpu(&self, span: &CpuMask, t: TaskId, this_cpu: CpuId) -> CpuId {
         if span.weight() == 1 {
             return span.first().unwrap_or(this_cpu);
         }
         let aff = self.tasks[t as usize].affinity;
         let mut shallowest: Option<CpuId> = None;
+        let mut min_depth = u8::MAX;
         let mut latest_idle = 0u64;
         let mut least: Option<CpuId> = None;
         let mut min_load = u64::MAX;
@@ -770,7 +773,9 @@ impl Sim {
             }
             if self.is_idle_cpu(c) {
                 let stamp = self.rqs[c as usize].idle_stamp;
-                if shallowest.is_none() || stamp > latest_idle {
+                let depth = u8::from(!self.idle_polling(c));
+                if depth < min_depth || (depth == min_depth && stamp > latest_idle) {
+                    min_depth = depth;
                     latest_idle = stamp;
                     shallowest = Some(c);
                 }
