@@ -827,7 +827,7 @@ impl Sim {
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
-        if !predicted_ns.is_none_or(|p| p < below_ns) {
+        if predicted_ns.is_some_and(|p| p >= below_ns) {
             rq.idle_poll_until_ns = 0;
         } else if !gives_up {
             rq.idle_poll_until_ns = u64::MAX;
