@@ -175,8 +175,19 @@ fn input(msg: impl Into<String>) -> Failure {
 /// given with `flag` can be created: it is not a directory and its
 /// directory exists.
 fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
-    if path.is_dir() {
-        return Err(input(format!("{flag} {}: is a directory", path.display())));
+    let shown = path.display();
+    if path.is_dir()
+        || path
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR)
+    {
+        return Err(input(format!("{flag} {shown}: is a directory")));
+    }
+    if path.exists() && !path.is_file() {
+        return Err(input(format!(
+            "{flag} {shown}: exists and is not a regular file"
+        )));
     }
     let dir = path
         .parent()
@@ -184,12 +195,25 @@ fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
         .unwrap_or(Path::new("."));
     if !dir.is_dir() {
         return Err(input(format!(
-            "{flag} {}: directory {} does not exist",
-            path.display(),
+            "{flag} {shown}: directory {} does not exist",
             dir.display()
         )));
     }
+    // The file is written through NAME.tmp: try that now.
+    let tmp = tmp_path(path);
+    std::fs::File::create(&tmp)
+        .map_err(|e| input(format!("{flag} {shown}: cannot write there: {e}")))?;
+    let _ = std::fs::remove_file(&tmp);
     Ok(())
+}
+
+/// Moves the finished temporary file `tmp` to `path`, removing it if that
+/// fails.
+fn commit_tmp(tmp: &Path, path: &Path) -> Result<(), Failure> {
+    std::fs::rename(tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(tmp);
+        Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
+    })
 }
 
 /// Creates the output directory `path` given with `flag` before the run,
@@ -492,21 +516,24 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         res.write_json(&j)
             .with_context(|| format!("writing {}", j.display()))?;
     }
-    let n = write_plots(&res, &out.join("plots"))?;
+    let n = write_plots(&res, &out.join("plots"), true)?;
     eprintln!("({n} plots in {})", out.join("plots").display());
     Ok(())
 }
 
-/// Renders every experiment's plots into `dir` (created if needed), after
-/// removing the SVG files an earlier run left there; returns how many were
-/// written.
-fn write_plots(res: &Results, dir: &std::path::Path) -> Result<usize, Failure> {
+/// Renders every experiment's plots into `dir` (created if needed); returns
+/// how many were written. With `clean` (the `plots/` directory of an
+/// `--out` directory, which schedlab owns), the SVG files an earlier run
+/// left there are removed first; a directory the user named keeps its files.
+fn write_plots(res: &Results, dir: &std::path::Path, clean: bool) -> Result<usize, Failure> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let old = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for e in old.flatten() {
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "svg") && p.is_file() {
-            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+    if clean {
+        let old = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+        for e in old.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "svg") && p.is_file() {
+                std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            }
         }
     }
     let mut n = 0;
@@ -535,7 +562,7 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
             .join("plots")
     });
     make_out_dir("--out", &dir)?;
-    let n = write_plots(&res, &dir)?;
+    let n = write_plots(&res, &dir, false)?;
     outln!("{n} plots written to {}", dir.display());
     Ok(())
 }
@@ -708,8 +735,7 @@ impl TraceOut {
         res.and_then(|()| std::io::Write::flush(&mut w))
             .with_context(|| format!("writing {}", tmp.display()))?;
         drop(w);
-        std::fs::rename(&tmp, &self.path)
-            .with_context(|| format!("writing {}", self.path.display()))?;
+        commit_tmp(&tmp, &self.path)?;
         if let Some(tr) = sim.trace.as_deref() {
             outln!(
                 "  trace: {} events written to {}{}",
@@ -757,14 +783,14 @@ impl Placement {
         let Some(list) = &self.cpus else {
             return Ok(None);
         };
+        if list.trim().is_empty() {
+            return Err(input(format!("--cpus '{list}': empty CPU list")));
+        }
         let mask = CpuMask::parse_list(list).ok_or_else(|| {
             input(format!(
                 "--cpus '{list}': not a CPU list like 0-3,8 (CPUs below {MAX_CPUS})"
             ))
         })?;
-        if list.trim().is_empty() {
-            return Err(input("--cpus '': empty CPU list"));
-        }
         let all = m.all_cpus();
         if let Some(c) = mask.iter().find(|&c| !all.test(c)) {
             return Err(input(format!(
@@ -1156,7 +1182,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
             .with_context(|| format!("writing {}", out.join("results.json").display()))?;
         std::fs::write(out.join("tables.txt"), &text)
             .with_context(|| format!("writing {}/tables.txt", out.display()))?;
-        let n = write_plots(&res, &out.join("plots"))?;
+        let n = write_plots(&res, &out.join("plots"), true)?;
         eprintln!(
             "(results.json, tables.txt and {n} plots in {})",
             out.display()
@@ -1350,7 +1376,7 @@ fn run(
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
         let tmp = tmp_path(&path);
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        commit_tmp(&tmp, &path)?;
     }
     Ok(())
 }

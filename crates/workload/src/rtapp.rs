@@ -219,8 +219,10 @@ pub struct RtApp {
 }
 
 /// Scheduling policies rt-app knows. `prio` is the task's `priority` with
-/// its path: for the fair policies a nice value, which rt-app rejects
-/// outside -20..=19 (it exits), as we do.
+/// its path: for SCHED_OTHER (and SCHED_BATCH, taken as OTHER) a nice
+/// value, which rt-app rejects outside -20..=19 (it exits), as we do; under
+/// SCHED_IDLE rt-app sets no nice value and ignores it (the caller notes
+/// that).
 fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Result<i8, RtAppError> {
     let nice = |prio: Option<(i64, &str)>| match prio {
         Some((n, p)) if !(-20..=19).contains(&n) => err(
@@ -233,7 +235,7 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
     match policy {
         "SCHED_OTHER" | "SCHED_BATCH" => nice(prio),
         // SCHED_IDLE: the template's idle_policy gives weight 3; nice is unused.
-        "SCHED_IDLE" => nice(prio).map(|_| 19),
+        "SCHED_IDLE" => Ok(19),
         "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => err(
             path,
             format!("policy {policy} is not supported (schedlab models the fair class only)"),
@@ -643,6 +645,9 @@ fn parse_task(
         &format!("{path}.policy"),
     )?;
     def.idle_policy = policy == "SCHED_IDLE";
+    if let (true, Some((_, p))) = (def.idle_policy, &prio) {
+        notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
+    }
     // Every thread waits for t_zero + delay (at once when that has passed)
     // and counts its timers from there.
     def.steps.push(Step::Delay { ns: delay_ns });
@@ -988,9 +993,10 @@ mod tests {
         assert!(parse("[1,2", 4).is_err());
     }
 
-    /// rt-app exits on a SCHED_OTHER/BATCH nice value outside -20..=19
-    /// (`__set_thread_sched_other_attrs()`): so do we, for SCHED_IDLE too,
-    /// instead of clamping. An RT policy is rejected for itself.
+    /// rt-app exits on a SCHED_OTHER nice value outside -20..=19
+    /// (`__set_thread_nice()`): so do we (BATCH taken as OTHER), instead of
+    /// clamping; under SCHED_IDLE it sets no nice value, and any priority is
+    /// ignored with a note. An RT policy is rejected for itself.
     #[test]
     fn priority_is_a_nice_value_for_the_fair_policies() {
         let doc = |policy: &str, prio: i64| {
@@ -998,8 +1004,19 @@ mod tests {
                 r#"{{"tasks": {{"a": {{"policy": "{policy}", "priority": {prio}, "run": 1}}}}}}"#
             )
         };
+        for prio in [-21, 20, 50, 99] {
+            let r = parse(&doc("SCHED_IDLE", prio), 4).unwrap();
+            assert_eq!(r.spec.templates[0].nice, 19);
+            assert!(r
+                .notes
+                .iter()
+                .any(|n| n.contains("tasks.a.priority ignored")));
+        }
         for policy in ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"] {
             for prio in [-21, 20, 99, -1000] {
+                if policy == "SCHED_IDLE" {
+                    continue;
+                }
                 let e = parse(&doc(policy, prio), 4).unwrap_err();
                 assert_eq!(e.path, "tasks.a.priority", "{e}");
                 assert!(e.msg.contains("-20..=19") && e.msg.contains(policy), "{e}");

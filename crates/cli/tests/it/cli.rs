@@ -907,6 +907,13 @@ fn output_paths_and_cpu_lists_are_checked_before_the_run() {
     let args = run(&["--trace", dir.to_str().unwrap()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_bad_input(&args, "is a directory");
+    let slash = format!("{}/x.json/", dir.display());
+    let args = run(&["--json", &slash]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_bad_input(&args, "is a directory");
+    let args = run(&["--json", "/dev/null"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_bad_input(&args, "not a regular file");
     let file = dir.join("a-file");
     std::fs::write(&file, "x").unwrap();
     assert_bad_input(
