@@ -195,7 +195,32 @@ fn edit_value(
             }),
             Value::Table(_) => return Err(wrong("a table")),
             Value::Array(_) => return Err(wrong("an array")),
-            Value::String(_) => return Err(wrong("a string")),
+            // A size written with a unit (a cache's `size = "512K"`) is a
+            // number of bytes.
+            Value::String(s) => match crate::load::size_text_bytes(&s) {
+                Some(b) => {
+                    let x = match e.op {
+                        EditOp::Scale(f) => b as f64 * f,
+                        EditOp::Set(x) => x,
+                    };
+                    let r = x.round();
+                    if !(1.0..=i64::MAX as f64).contains(&r) {
+                        return Err(TopoError::Invalid {
+                            origin: origin.to_string(),
+                            field: e.path.join("."),
+                            reason: format!("machine edit '{e}' gives {x} bytes, out of range"),
+                        });
+                    }
+                    if r as u64 == b {
+                        return Ok(EditCount {
+                            matched: 1,
+                            changed: 0,
+                        });
+                    }
+                    Value::Integer(r as i64)
+                }
+                None => return Err(wrong("a string")),
+            },
             Value::Boolean(_) => return Err(wrong("a boolean")),
             Value::Datetime(_) => return Err(wrong("a date")),
         };
@@ -515,6 +540,22 @@ mod tests {
         let text = preset_text("alderlake").unwrap();
         let (_, n) = load_edited(text, "a", &[edit("core_type.smt_thread_speed=1")], true).unwrap();
         assert_eq!(n, vec![count(2, 1)]);
+    }
+
+    #[test]
+    fn a_cache_size_written_with_a_unit_is_edited_in_bytes() {
+        let text = preset_text("genoa").unwrap();
+        let base = preset("genoa").unwrap();
+        let (m, n) = load_edited(text, "g", &[edit("cache.size*2")], true).unwrap();
+        assert!(n[0].matched > 0 && n[0].changed == n[0].matched);
+        for (a, b) in m.caches.iter().zip(&base.caches) {
+            assert_eq!(a.size_bytes, 2 * b.size_bytes);
+        }
+        // The same size set again changes nothing; a zero size is refused.
+        let l3 = base.caches.iter().map(|c| c.size_bytes).max().unwrap();
+        let set = format!("cache.{}.size={l3}", base.caches.len() - 1);
+        assert!(load_edited(text, "g", &[edit(&set)], true).is_err());
+        assert!(load_edited(text, "g", &[edit("cache.size*0.0000000001")], true).is_err());
     }
 
     #[test]

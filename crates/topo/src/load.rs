@@ -517,6 +517,12 @@ fn parse_cpulist(origin: &str, field: &str, s: &str) -> Result<Vec<CpuId>, TopoE
     Ok(out)
 }
 
+/// The bytes of a size text (`512K`, `1.25M`), when it is one: machine
+/// edits scale a cache size written so.
+pub(crate) fn size_text_bytes(t: &str) -> Option<u64> {
+    parse_size("", "", &SizeSpec::Text(t.to_string())).ok()
+}
+
 /// `64K`, `1.25M`, `24MiB`, `512 KiB`, `2G` (binary units) or a plain byte count.
 fn parse_size(origin: &str, field: &str, s: &SizeSpec) -> Result<u64, TopoError> {
     let bytes = match s {
