@@ -752,6 +752,13 @@ impl TraceOut {
                     String::new()
                 }
             );
+            if self.from_ns >= sim.now {
+                outln!(
+                    "  trace: the window starts at {:.3} ms, after the run ended at {:.3} ms",
+                    self.from_ns as f64 / 1e6,
+                    sim.now as f64 / 1e6
+                );
+            }
         }
         Ok(())
     }
