@@ -1337,6 +1337,12 @@ impl Sim {
                 self.hrtick_cancel(cpu);
                 if prev.is_some() {
                     self.idle_enter(cpu);
+                } else {
+                    // A reschedule reached the idle CPU and found nothing
+                    // (its wakee was taken first): do_idle() goes round
+                    // again, with a new governor round.
+                    self.counters.idle_resched_empty += 1;
+                    self.idle_rewake(cpu);
                 }
                 self.nohz_run_idle_balance(cpu);
             }

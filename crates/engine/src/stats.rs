@@ -56,6 +56,9 @@ pub struct Counters {
     /// Balancing softirqs run by the tick of an idle CPU whose idle governor
     /// kept its tick (IDLE_GOV_TICK).
     pub idle_tick_balance: u64,
+    /// Reschedules of an idle CPU that found nothing to run (the wakee was
+    /// taken by another CPU first).
+    pub idle_resched_empty: u64,
     pub active_balance: u64,
     /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
     /// steps, task time on big and little CPUs (ns).

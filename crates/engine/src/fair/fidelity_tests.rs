@@ -629,6 +629,20 @@ fn an_ipi_that_finds_nothing_to_run_ends_an_idle_period_for_the_governor() {
 }
 
 #[test]
+fn a_reschedule_that_finds_nothing_to_run_ends_an_idle_period_for_the_governor() {
+    // CPU 3 idles from boot; at 5 ms a reschedule reaches it (its wakee was
+    // taken by another CPU first), it finds nothing and idles again: a new
+    // governor round, as do_idle() goes round again.
+    let mut s = bare("kunpeng920");
+    s.now = 5_000_000;
+    s.schedule(3);
+    assert!(s.rqs[3].curr.is_none());
+    assert_eq!(s.counters.idle_resched_empty, 1);
+    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000);
+    assert_eq!(s.rqs[3].menu_since_ns, 5_000_000);
+}
+
+#[test]
 fn sched_asym_needs_an_idle_core_between_cores() {
     let s = bare("alderlake");
     let mc = s.domains.cpus[0].domains[1].flags;
