@@ -118,7 +118,7 @@ enum Cmd {
         #[arg(long = "feature")]
         features: Vec<String>,
         /// Seed of every random stream of the run.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
         seed: u64,
         #[command(flatten)]
         place: Placement,
@@ -140,11 +140,11 @@ enum Cmd {
         #[arg(long)]
         trace_format: Option<String>,
         /// Keep at most this many trace events (later ones are counted, not kept).
-        #[arg(long, default_value_t = 5_000_000)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 5_000_000)]
         trace_limit: usize,
         /// Record only this stretch of simulated time: FROM_MS..TO_MS (either
         /// side may be left out).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         trace_window: Option<String>,
     },
     /// Measure the engine: simulated events per second and simulated/wall time.
@@ -771,7 +771,7 @@ struct Placement {
     #[arg(long)]
     cpus: Option<String>,
     /// Put the workload's memory on this NUMA node (numactl -m).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     mem_node: Option<u32>,
 }
 
@@ -828,12 +828,12 @@ struct ReproduceArgs {
     #[arg(long, conflicts_with = "names")]
     list: bool,
     /// Base seed; each repetition derives its own.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     seed: u64,
     /// Repetitions per point and configuration, overriding each
     /// experiment's own (1 to 1000); the first N of a larger count are
     /// the same runs, as each repetition's seed depends only on its index.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     reps: Option<usize>,
     /// Check scheduler invariants after every event (slow).
     #[arg(long)]
@@ -1024,10 +1024,10 @@ struct CompareArgs {
     #[arg(long)]
     sweep: Option<String>,
     /// Repetitions per point and configuration (each with its own seed).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 3)]
     reps: usize,
     /// Base seed; repetition r of point p gets the same seed under every config.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     seed: u64,
     #[command(flatten)]
     place: Placement,
