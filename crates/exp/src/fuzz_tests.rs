@@ -822,6 +822,21 @@ fn machine_toml(rng: &mut Pcg64) -> String {
          [c2c]\nllc_ns = 30\nremote_package_ns = 120\n\
          [wakeup]\nipi_ns = 1000\nidle_exit_ns = 1000\nwakeup_path_ns = 1000\n",
     );
+    // Idle states: none polls (arm64), all poll (intel_idle), polling below a
+    // non-polling state's residency (acpi_idle), or a polling loop that
+    // gives up (pseries' snooze).
+    match rng.gen_range(0..4u32) {
+        0 => {}
+        1 => t.push_str("idle_polls = true\n"),
+        k => {
+            let below_ns = rng.gen_range(5_000..300_000u32);
+            let _ = write!(
+                t,
+                "idle_polls = true\nidle_poll_below_ns = {below_ns}\nidle_poll_gives_up = {}\n",
+                k == 3
+            );
+        }
+    }
     t
 }
 
