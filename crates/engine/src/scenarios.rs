@@ -37,7 +37,11 @@ pub(crate) fn pinned_thread(
 /// A checked simulator of `machine` running `spec` with seed 1 and without
 /// OS noise (no kworker wakes up to disturb what a test measures).
 pub(crate) fn quiet_sim(machine: &str, spec: WorkloadSpec) -> Sim {
-    let m = preset(machine).expect("preset");
+    quiet_sim_on(preset(machine).expect("preset"), spec)
+}
+
+/// [`quiet_sim`] on machine `m` (e.g. a preset with an edited field).
+pub(crate) fn quiet_sim_on(m: schedlab_topo::Machine, spec: WorkloadSpec) -> Sim {
     let d = build_domains(&m, &DomainConfig::default()).expect("domains");
     let cfg = SimConfig {
         seed: 1,
@@ -1125,39 +1129,6 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
     (woke, ran)
 }
 
-/// sched_waking to switch-in of a reader pinned to the idle `target` of
-/// `m`, woken through a pipe by a writer on CPU 0 at 1.3 ms (no noise).
-fn idle_wakeup_latency_ns(m: schedlab_topo::Machine, target: u16) -> u64 {
-    let mut spec = remote_wakeup_spec(target);
-    spec.initial = vec![1, 2];
-    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-    let cfg = SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        ..SimConfig::default()
-    };
-    let mut s = Sim::new(m, d, spec, cfg);
-    s.enable_trace(usize::MAX);
-    s.run();
-    let reader = s.tasks.iter().find(|t| t.template == 2).expect("reader").id;
-    let recs = &s.trace.as_ref().expect("trace").records;
-    let woke = recs
-        .iter()
-        .find(|r| matches!(r.kind, crate::trace::TraceKind::Waking { task, .. } if task == reader))
-        .expect("the reader is woken")
-        .ts_ns;
-    let ran = recs
-        .iter()
-        .find(|r| {
-            r.ts_ns >= woke
-                && matches!(r.kind, crate::trace::TraceKind::Switch { next: Some(n), .. } if n == reader)
-        })
-        .expect("the reader runs")
-        .ts_ns;
-    ran - woke
-}
-
 #[test]
 fn an_idle_cpu_that_polls_is_woken_without_an_ipi() {
     // Sapphire Rapids idles in MWAIT, which watches the need-resched flag:
@@ -1171,12 +1142,12 @@ fn an_idle_cpu_that_polls_is_woken_without_an_ipi() {
     no_poll.wakeup.idle_polls = false;
     for target in [1, 60] {
         assert_eq!(
-            idle_wakeup_latency_ns(m.clone(), target),
+            reader_latencies_ns(m.clone(), target, &[1_300_000])[0],
             exit,
             "cpu {target}"
         );
         assert_eq!(
-            idle_wakeup_latency_ns(no_poll.clone(), target),
+            reader_latencies_ns(no_poll.clone(), target, &[1_300_000])[0],
             ipi + exit,
             "cpu {target}"
         );
@@ -1184,12 +1155,12 @@ fn an_idle_cpu_that_polls_is_woken_without_an_ipi() {
     let k = preset("kunpeng920").unwrap();
     assert!(!k.wakeup.idle_polls);
     let (ipi, exit) = (k.wakeup.ipi_ns as u64, k.wakeup.idle_exit_ns as u64);
-    assert_eq!(idle_wakeup_latency_ns(k, 1), ipi + exit);
+    assert_eq!(reader_latencies_ns(k, 1, &[1_300_000])[0], ipi + exit);
 }
 
 /// Sched_waking to switch-in latencies of a reader on CPU `target` that a
 /// writer on CPU 0 sends to after each compute of `gaps_ns` (no noise).
-fn reader_latencies_ns(machine: &str, target: u16, gaps_ns: &[u64]) -> Vec<u64> {
+fn reader_latencies_ns(m: schedlab_topo::Machine, target: u16, gaps_ns: &[u64]) -> Vec<u64> {
     let on = |c: u16| Some(CpuMask::from_cpus([c]));
     let mut w = Vec::new();
     for &g in gaps_ns {
@@ -1210,15 +1181,7 @@ fn reader_latencies_ns(machine: &str, target: u16, gaps_ns: &[u64]) -> Vec<u64> 
         mem_node: None,
         max_time_ns: 1_000_000_000,
     };
-    let m = preset(machine).unwrap();
-    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-    let cfg = SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        ..SimConfig::default()
-    };
-    let mut s = Sim::new(m, d, spec, cfg);
+    let mut s = quiet_sim_on(m, spec);
     s.enable_trace(usize::MAX);
     s.run();
     let reader = s.tasks.iter().find(|t| t.template == 1).expect("reader").id;
@@ -1251,7 +1214,7 @@ fn genoa_polls_in_mwait_for_short_idles_and_needs_the_ipi_from_c2() {
     let mut gaps = vec![20_000; 12];
     gaps.push(300_000);
     gaps.extend([1_000_000; 12]);
-    let l = reader_latencies_ns("genoa", 1, &gaps);
+    let l = reader_latencies_ns(m, 1, &gaps);
     assert_eq!(l.len(), gaps.len(), "{l:?}");
     assert!(l[..13].iter().all(|&x| x == exit), "{l:?}");
     assert_eq!(*l.last().unwrap(), ipi + exit, "{l:?}");
@@ -1271,72 +1234,9 @@ fn powers_snooze_polls_for_short_idles_and_cedes_after_its_limit() {
     let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
     assert_eq!(m.wakeup.idle_poll_below_ns, 100_000);
     assert!(m.wakeup.idle_poll_gives_up);
-    let on = |c: u16| Some(CpuMask::from_cpus([c]));
-    let spec = WorkloadSpec {
-        name: "snooze".into(),
-        templates: vec![
-            thread(
-                "writer",
-                on(0),
-                vec![
-                    Step::Compute { work_ns: 20_000 },
-                    Step::Send { chan: 0, bytes: 1 },
-                    Step::Loop {
-                        start: 0,
-                        count: 20,
-                        slot: 0,
-                    },
-                    Step::Compute { work_ns: 250_000 },
-                    Step::Send { chan: 0, bytes: 1 },
-                    Step::Compute { work_ns: 2_000_000 },
-                    Step::Send { chan: 0, bytes: 1 },
-                    Step::Exit,
-                ],
-            ),
-            thread(
-                "reader",
-                on(8),
-                vec![
-                    Step::Recv { chan: 0, bytes: 1 },
-                    Step::Loop {
-                        start: 0,
-                        count: 22,
-                        slot: 0,
-                    },
-                    Step::Exit,
-                ],
-            ),
-        ],
-        initial: vec![0, 1],
-        sync: vec![SyncObject::Channel { capacity: 4096 }],
-        mem_node: None,
-        max_time_ns: 20_000_000,
-    };
-    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
-    let cfg = SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        ..SimConfig::default()
-    };
-    let mut s = Sim::new(m, d, spec, cfg);
-    s.enable_trace(usize::MAX);
-    s.run();
-    let reader = s.tasks.iter().find(|t| t.template == 1).expect("reader").id;
-    let recs = &s.trace.as_ref().expect("trace").records;
-    let mut latencies = Vec::new();
-    let mut woke = None;
-    for r in recs {
-        match r.kind {
-            crate::trace::TraceKind::Waking { task, .. } if task == reader => woke = Some(r.ts_ns),
-            crate::trace::TraceKind::Switch { next: Some(n), .. } if n == reader => {
-                if let Some(w) = woke.take() {
-                    latencies.push(r.ts_ns - w);
-                }
-            }
-            _ => {}
-        }
-    }
+    let mut gaps = vec![20_000; 20];
+    gaps.extend([250_000, 2_000_000]);
+    let latencies = reader_latencies_ns(m, 8, &gaps);
     assert_eq!(latencies.len(), 22, "{latencies:?}");
     assert!(latencies[..21].iter().all(|&l| l == exit), "{latencies:?}");
     assert_eq!(latencies[21], ipi + exit, "{latencies:?}");

@@ -896,24 +896,17 @@ fn sensitivity_keys_vary_chosen_paths_and_the_cluster_bus_makes_the_stream_gain(
 fn output_paths_and_cpu_lists_are_checked_before_the_run() {
     let dir = tempdir("out-checks");
     let missing = dir.join("no-such-dir").join("x.json");
-    let run = |extra: &[&str]| {
+    // `run` with these extra arguments is bad input naming `want`.
+    let bad_run = |extra: &[&str], want: &str| {
         let mut a = vec!["run", "--machine", "exynos5422", "--workload", "hackbench"];
         a.extend_from_slice(extra);
-        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+        assert_bad_input(&a, want);
     };
-    let args = run(&["--json", missing.to_str().unwrap()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_bad_input(&args, "does not exist");
-    let args = run(&["--trace", dir.to_str().unwrap()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_bad_input(&args, "is a directory");
+    bad_run(&["--json", missing.to_str().unwrap()], "does not exist");
+    bad_run(&["--trace", dir.to_str().unwrap()], "is a directory");
     let slash = format!("{}/x.json/", dir.display());
-    let args = run(&["--json", &slash]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_bad_input(&args, "is a directory");
-    let args = run(&["--json", "/dev/null"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_bad_input(&args, "not a regular file");
+    bad_run(&["--json", &slash], "is a directory");
+    bad_run(&["--json", "/dev/null"], "not a regular file");
     let file = dir.join("a-file");
     std::fs::write(&file, "x").unwrap();
     assert_bad_input(
@@ -927,18 +920,7 @@ fn output_paths_and_cpu_lists_are_checked_before_the_run() {
         "not a directory",
     );
     // CPUs the machine does not have are an error, not silently dropped.
-    assert_bad_input(
-        &[
-            "run",
-            "--machine",
-            "exynos5422",
-            "--workload",
-            "hackbench",
-            "--cpus",
-            "0-200",
-        ],
-        "has no CPU 8",
-    );
+    bad_run(&["--cpus", "0-200"], "has no CPU 8");
     // Nothing was written.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
 }
