@@ -849,12 +849,20 @@ impl Sim {
         if !self.feat(Feat::IDLE_GOV_TICK) {
             return;
         }
-        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.menu.update_poll_timeout();
+        rq.menu_since_ns = self.now;
+        self.governor_round(cpu);
+    }
+
+    /// A new turn of do_idle()'s loop on idle `cpu` after the governor
+    /// recorded the period that ended: it predicts the next one (with the
+    /// tick running or stopped), stops a running tick if it expects at least
+    /// a tick, and picks the idle state ([`Sim::idle_select_state`]).
+    fn governor_round(&mut self, cpu: CpuId) {
         let next_timer = self.next_timer_in(cpu);
         let tick_ns = self.tick_ns;
         let rq = &mut self.rqs[cpu as usize];
-        rq.menu.update_poll_timeout();
-        rq.menu_since_ns = now;
         let predicted = rq.menu.select(next_timer, !rq.tick_running, tick_ns);
         if predicted >= tick_ns && rq.tick_running {
             self.stop_idle_tick(cpu);
@@ -1036,20 +1044,12 @@ impl Sim {
             self.sched_balance_domains(cpu, idle);
         }
         self.hmp_tick();
-        let stays_idle = self.is_idle_cpu(cpu);
-        let next_timer = self.next_timer_in(cpu);
-        let tick_ns = self.tick_ns;
-        if !stays_idle || snoozing {
-            self.push_tick(cpu, now + tick_ns);
-            return;
+        if self.is_idle_cpu(cpu) && !snoozing {
+            self.governor_round(cpu);
         }
-        let (stop, predicted) = self.rqs[cpu as usize].menu.stop_tick(next_timer, tick_ns);
-        if stop {
-            self.stop_idle_tick(cpu);
-        } else {
-            self.push_tick(cpu, now + tick_ns);
+        if self.rqs[cpu as usize].tick_running {
+            self.push_tick(cpu, now + self.tick_ns);
         }
-        self.idle_select_state(cpu, Some(predicted));
     }
 
     /// An idle CPU woke (an IPI) and found nothing to run (mirrors the next
@@ -1062,14 +1062,7 @@ impl Sim {
             return;
         }
         self.menu_period_end(cpu, false);
-        let next_timer = self.next_timer_in(cpu);
-        let tick_ns = self.tick_ns;
-        let rq = &mut self.rqs[cpu as usize];
-        let predicted = rq.menu.select(next_timer, !rq.tick_running, tick_ns);
-        if predicted >= tick_ns && rq.tick_running {
-            self.stop_idle_tick(cpu);
-        }
-        self.idle_select_state(cpu, Some(predicted));
+        self.governor_round(cpu);
     }
 
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
