@@ -200,20 +200,16 @@ fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
         )));
     }
     // The file is written through NAME.tmp: try that now.
-    let tmp = tmp_path(path);
+    let tmp = schedlab_report::tmp_path(path);
     std::fs::File::create(&tmp)
         .map_err(|e| input(format!("{flag} {shown}: cannot write there: {e}")))?;
     let _ = std::fs::remove_file(&tmp);
     Ok(())
 }
 
-/// Moves the finished temporary file `tmp` to `path`, removing it if that
-/// fails.
-fn commit_tmp(tmp: &Path, path: &Path) -> Result<(), Failure> {
-    std::fs::rename(tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(tmp);
-        Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
-    })
+/// A failed [`schedlab_report::write_atomically`], naming the file.
+fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
+    Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
 /// Creates the output directory `path` given with `flag` before the run,
@@ -227,14 +223,6 @@ fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
         };
         input(format!("{flag} {}: cannot create: {why}", path.display()))
     })
-}
-
-/// `path` with `.tmp` appended to its file name: the temporary file an
-/// output is written to before it is renamed into place.
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
 }
 
 fn main() {
@@ -724,18 +712,15 @@ impl TraceOut {
     /// Writes the simulation's recorded trace (through a temporary file, so
     /// a failure leaves no partial trace).
     fn write(&self, sim: &Sim) -> Result<(), Failure> {
-        let tmp = tmp_path(&self.path);
-        let file =
-            std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
-        let mut w = std::io::BufWriter::new(file);
-        let res = match self.format {
-            TraceFormat::Perfetto => schedlab_engine::trace::write_perfetto(sim, &mut w),
-            TraceFormat::Ftrace => schedlab_engine::trace::write_ftrace_text(sim, &mut w),
-        };
-        res.and_then(|()| std::io::Write::flush(&mut w))
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        drop(w);
-        commit_tmp(&tmp, &self.path)?;
+        schedlab_report::write_atomically(&self.path, |file| {
+            let mut w = std::io::BufWriter::new(file);
+            match self.format {
+                TraceFormat::Perfetto => schedlab_engine::trace::write_perfetto(sim, &mut w),
+                TraceFormat::Ftrace => schedlab_engine::trace::write_ftrace_text(sim, &mut w),
+            }?;
+            std::io::Write::flush(&mut w)
+        })
+        .map_err(written)?;
         if let Some(tr) = sim.trace.as_deref() {
             outln!(
                 "  trace: {} events written to {}{}",
@@ -1381,9 +1366,8 @@ fn run(
             v["machine_edits"] = edit_texts(&machine_edits).into();
         }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
-        let tmp = tmp_path(&path);
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        commit_tmp(&tmp, &path)?;
+        schedlab_report::write_atomically(&path, |f| std::io::Write::write_all(f, text.as_bytes()))
+            .map_err(written)?;
     }
     Ok(())
 }

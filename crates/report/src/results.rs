@@ -171,25 +171,41 @@ impl Results {
     /// temporary file next to it which is then renamed, so a failure leaves no
     /// partial file behind.
     pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
-        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(".tmp");
-        let tmp = path.with_file_name(tmp_name);
-        let io_err = |p: &Path, source| ReportError::Io {
-            path: p.to_path_buf(),
-            source,
-        };
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+        write_atomically(path, |f| {
             f.write_all(self.to_json_pretty().as_bytes())
                 .and_then(|()| f.sync_all())
-                .map_err(|e| io_err(&tmp, e))?;
-            std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        })
+        .map_err(|(path, source)| ReportError::Io { path, source })
     }
+}
+
+/// The temporary file an output at `path` is written to before it is
+/// renamed into place: `path` with `.tmp` appended to its file name.
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// Writes `path` through [`tmp_path`]: `write` fills the temporary file,
+/// which is then renamed over `path`; on any failure the temporary file is
+/// removed, so no partial output is left. The error names the file that
+/// failed.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let tmp = tmp_path(path);
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| (tmp.clone(), e))?;
+        write(&mut f).map_err(|e| (tmp.clone(), e))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(|e| (path.to_path_buf(), e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// One metric an experiment reports.
