@@ -833,11 +833,13 @@ struct ReproduceArgs {
 #[derive(clap::Args)]
 struct EditArgs {
     /// Change one number of the machine before loading it: PATH*FACTOR
-    /// scales it, PATH=VALUE sets it (repeatable). PATH is the machine
-    /// file's dotted key (docs/machine-format.md), e.g. wakeup.ipi_ns*2 or
-    /// c2c.cluster_ns=50; a table array (core_type, cache, link, node, core_group, cpu)
-    /// applies it to every element, a number picks one
-    /// (core_type.0.capacity*0.9). Results record the edits.
+    /// scales it, PATH=VALUE sets it, PATH=true/false sets a switch
+    /// (repeatable). PATH is the machine file's dotted key
+    /// (docs/machine-format.md), e.g. wakeup.ipi_ns*2 or c2c.cluster_ns=50;
+    /// a table array (core_type, cache, link, node, core_group, cpu,
+    /// idle_state) applies it to every element, a number picks one
+    /// (core_type.0.capacity*0.9, idle_state.3.disabled=false). Results
+    /// record the edits.
     #[arg(long = "machine-edit", value_name = "EDIT")]
     edits: Vec<String>,
 }

@@ -1203,7 +1203,7 @@ mod tests {
             assert_eq!(sim.run(), StopReason::Finished);
             sim.marks[1].2 - sim.marks[0].2
         };
-        let exit = preset("kunpeng920").unwrap().wakeup.idle_exit_ns as u64;
+        let exit = preset("kunpeng920").unwrap().wakeup.idle_states[0].exit_ns as u64;
         assert_eq!(woke_after(Step::Sleep { ns: 1_000_000 }), 1_000_000 + exit);
         assert_eq!(
             woke_after(Step::Nanosleep { ns: 1_000_000 }),

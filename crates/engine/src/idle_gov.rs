@@ -9,17 +9,21 @@
 //! - the time to the CPU's next timer event (the caller's: the sleep timers
 //!   armed on the CPU and its kthread's next wakeup) and the per-bucket
 //!   correction factor that scales it;
-//! - the stop rule: the tick keeps running while the predicted idle time is
-//!   below one tick (the machines model one shallow idle state, so no deeper
-//!   state's target residency enters the choice);
+//! - the choice of idle state from the machine's table (exit latency,
+//!   target residency, disabled states, the polling loop's special cases)
+//!   and the stop rule that comes with it: the tick keeps running while the
+//!   predicted idle time is below one tick or the choice is a polling loop;
 //! - an idle period ended by the tick, with no timer due within the tick,
 //!   counts as a long one (90% of MAX_INTERESTING), so that a CPU that stays
 //!   idle stops its tick after a few ticks;
 //! - with the tick stopped, the timer always enters the prediction, and
 //!   replaces a prediction under a tick unless it is within two ticks;
-//! - a polling state that timed out counts as lasting until the next timer
-//!   (the engine uses the prediction for the choice between a polling state
-//!   and a physical one on machines whose polling has a limit).
+//! - a polling state that timed out counts as lasting until the next timer;
+//! - a measured idle period loses the exit latency of the state it ended in.
+//!
+//! Not modelled: PM QoS latency limits (none is set).
+
+use schedlab_topo::IdleState;
 
 /// Idle periods remembered (`INTERVALS`).
 const INTERVALS: usize = 8;
@@ -83,13 +87,17 @@ impl MenuState {
     /// Records the idle period that just ended (mirrors menu_update()):
     /// `idle_ns` long, or ended by the tick (`tick_wakeup`), which counts as
     /// 90% of MAX_INTERESTING when the next timer lay beyond the tick
-    /// (`tick_ns`); the bucket of the last selection learns the ratio of the
-    /// idle time to the time the timer was away.
-    pub fn update(&mut self, idle_ns: u64, tick_wakeup: bool, tick_ns: u64) {
+    /// (`tick_ns`); otherwise less the exit latency `exit_ns` of the state
+    /// it ended in (half of it when shorter than twice that latency: the
+    /// state was likely never reached). The bucket of the last selection
+    /// learns the ratio of the idle time to the time the timer was away.
+    pub fn update(&mut self, idle_ns: u64, tick_wakeup: bool, tick_ns: u64, exit_ns: u64) {
         let measured = if tick_wakeup && self.next_timer_ns > tick_ns {
             9 * MAX_INTERESTING_NS / 10
+        } else if idle_ns > 2 * exit_ns {
+            idle_ns - exit_ns
         } else {
-            idle_ns
+            idle_ns / 2
         };
         self.record(measured);
     }
@@ -129,6 +137,11 @@ impl MenuState {
     /// misprediction in a shallow state for long. Remembers the timer
     /// distance and bucket for the next update.
     pub fn select(&mut self, next_timer_ns: u64, tick_stopped: bool, tick_ns: u64) -> u64 {
+        self.predict(next_timer_ns, tick_stopped, tick_ns).0
+    }
+
+    /// [`MenuState::select`], and whether the timer was looked at.
+    fn predict(&mut self, next_timer_ns: u64, tick_stopped: bool, tick_ns: u64) -> (u64, bool) {
         let typical_us = typical_interval_us(&self.intervals_us);
         let mut predicted = typical_us as u64 * 1000;
         if predicted > RESIDENCY_THRESHOLD_NS || tick_stopped {
@@ -142,20 +155,96 @@ impl MenuState {
             if tick_stopped && predicted < tick_ns && next_timer_ns > 2 * tick_ns {
                 predicted = next_timer_ns;
             }
+            (predicted, true)
         } else {
             // The timer is not looked at: "far", last bucket.
             self.next_timer_ns = NO_TIMER_NS;
             self.bucket = (BUCKETS - 1) as u8;
+            (predicted, false)
         }
-        predicted
     }
 
-    /// Does the governor stop the (running) tick for the idle period
-    /// starting now (menu_select()'s `stop_tick`)? Only when it expects at
-    /// least a tick. Returns the decision and the prediction.
-    pub fn stop_tick(&mut self, next_timer_ns: u64, tick_ns: u64) -> (bool, u64) {
-        let predicted = self.select(next_timer_ns, false, tick_ns);
-        (predicted >= tick_ns, predicted)
+    /// The idle state for the idle period starting now, and whether the
+    /// tick stops (mirrors menu_select() with no PM QoS limit): the deepest
+    /// enabled state whose target residency fits the prediction; a polling
+    /// loop gives way to a shallow physical state that fits the timer and
+    /// whose exit fits the prediction; with the tick running, the walk stops
+    /// at the first state that does not fit, and the tick keeps running
+    /// when the choice is a polling loop or the prediction is under a tick,
+    /// in which case a state whose residency outlasts the next tick is
+    /// traded for a shallower one. `to_tick_ns` is the time to the CPU's
+    /// next tick (unused when the tick is stopped). Needs two or more
+    /// states (do_idle() skips the governor otherwise).
+    pub fn select_state(
+        &mut self,
+        states: &[IdleState],
+        next_timer_ns: u64,
+        tick_stopped: bool,
+        tick_ns: u64,
+        to_tick_ns: u64,
+    ) -> (usize, bool) {
+        let (mut predicted, looked) = self.predict(next_timer_ns, tick_stopped, tick_ns);
+        // tick_nohz_get_sleep_length()'s `delta_next`: the next clock event.
+        let delta_tick = if !looked {
+            tick_ns / 2
+        } else if tick_stopped {
+            next_timer_ns
+        } else {
+            to_tick_ns.min(next_timer_ns)
+        };
+        let res = |i: usize| states[i].residency_ns as u64;
+        if states.len() > 1 && self.next_timer_ns < res(1) && !states[0].disabled {
+            // State 0 is used whatever the prediction.
+            return (0, !states[0].poll_loop);
+        }
+        let mut idx: Option<usize> = None;
+        for (i, s) in states.iter().enumerate() {
+            if s.disabled {
+                continue;
+            }
+            let cur = *idx.get_or_insert(i);
+            if res(i) <= predicted {
+                idx = Some(i);
+                continue;
+            }
+            if states[cur].poll_loop
+                && res(i) < RESIDENCY_THRESHOLD_NS
+                && res(i) <= self.next_timer_ns
+                && s.exit_ns as u64 <= predicted
+            {
+                predicted = res(i);
+                idx = Some(i);
+                break;
+            }
+            if predicted < tick_ns {
+                break;
+            }
+            if !tick_stopped {
+                predicted = res(cur);
+                break;
+            }
+            if res(cur) < tick_ns && res(i) <= delta_tick {
+                return (i, true);
+            }
+            return (cur, true);
+        }
+        let mut idx = idx.unwrap_or(0);
+        let mut stop = true;
+        if (states[idx].poll_loop || predicted < tick_ns) && !tick_stopped {
+            stop = false;
+            if idx > 0 && res(idx) > delta_tick {
+                for i in (0..idx).rev() {
+                    if states[i].disabled {
+                        continue;
+                    }
+                    idx = i;
+                    if res(i) <= delta_tick {
+                        break;
+                    }
+                }
+            }
+        }
+        (idx, stop)
     }
 }
 
@@ -212,11 +301,46 @@ mod tests {
     /// A timer 1 s away: beyond anything these tests measure.
     const FAR_NS: u64 = 1_000_000_000;
 
+    fn state(name: &str, exit_us: u32, residency_us: u32) -> IdleState {
+        IdleState {
+            name: name.into(),
+            exit_ns: exit_us * 1000,
+            residency_ns: residency_us * 1000,
+            polls: false,
+            poll_loop: false,
+            poll_limit_ns: 0,
+            disabled: false,
+        }
+    }
+
+    /// A polling loop as state 0 (POLL, snooze).
+    fn poll_state() -> IdleState {
+        IdleState {
+            polls: true,
+            poll_loop: true,
+            ..state("POLL", 0, 0)
+        }
+    }
+
+    impl MenuState {
+        /// Does the governor stop the running tick for the idle period
+        /// starting now, on a machine with two shallow physical states, a
+        /// tick away from its next tick? Returns the decision and the
+        /// prediction.
+        fn stop_tick(&mut self, next_timer_ns: u64, tick_ns: u64) -> (bool, u64) {
+            let states = [state("C1", 1, 1), state("C1E", 2, 4)];
+            let mut probe = *self;
+            let predicted = probe.select(next_timer_ns, false, tick_ns);
+            let (_, stop) = self.select_state(&states, next_timer_ns, false, tick_ns, tick_ns);
+            (stop, predicted)
+        }
+    }
+
     /// A governor whose last eight idle periods lasted `idle_ns` each.
     fn after_eight_idles_of(idle_ns: u64) -> MenuState {
         let mut m = MenuState::default();
         for _ in 0..8 {
-            m.update(idle_ns, false, TICK_NS);
+            m.update(idle_ns, false, TICK_NS, 0);
         }
         m
     }
@@ -260,7 +384,7 @@ mod tests {
         let mut m = after_eight_idles_of(200_000);
         let mut ticks = 0;
         while !m.stop_tick(FAR_NS, TICK_NS).0 {
-            m.update(0, true, TICK_NS);
+            m.update(0, true, TICK_NS, 0);
             ticks += 1;
             assert!(ticks < 8);
         }
@@ -287,7 +411,7 @@ mod tests {
         let cycle_us = [50u64, 2_000, 300, 1_700, 900, 120, 2_530, 400];
         for i in 0..200 {
             m.select(FAR_NS, false, TICK_NS);
-            m.update(cycle_us[i % 8] * 1000, false, TICK_NS);
+            m.update(cycle_us[i % 8] * 1000, false, TICK_NS, 0);
         }
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
         let p = m.select(FAR_NS, false, TICK_NS);
@@ -329,5 +453,118 @@ mod tests {
         }
         assert_eq!(timeouts, 5);
         assert_eq!(m.intervals_us[0..5], [3_000; 5]);
+    }
+
+    /// SPR-like: POLL, C1, C1E and a deep C6.
+    fn spr() -> Vec<IdleState> {
+        vec![
+            poll_state(),
+            IdleState {
+                polls: true,
+                ..state("C1", 1, 1)
+            },
+            IdleState {
+                polls: true,
+                ..state("C1E", 2, 4)
+            },
+            IdleState {
+                polls: true,
+                ..state("C6", 290, 800)
+            },
+        ]
+    }
+
+    #[test]
+    fn the_deepest_state_that_fits_the_prediction_is_chosen() {
+        // 200 µs idles: C1E; with the tick running and the prediction under
+        // a tick, the tick stays.
+        let mut m = after_eight_idles_of(200_000);
+        assert_eq!(
+            m.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (2, false)
+        );
+        // 2 ms idles: C6 fits, still under a tick: C6, tick kept.
+        let mut m = after_eight_idles_of(2_000_000);
+        assert_eq!(
+            m.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (3, false)
+        );
+        // ... unless the next tick comes before C6 pays off: C1E.
+        assert_eq!(
+            m.select_state(&spr(), FAR_NS, false, TICK_NS, 500_000),
+            (2, false)
+        );
+        // 30 ms idles: C6, the tick stops.
+        let mut m = after_eight_idles_of(30_000_000);
+        assert_eq!(
+            m.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (3, true)
+        );
+        // C6 disabled: C1E, the tick stops.
+        let mut states = spr();
+        states[3].disabled = true;
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (2, true)
+        );
+    }
+
+    #[test]
+    fn polling_is_for_idles_shorter_than_the_next_states_residency() {
+        // pseries: snooze, then Shared Cede (10 µs exit, 100 µs residency).
+        let states = [
+            IdleState {
+                poll_limit_ns: 100_000,
+                ..poll_state()
+            },
+            state("Shared Cede", 10, 100),
+        ];
+        // 50 µs idles: snooze, tick kept.
+        let mut m = after_eight_idles_of(50_000);
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (0, false)
+        );
+        // A timer due in 60 µs: state 0 whatever the prediction.
+        let mut m = after_eight_idles_of(30_000_000);
+        assert_eq!(
+            m.select_state(&states, 60_000, false, TICK_NS, TICK_NS),
+            (0, false)
+        );
+        // 300 µs idles: cede, tick kept (under a tick); long ones stop it.
+        let mut m = after_eight_idles_of(300_000);
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (1, false)
+        );
+        let mut m = after_eight_idles_of(30_000_000);
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (1, true)
+        );
+    }
+
+    #[test]
+    fn a_shallow_physical_state_beats_the_polling_loop() {
+        // 1 µs idles: no state but POLL fits, yet a physical state of 2 µs
+        // residency whose exit (0 µs) fits the prediction is taken instead
+        // of busy polling; with a 5 µs exit it is not.
+        let mut m = after_eight_idles_of(1_000);
+        let mut states = [poll_state(), state("X", 0, 2)];
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (1, false)
+        );
+        states[1].exit_ns = 5_000;
+        assert_eq!(
+            m.select_state(&states, FAR_NS, false, TICK_NS, TICK_NS),
+            (0, false)
+        );
+        // SPR at 3 µs idles: C1 fits.
+        let mut m = after_eight_idles_of(3_000);
+        assert_eq!(
+            m.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (1, false)
+        );
     }
 }

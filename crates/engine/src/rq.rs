@@ -101,11 +101,10 @@ pub struct Rq {
     /// period began for it (idle entry or the last idle tick).
     pub menu: crate::idle_gov::MenuState,
     pub menu_since_ns: u64,
-    /// On a machine with polling and non-polling idle states
-    /// (`wakeup.idle_poll_below_ns`): until when this idle CPU polls (0: it
-    /// is in a non-polling state; `u64::MAX`: until woken), and the
-    /// generation that drops the poll timeout of an idle period that ended.
-    pub idle_poll_until_ns: u64,
+    /// The idle state (index into the machine's `idle_states`) this CPU
+    /// entered last: while idle, the one it is in. The generation drops the
+    /// time limit of a polling loop whose idle period ended.
+    pub idle_state: u8,
     pub poll_gen: u32,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are

@@ -104,7 +104,11 @@ pub(crate) fn sim_with_features(
 }
 
 fn sim(machine: &str, cluster: bool, spec: WorkloadSpec, seed: u64) -> Sim {
-    let m = preset(machine).expect("preset");
+    sim_on(preset(machine).expect("preset"), cluster, spec, seed)
+}
+
+/// [`sim`] on machine `m`.
+fn sim_on(m: schedlab_topo::Machine, cluster: bool, spec: WorkloadSpec, seed: u64) -> Sim {
     let cfg = DomainConfig {
         cluster,
         ..DomainConfig::default()
@@ -398,18 +402,59 @@ fn misfit_task_on_a_little_cpu_moves_to_a_big_cpu() {
 }
 
 /// One thread pinned to CPU 5 of Kunpeng 920: 60 rounds of 200 µs busy and
-/// 300 µs asleep, then 100 ms asleep.
-fn short_idles_then_a_long_one(gov: bool) -> Sim {
+/// 300 µs asleep, then 100 ms asleep. With `two_states` the machine has a
+/// deeper idle state after WFI (100 µs target residency), so that the
+/// governor chooses.
+fn short_idles_then_a_long_one(gov: bool, two_states: bool) -> Sim {
     let mut steps = run_sleep_rounds(200_000, 300_000, 60);
     steps.extend([Step::Sleep { ns: 100_000_000 }, Step::Exit]);
     let spec = pinned_thread("blink", 5, steps, 200_000_000);
-    let mut s = sim("kunpeng920", false, spec, 1);
+    let mut m = preset("kunpeng920").unwrap();
+    if two_states {
+        let mut deep = m.wakeup.idle_states[0].clone();
+        deep.name = "core-off".into();
+        deep.residency_ns = 100_000;
+        m.wakeup.idle_states.push(deep);
+    }
+    let mut s = sim_on(m, false, spec, 1);
     s.cfg.features.set("IDLE_GOV_TICK", gov).unwrap();
     s
 }
 
 #[test]
+fn with_one_idle_state_the_tick_stops_once_a_tick_finds_the_cpu_idle() {
+    // 7.3's do_idle() skips the governor for a one-state machine: an idle
+    // entry keeps the tick, and the turn after a tick wakeup stops it. So
+    // through the short idles the tick has stopped exactly in the idle
+    // periods that a tick fell into; the first tick of the 100 ms sleep
+    // stops it.
+    let mut s = short_idles_then_a_long_one(true, false);
+    let tick = s.tick_ns;
+    let (mut stopped, mut kept, mut t) = (0, 0, 15_025_000);
+    while t < 29_000_000 {
+        s.run_until(t);
+        if s.rqs[5].curr.is_none() {
+            // The governor's period restarts at an idle tick.
+            let tick_since_idle = s.rqs[5].menu_since_ns.is_multiple_of(tick);
+            assert_eq!(s.rqs[5].tick_running, !tick_since_idle, "at {t} ns");
+            if tick_since_idle {
+                stopped += 1;
+            } else {
+                kept += 1;
+            }
+        }
+        t += 50_000;
+    }
+    assert!(stopped > 0 && kept > 100, "{stopped} {kept}");
+    s.run_until(30_100_000 + s.tick_ns + 100_000);
+    assert!(s.rqs[5].curr.is_none());
+    assert!(!s.rqs[5].tick_running && s.nohz_idle.test(5));
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+#[test]
 fn the_idle_governor_keeps_the_tick_through_short_idles_and_stops_it_in_a_long_one() {
+    // Two idle states: the menu governor decides.
     // From 15 ms on the CPU's last eight idle periods are 300 µs: the menu
     // rule predicts 300 µs and the tick keeps running through every sleep.
     // (Whether the CPU is still in the nohz idle mask from its first idle
@@ -418,13 +463,22 @@ fn the_idle_governor_keeps_the_tick_through_short_idles_and_stops_it_in_a_long_o
     // the cycle.) Once the thread sleeps for 100 ms, each tick counts as a
     // long idle period; the tick stops within six ticks (24 ms) and the CPU
     // is in the mask.
-    let mut s = short_idles_then_a_long_one(true);
-    let (mut idle_seen, mut t) = (0, 15_000_000);
+    // (The one exception: a tick that finds the thread's timer less than
+    // the deep state's 100 µs away picks WFI, whatever the prediction, and
+    // stops the tick, as the timer comes first anyway.)
+    let mut s = short_idles_then_a_long_one(true, true);
+    let (mut idle_seen, mut t) = (0, 15_025_000);
     while t < 29_000_000 {
         s.run_until(t);
         if s.rqs[5].curr.is_none() {
             idle_seen += 1;
-            assert!(s.rqs[5].tick_running, "at {t} ns: tick stopped");
+            if s.rqs[5].tick_running {
+                assert_eq!(s.rqs[5].idle_state, 1, "at {t} ns");
+            } else {
+                // (The near timer may have fired since, its wakeup on the
+                // way.)
+                assert_eq!(s.rqs[5].idle_state, 0, "at {t} ns: tick stopped");
+            }
         }
         t += 50_000;
     }
@@ -436,7 +490,7 @@ fn the_idle_governor_keeps_the_tick_through_short_idles_and_stops_it_in_a_long_o
     assert!(!s.rqs[5].tick_running && s.nohz_idle.test(5));
     assert_eq!(s.run(), StopReason::Finished);
     // Without the governor's say every idle entry stops the tick.
-    let mut s = short_idles_then_a_long_one(false);
+    let mut s = short_idles_then_a_long_one(false, true);
     let mut t = 15_000_000;
     while t < 29_000_000 {
         s.run_until(t);
@@ -1131,31 +1185,39 @@ fn remote_preempting_wakeup(lazy: bool, target: u16) -> (u64, u64) {
 
 #[test]
 fn an_idle_cpu_that_polls_is_woken_without_an_ipi() {
-    // Sapphire Rapids idles in MWAIT, which watches the need-resched flag:
-    // the wakeup costs the idle exit only, in the waker's LLC (CPU 1, the
-    // wake list) and in the other one (CPU 60). Without polling, and on
-    // arm64 (Kunpeng), the IPI comes first.
+    // Sapphire Rapids idles in MWAIT (C1E after a 1.3 ms wait; its C6 is
+    // off in the preset), which watches the need-resched flag: the wakeup
+    // costs C1E's exit only, in the waker's LLC (CPU 1, the wake list) and
+    // in the other one (CPU 60). Without polling, and on arm64 (Kunpeng),
+    // the IPI comes first.
     let m = preset("sapphirerapids").unwrap();
-    assert!(m.wakeup.idle_polls);
-    let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
+    let (ipi, exit) = (m.wakeup.ipi_ns as u64, exit_ns_of(&m, "C1E"));
     let mut no_poll = m.clone();
-    no_poll.wakeup.idle_polls = false;
+    for st in &mut no_poll.wakeup.idle_states {
+        st.polls = false;
+    }
+    // The governor's history starts empty (its first samples are the
+    // short waits before the reader's first message), so the checks look
+    // at the last of eight 1.3 ms waits.
+    let last = |m: &schedlab_topo::Machine, target: u16| {
+        *reader_latencies_ns(m.clone(), target, &[1_300_000; 8])
+            .last()
+            .expect("latencies")
+    };
     for target in [1, 60] {
-        assert_eq!(
-            reader_latencies_ns(m.clone(), target, &[1_300_000])[0],
-            exit,
-            "cpu {target}"
-        );
-        assert_eq!(
-            reader_latencies_ns(no_poll.clone(), target, &[1_300_000])[0],
-            ipi + exit,
-            "cpu {target}"
-        );
+        assert_eq!(last(&m, target), exit, "cpu {target}");
+        assert_eq!(last(&no_poll, target), ipi + exit, "cpu {target}");
     }
     let k = preset("kunpeng920").unwrap();
-    assert!(!k.wakeup.idle_polls);
-    let (ipi, exit) = (k.wakeup.ipi_ns as u64, k.wakeup.idle_exit_ns as u64);
-    assert_eq!(reader_latencies_ns(k, 1, &[1_300_000])[0], ipi + exit);
+    assert!(!k.wakeup.any_state_polls());
+    let (ipi, exit) = (k.wakeup.ipi_ns as u64, exit_ns_of(&k, "WFI"));
+    assert_eq!(last(&k, 1), ipi + exit);
+}
+
+/// The exit latency of machine `m`'s idle state `name`.
+fn exit_ns_of(m: &schedlab_topo::Machine, name: &str) -> u64 {
+    let st = m.wakeup.idle_states.iter().find(|s| s.name == name);
+    st.expect("idle state").exit_ns as u64
 }
 
 /// Sched_waking to switch-in latencies of a reader on CPU `target` that a
@@ -1205,19 +1267,24 @@ fn reader_latencies_ns(m: schedlab_topo::Machine, target: u16, gaps_ns: &[u64]) 
 fn genoa_polls_in_mwait_for_short_idles_and_needs_the_ipi_from_c2() {
     // Genoa: POLL and C1 (MWAIT) poll, C2 (an I/O-port state, target
     // residency 36 µs) does not. While the reader's CPU idles 20 µs at a
-    // time the governor keeps it polling; after 1 ms idles it picks C2, and
-    // a wakeup needs the IPI. C1 does not give up: a 300 µs wait after
-    // short ones still ends without an IPI.
+    // time the governor picks C1 and the wakeup costs C1's exit; after 1 ms
+    // idles it picks C2, and a wakeup needs the IPI and C2's longer exit.
+    // C1 does not give up: a 300 µs wait after short ones still ends
+    // without an IPI.
     let m = preset("genoa").unwrap();
-    let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
-    assert!(m.wakeup.idle_polls && !m.wakeup.idle_poll_gives_up);
+    let (ipi, exit, c2_exit) = (
+        m.wakeup.ipi_ns as u64,
+        exit_ns_of(&m, "C1"),
+        exit_ns_of(&m, "C2"),
+    );
+    assert!(exit < c2_exit);
     let mut gaps = vec![20_000; 12];
     gaps.push(300_000);
     gaps.extend([1_000_000; 12]);
     let l = reader_latencies_ns(m, 1, &gaps);
     assert_eq!(l.len(), gaps.len(), "{l:?}");
     assert!(l[..13].iter().all(|&x| x == exit), "{l:?}");
-    assert_eq!(*l.last().unwrap(), ipi + exit, "{l:?}");
+    assert_eq!(*l.last().unwrap(), ipi + c2_exit, "{l:?}");
 }
 
 #[test]
@@ -1225,21 +1292,26 @@ fn powers_snooze_polls_for_short_idles_and_cedes_after_its_limit() {
     // POWER10: a writer on CPU 0 sends to a reader on CPU 8 every 20 µs,
     // twenty times, then after 250 µs and after 2 ms. The governor expects
     // short idles (its history starts at zero, then holds ~18 µs periods),
-    // so CPU 8 snoozes (polls) and is woken without an IPI, also in the
-    // third 100 µs snooze round of the 250 µs wait (each timeout selects
-    // again, and one or two long samples are outliers); the 2 ms wait
-    // outlasts the rounds until the governor gives up on short idles and
-    // cedes, and the last wakeup needs the IPI.
+    // so CPU 8 snoozes (polls) and is woken without an IPI and at once
+    // (snooze's exit latency is 0), also in the third 100 µs snooze round
+    // of the 250 µs wait (each timeout selects again, and one or two long
+    // samples are outliers); the 2 ms wait outlasts the rounds until the
+    // governor gives up on short idles and cedes, and the last wakeup
+    // needs the IPI and Shared Cede's 10 µs exit.
     let m = preset("power10").unwrap();
-    let (ipi, exit) = (m.wakeup.ipi_ns as u64, m.wakeup.idle_exit_ns as u64);
-    assert_eq!(m.wakeup.idle_poll_below_ns, 100_000);
-    assert!(m.wakeup.idle_poll_gives_up);
+    let (ipi, exit, cede_exit) = (
+        m.wakeup.ipi_ns as u64,
+        exit_ns_of(&m, "snooze"),
+        exit_ns_of(&m, "Shared Cede"),
+    );
+    assert_eq!((exit, cede_exit), (0, 10_000));
+    assert_eq!(m.wakeup.idle_states[0].poll_limit_ns, 100_000);
     let mut gaps = vec![20_000; 20];
     gaps.extend([250_000, 2_000_000]);
     let latencies = reader_latencies_ns(m, 8, &gaps);
     assert_eq!(latencies.len(), 22, "{latencies:?}");
     assert!(latencies[..21].iter().all(|&l| l == exit), "{latencies:?}");
-    assert_eq!(latencies[21], ipi + exit, "{latencies:?}");
+    assert_eq!(latencies[21], ipi + cede_exit, "{latencies:?}");
 }
 
 #[test]

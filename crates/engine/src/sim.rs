@@ -326,11 +326,20 @@ impl Sim {
         };
         let n = machine.nr_cpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1) as u64;
+        // Every CPU starts idle for long, its tick stopped, in its deepest
+        // enabled idle state.
+        let deepest = machine
+            .wakeup
+            .idle_states
+            .iter()
+            .rposition(|s| !s.disabled)
+            .unwrap_or(0) as u8;
         let rqs = (0..n)
             .map(|c| Rq {
                 cpu: c as CpuId,
                 avg_idle: 2 * 500_000,
                 max_idle_balance_cost_ns: 500_000,
+                idle_state: deepest,
                 ..Default::default()
             })
             .collect();
@@ -738,7 +747,6 @@ impl Sim {
         }
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
-        rq.idle_poll_until_ns = 0;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
         // The governor learns how long this idle period lasted.
         self.menu_period_end(cpu, false);
@@ -762,8 +770,6 @@ impl Sim {
         let c = &self.machine.cpus[cpu as usize];
         let (cluster, llc) = (c.cluster as usize, c.llc as usize);
         self.placement_change(cluster, llc, false);
-        let governor = self.feat(Feat::IDLE_GOV_TICK);
-        let next_timer = if governor { self.next_timer_in(cpu) } else { 0 };
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;
@@ -772,14 +778,6 @@ impl Sim {
         // sample is taken then).
         rq.idle_stamp = if rq.ttwu_pending > 0 { 0 } else { now };
         rq.menu_since_ns = now;
-        // do_idle(): the governor decides whether the tick stops (before
-        // 4.17, and with IDLE_GOV_TICK off, it always does).
-        let (stop, predicted) = if governor {
-            let (stop, predicted) = rq.menu.stop_tick(next_timer, self.tick_ns);
-            (stop, Some(predicted))
-        } else {
-            (true, None)
-        };
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
             self.llc_busy_count(cpu, false);
         }
@@ -793,81 +791,107 @@ impl Sim {
                 self.set_idle_core(cpu);
             }
         }
-        if stop {
-            self.stop_idle_tick(cpu);
-        }
-        self.idle_select_state(cpu, predicted);
+        self.idle_loop_turn(cpu, false);
         self.smt_sibling_changed(cpu);
     }
 
-    /// Whether the idle state of idle `cpu` polls its need-resched flag
-    /// now (see [`Sim::idle_select_state`]).
-    pub(crate) fn idle_polling(&self, cpu: CpuId) -> bool {
-        let w = &self.machine.wakeup;
-        w.idle_polls
-            && self.rqs[cpu as usize].curr.is_none()
-            && (w.idle_poll_below_ns == 0 || self.now < self.rqs[cpu as usize].idle_poll_until_ns)
+    /// One turn of do_idle()'s loop on idle `cpu` (mirrors
+    /// cpuidle_idle_call()): whether the tick stops and which idle state
+    /// the CPU enters. With two or more idle states the menu governor
+    /// decides both ([`MenuState::select_state`]); with one, 7.3 skips the
+    /// governor and stops the tick only when the last idle period ended by
+    /// the tick (`got_tick`, tick_nohz_idle_got_tick()). Before 4.17
+    /// (`IDLE_GOV_TICK` off) the tick stopped at every idle entry and the
+    /// governor chose the state with the tick stopped.
+    ///
+    /// [`MenuState::select_state`]: crate::idle_gov::MenuState::select_state
+    fn idle_loop_turn(&mut self, cpu: CpuId, got_tick: bool) {
+        let governor = self.feat(Feat::IDLE_GOV_TICK);
+        if !governor && self.rqs[cpu as usize].tick_running {
+            self.stop_idle_tick(cpu);
+        }
+        let n_states = self.machine.wakeup.idle_states.len();
+        let (state, stop) = if n_states > 1 {
+            let next_timer = self.next_timer_in(cpu);
+            let (tick_ns, now) = (self.tick_ns, self.now);
+            let to_tick_ns = (self.jiffies() + 1) * tick_ns - now;
+            let rq = &mut self.rqs[cpu as usize];
+            rq.menu.select_state(
+                &self.machine.wakeup.idle_states,
+                next_timer,
+                !rq.tick_running,
+                tick_ns,
+                to_tick_ns,
+            )
+        } else {
+            (0, got_tick)
+        };
+        if stop && self.rqs[cpu as usize].tick_running {
+            self.stop_idle_tick(cpu);
+        }
+        self.enter_idle_state(cpu, state);
     }
 
-    /// The idle state `cpu` enters for the idle period starting now, on a
-    /// machine with both polling and non-polling idle states (mirrors
-    /// menu_select()'s choice between them): a polling state when the
-    /// governor expects less idle time than the shallowest non-polling
-    /// state's target residency (`idle_poll_below_ns`), or always without a
-    /// governor. A polling state that gives up (pseries' snooze_loop())
-    /// does so after that residency, [`Sim::poll_timeout`]; otherwise (an
-    /// MWAIT state) it polls until the CPU is woken.
-    fn idle_select_state(&mut self, cpu: CpuId, predicted_ns: Option<u64>) {
-        let w = &self.machine.wakeup;
-        if !w.idle_polls || w.idle_poll_below_ns == 0 {
-            return;
-        }
-        let below_ns = w.idle_poll_below_ns as u64;
-        let gives_up = w.idle_poll_gives_up;
+    /// Idle `cpu` enters idle state `state`; a polling loop arms its time
+    /// limit ([`Sim::poll_timeout`]): the limit the machine gives
+    /// (pseries' snooze_timeout), or cpuidle_poll_time()'s, the first
+    /// enabled deeper state's target residency of at least 10 µs, at most a
+    /// sixteenth of a tick.
+    fn enter_idle_state(&mut self, cpu: CpuId, state: usize) {
+        let states = &self.machine.wakeup.idle_states;
+        let st = &states[state];
+        let limit_ns = if !st.poll_loop {
+            None
+        } else if st.poll_limit_ns > 0 {
+            Some(st.poll_limit_ns as u64)
+        } else {
+            let max_ns = self.tick_ns / 16;
+            Some(
+                states[1..]
+                    .iter()
+                    .find(|s| !s.disabled && s.residency_ns >= 10_000)
+                    .map_or(max_ns, |s| (s.residency_ns as u64).min(max_ns)),
+            )
+        };
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
+        rq.idle_state = state as u8;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
-        if predicted_ns.is_some_and(|p| p >= below_ns) {
-            rq.idle_poll_until_ns = 0;
-        } else if !gives_up {
-            rq.idle_poll_until_ns = u64::MAX;
-        } else {
-            rq.idle_poll_until_ns = now + below_ns;
+        if let Some(limit_ns) = limit_ns {
             let gen = rq.poll_gen;
             self.q
-                .push(now + below_ns, EventKind::PollTimeout { cpu, gen });
+                .push(now + limit_ns, EventKind::PollTimeout { cpu, gen });
         }
     }
 
-    /// The polling state of idle `cpu` gave up at its limit (the next turn
-    /// of do_idle()'s loop after snooze_loop() timed out): the governor
-    /// records the period as lasting until the next timer and selects again,
-    /// and may stop the tick now. Without a governor the CPU stays in the
-    /// physical state.
+    /// The exit latency of the idle state idle `cpu` is in.
+    pub(crate) fn idle_exit_ns(&self, cpu: CpuId) -> u64 {
+        let st = self.rqs[cpu as usize].idle_state as usize;
+        self.machine.wakeup.idle_states[st].exit_ns as u64
+    }
+
+    /// Whether idle `cpu` is in a polling loop (POLL, snooze).
+    fn in_poll_loop(&self, cpu: CpuId) -> bool {
+        let st = self.rqs[cpu as usize].idle_state as usize;
+        self.rqs[cpu as usize].curr.is_none() && self.machine.wakeup.idle_states[st].poll_loop
+    }
+
+    /// Whether the idle state of idle `cpu` polls its need-resched flag
+    /// now (TIF_POLLING_NRFLAG, see [`Sim::enter_idle_state`]).
+    pub(crate) fn idle_polling(&self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu as usize];
+        rq.curr.is_none() && self.machine.wakeup.idle_states[rq.idle_state as usize].polls
+    }
+
+    /// The polling loop of idle `cpu` gave up at its limit (poll_idle() or
+    /// snooze_loop() timing out): the governor records the period as
+    /// lasting until the next timer and the next turn of the idle loop
+    /// selects again.
     fn poll_timeout(&mut self, cpu: CpuId) {
-        self.rqs[cpu as usize].idle_poll_until_ns = 0;
-        if !self.feat(Feat::IDLE_GOV_TICK) {
-            return;
-        }
         let rq = &mut self.rqs[cpu as usize];
         rq.menu.update_poll_timeout();
         rq.menu_since_ns = self.now;
-        self.governor_round(cpu);
-    }
-
-    /// A new turn of do_idle()'s loop on idle `cpu` after the governor
-    /// recorded the period that ended: it predicts the next one (with the
-    /// tick running or stopped), stops a running tick if it expects at least
-    /// a tick, and picks the idle state ([`Sim::idle_select_state`]).
-    fn governor_round(&mut self, cpu: CpuId) {
-        let next_timer = self.next_timer_in(cpu);
-        let tick_ns = self.tick_ns;
-        let rq = &mut self.rqs[cpu as usize];
-        let predicted = rq.menu.select(next_timer, !rq.tick_running, tick_ns);
-        if predicted >= tick_ns && rq.tick_running {
-            self.stop_idle_tick(cpu);
-        }
-        self.idle_select_state(cpu, Some(predicted));
+        self.idle_loop_turn(cpu, false);
     }
 
     /// The idle CPU stops its tick (a pending tick event is dropped by its
@@ -902,8 +926,9 @@ impl Sim {
         if now == rq.menu_since_ns {
             return;
         }
+        let exit_ns = self.machine.wakeup.idle_states[rq.idle_state as usize].exit_ns as u64;
         rq.menu
-            .update(now - rq.menu_since_ns, tick_wakeup, self.tick_ns);
+            .update(now - rq.menu_since_ns, tick_wakeup, self.tick_ns, exit_ns);
         rq.menu_since_ns = now;
     }
 
@@ -1021,14 +1046,15 @@ impl Sim {
     /// The tick of an idle CPU whose governor kept it (mirrors sched_tick()
     /// on the idle task: sched_balance_trigger() raises the balancing softirq
     /// when due, which balances as CPU_IDLE, and an idle CPU kicks no one;
-    /// then do_idle() asks the governor again, which counts the tick wakeup
-    /// as a long idle period and may stop the tick now).
+    /// then the next turn of do_idle()'s loop, in which the governor counts
+    /// the tick wakeup as a long idle period, and which may stop the tick
+    /// now, [`Sim::idle_loop_turn`]).
     fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
-        // A polling loop that gives up at a deadline (snooze_loop()) takes
-        // the tick with interrupts on and polls on: no new idle period, no
-        // new selection, the same deadline.
-        let snoozing = self.machine.wakeup.idle_poll_gives_up && self.idle_polling(cpu);
+        // A polling loop (poll_idle(), snooze_loop()) takes the tick with
+        // interrupts on and polls on: no new idle period, no new selection,
+        // the same time limit.
+        let snoozing = self.in_poll_loop(cpu);
         if !snoozing {
             self.menu_period_end(cpu, true);
         }
@@ -1045,7 +1071,7 @@ impl Sim {
         }
         self.hmp_tick();
         if self.is_idle_cpu(cpu) && !snoozing {
-            self.governor_round(cpu);
+            self.idle_loop_turn(cpu, true);
         }
         if self.rqs[cpu as usize].tick_running {
             self.push_tick(cpu, now + self.tick_ns);
@@ -1057,12 +1083,8 @@ impl Sim {
     /// another starts, and a CPU that kept its tick may stop it now; one
     /// whose tick is stopped keeps it stopped.
     pub(crate) fn idle_rewake(&mut self, cpu: CpuId) {
-        if !self.feat(Feat::IDLE_GOV_TICK) {
-            self.idle_select_state(cpu, None);
-            return;
-        }
         self.menu_period_end(cpu, false);
-        self.governor_round(cpu);
+        self.idle_loop_turn(cpu, false);
     }
 
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU
@@ -1534,15 +1556,14 @@ impl Sim {
     /// another CPU an IPI ([`Sim::ipi_ns_to`]), and an idle target's exit
     /// from its idle state.
     pub(crate) fn wake_delay_ns(&self, cpu: CpuId, waker_cpu: CpuId, wake_flags: u32) -> u64 {
-        let w = &self.machine.wakeup;
         let mut delay_ns = 0;
         if wake_flags & WF_IRQ_FROM_IDLE != 0 {
-            delay_ns += w.idle_exit_ns as u64;
+            delay_ns += self.idle_exit_ns(waker_cpu);
         }
         if cpu != waker_cpu {
             delay_ns += self.ipi_ns_to(cpu);
             if self.rqs[cpu as usize].curr.is_none() {
-                delay_ns += w.idle_exit_ns as u64;
+                delay_ns += self.idle_exit_ns(cpu);
             }
         }
         delay_ns
@@ -1551,8 +1572,8 @@ impl Sim {
     /// The IPI that a request from another CPU costs `cpu` (mirrors
     /// set_nr_and_not_polling() and set_nr_if_polling()): none when `cpu` is
     /// idle in a state that polls its need-resched flag
-    /// (`wakeup.idle_polls`: x86 MWAIT, POWER's snooze until its limit,
-    /// [`Sim::idle_select_state`]), where writing the flag ends the idle
+    /// (an idle state with `polls`: x86 MWAIT and POLL, POWER's snooze,
+    /// [`Sim::enter_idle_state`]), where writing the flag ends the idle
     /// state; the machine's `ipi_ns` otherwise.
     pub(crate) fn ipi_ns_to(&self, cpu: CpuId) -> u64 {
         if self.idle_polling(cpu) {

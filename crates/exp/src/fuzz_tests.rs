@@ -820,21 +820,49 @@ fn machine_toml(rng: &mut Pcg64) -> String {
     t.push_str(
         "[memory]\nmem_bw_peak_bytes_per_s = 50e9\nmem_half_concurrency = 2\nmem_latency_ns = 100\n\
          [c2c]\nllc_ns = 30\nremote_package_ns = 120\n\
-         [wakeup]\nipi_ns = 1000\nidle_exit_ns = 1000\nwakeup_path_ns = 1000\n",
+         [wakeup]\nipi_ns = 1000\nwakeup_path_ns = 1000\n",
     );
-    // Idle states: none polls (arm64), all poll (intel_idle), polling below a
-    // non-polling state's residency (acpi_idle), or a polling loop that
-    // gives up (pseries' snooze).
-    match rng.gen_range(0..4u32) {
-        0 => {}
-        1 => t.push_str("idle_polls = true\n"),
-        k => {
+    // Idle states, in the short form (none polls as on arm64, all poll as
+    // with intel_idle, polling below a non-polling state's residency as
+    // with acpi_idle, a polling loop that gives up as pseries' snooze) or
+    // as a table of one to six states: an optional polling loop first (with
+    // or without its own limit), then states of growing residency, some
+    // polling, some disabled.
+    match rng.gen_range(0..6u32) {
+        0 => t.push_str("idle_exit_ns = 1000\n"),
+        1 => t.push_str("idle_exit_ns = 1000\nidle_polls = true\n"),
+        k @ (2 | 3) => {
             let below_ns = rng.gen_range(5_000..300_000u32);
             let _ = write!(
                 t,
-                "idle_polls = true\nidle_poll_below_ns = {below_ns}\nidle_poll_gives_up = {}\n",
+                "idle_exit_ns = 1000\nidle_polls = true\nidle_poll_below_ns = {below_ns}\nidle_poll_gives_up = {}\n",
                 k == 3
             );
+        }
+        _ => {
+            let n_states = rng.gen_range(1..=6usize);
+            let mut residency_ns = 0u32;
+            for i in 0..n_states {
+                let poll_loop = i == 0 && rng.gen_bool(0.5);
+                let _ = write!(t, "[[idle_state]]\nname = \"S{i}\"\n");
+                if poll_loop {
+                    t.push_str("exit_ns = 0\nresidency_ns = 0\npolls = true\npoll_loop = true\n");
+                    if rng.gen_bool(0.5) {
+                        let _ = writeln!(t, "poll_limit_ns = {}", rng.gen_range(1_000..200_000u32));
+                    }
+                } else {
+                    residency_ns += rng.gen_range(0..400_000u32);
+                    let _ = write!(
+                        t,
+                        "exit_ns = {}\nresidency_ns = {residency_ns}\npolls = {}\n",
+                        rng.gen_range(0..=residency_ns.max(1)),
+                        rng.gen_bool(0.5)
+                    );
+                }
+                if rng.gen_bool(0.2) {
+                    t.push_str("disabled = true\n");
+                }
+            }
         }
     }
     t

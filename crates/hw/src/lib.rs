@@ -779,11 +779,16 @@ mod tests {
             },
             wakeup: WakeupCosts {
                 ipi_ns: 1000,
-                idle_exit_ns: 1000,
                 wakeup_path_ns: 1000,
-                idle_polls: false,
-                idle_poll_below_ns: 0,
-                idle_poll_gives_up: false,
+                idle_states: vec![schedlab_topo::IdleState {
+                    name: "WFI".into(),
+                    exit_ns: 1000,
+                    residency_ns: 0,
+                    polls: false,
+                    poll_loop: false,
+                    poll_limit_ns: 0,
+                    disabled: false,
+                }],
             },
         }
     }

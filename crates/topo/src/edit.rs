@@ -3,11 +3,12 @@
 //!
 //! Many numbers of the presets are estimates (marked ESTIMATE in the files);
 //! an edit lets a user move one and rerun an experiment, without copying and
-//! editing a preset. An edit is `PATH*FACTOR` (scale a number) or `PATH=VALUE`
-//! (set a number). `PATH` is the dotted key of the machine file
+//! editing a preset. An edit is `PATH*FACTOR` (scale a number), `PATH=VALUE`
+//! (set a number) or `PATH=true`/`PATH=false` (set a switch, such as an idle
+//! state's `disabled`). `PATH` is the dotted key of the machine file
 //! (docs/machine-format.md), e.g. `wakeup.ipi_ns`, `c2c.cluster_ns`,
 //! `memory.mem_latency_ns`; a segment that names an array of tables
-//! (`core_type`, `cache`, `link`, `node`) applies the rest of the path to
+//! (`core_type`, `cache`, `link`, `node`, `idle_state`) applies the rest of the path to
 //! every element, so `core_type.core_bw_bytes_per_s*0.5` halves it for every
 //! core type, and `link.bw_bytes_per_s*2` doubles every link; a number picks
 //! one element (`core_type.0.smt_thread_speed*0.8`, counting from 0 in file
@@ -29,6 +30,8 @@ pub enum EditOp {
     Scale(f64),
     /// Replace by this number.
     Set(f64),
+    /// Replace a true/false value (`idle_state.3.disabled=false`).
+    SetBool(bool),
 }
 
 /// One parsed `PATH*FACTOR` or `PATH=VALUE`.
@@ -79,6 +82,13 @@ impl MachineEdit {
                 s,
                 "the path must be dotted key names, e.g. wakeup.ipi_ns",
             ));
+        }
+        if !scale && matches!(num.trim(), "true" | "false") {
+            return Ok(MachineEdit {
+                path,
+                op: EditOp::SetBool(num.trim() == "true"),
+                text: s.trim().to_string(),
+            });
         }
         let v: f64 = num
             .trim()
@@ -173,12 +183,29 @@ fn edit_value(
             field: e.path.join("."),
             reason: format!("{what}, not a number: machine edit '{e}' cannot change it"),
         };
+        if let EditOp::SetBool(b) = e.op {
+            let Value::Boolean(old) = *v else {
+                return Err(TopoError::Invalid {
+                    origin: origin.to_string(),
+                    field: e.path.join("."),
+                    reason: format!("not a true/false value: machine edit '{e}' cannot set it"),
+                });
+            };
+            *v = Value::Boolean(b);
+            return Ok(EditCount {
+                matched: 1,
+                changed: u32::from(old != b),
+            });
+        }
+        // The number an old value becomes (true/false returned above).
+        let apply = |old: f64| match e.op {
+            EditOp::Scale(f) => old * f,
+            EditOp::Set(x) => x,
+            EditOp::SetBool(_) => old,
+        };
         let new = match (*v).clone() {
             Value::Integer(i) => {
-                let x = match e.op {
-                    EditOp::Scale(f) => i as f64 * f,
-                    EditOp::Set(x) => x,
-                };
+                let x = apply(i as f64);
                 let r = x.round();
                 if !(i64::MIN as f64..=i64::MAX as f64).contains(&r) {
                     return Err(TopoError::Invalid {
@@ -189,20 +216,14 @@ fn edit_value(
                 }
                 Value::Integer(r as i64)
             }
-            Value::Float(f) => Value::Float(match e.op {
-                EditOp::Scale(k) => f * k,
-                EditOp::Set(x) => x,
-            }),
+            Value::Float(f) => Value::Float(apply(f)),
             Value::Table(_) => return Err(wrong("a table")),
             Value::Array(_) => return Err(wrong("an array")),
             // A size written with a unit (a cache's `size = "512K"`) is a
             // number of bytes.
             Value::String(s) => match crate::load::size_text_bytes(&s) {
                 Some(b) => {
-                    let x = match e.op {
-                        EditOp::Scale(f) => b as f64 * f,
-                        EditOp::Set(x) => x,
-                    };
+                    let x = apply(b as f64);
                     let r = x.round();
                     if !(1.0..=i64::MAX as f64).contains(&r) {
                         return Err(TopoError::Invalid {
@@ -221,7 +242,9 @@ fn edit_value(
                 }
                 None => return Err(wrong("a string")),
             },
-            Value::Boolean(_) => return Err(wrong("a boolean")),
+            Value::Boolean(_) => {
+                return Err(wrong("a true/false value (set it with =true or =false)"))
+            }
             Value::Datetime(_) => return Err(wrong("a date")),
         };
         let changed = new != *v;
@@ -413,7 +436,7 @@ mod tests {
         let base = preset("kunpeng920").unwrap();
         assert_eq!(m.wakeup.ipi_ns, base.wakeup.ipi_ns * 5 / 2);
         // Nothing else moved.
-        assert_eq!(m.wakeup.idle_exit_ns, base.wakeup.idle_exit_ns);
+        assert_eq!(m.wakeup.idle_states, base.wakeup.idle_states);
         assert_eq!(m.c2c, base.c2c);
         assert_eq!(m.nr_cpus(), base.nr_cpus());
     }

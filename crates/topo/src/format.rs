@@ -156,18 +156,37 @@ pub fn format_machine(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "  wakeup ns: ipi {} idle exit {} wakeup path {}{}",
-        w.ipi_ns,
-        w.idle_exit_ns,
-        w.wakeup_path_ns,
-        match (w.idle_polls, w.idle_poll_below_ns, w.idle_poll_gives_up) {
-            (false, _, _) => String::new(),
-            (true, 0, _) => " (idle polls: no IPI)".to_string(),
-            (true, b, false) => format!(" (idle polls when expected under {b}: no IPI)"),
-            (true, b, true) =>
-                format!(" (idle polls when expected under {b}, for up to {b}: no IPI)"),
-        }
+        "  wakeup ns: ipi {} wakeup path {}",
+        w.ipi_ns, w.wakeup_path_ns
     );
+    for st in &w.idle_states {
+        let mut notes = Vec::new();
+        if st.polls {
+            notes.push("polls: no IPI".to_string());
+        }
+        if st.poll_loop {
+            notes.push(if st.poll_limit_ns > 0 {
+                format!("a loop that gives up after {} ns", st.poll_limit_ns)
+            } else {
+                "a loop that gives up after cpuidle_poll_time()".to_string()
+            });
+        }
+        if st.disabled {
+            notes.push("disabled".to_string());
+        }
+        let _ = writeln!(
+            s,
+            "  idle state {}: exit {} ns, residency {} ns{}",
+            st.name,
+            st.exit_ns,
+            st.residency_ns,
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
+        );
+    }
     s
 }
 

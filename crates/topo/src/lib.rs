@@ -30,7 +30,8 @@ pub use error::TopoError;
 pub use format::{format_cpu, format_machine, format_topo, topo_json};
 pub use load::{load_machine_file, load_machine_str};
 pub use machine::{
-    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
+    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, IdleState, Machine, NodeInfo, SharedLink,
+    WakeupCosts,
 };
 pub use online::{split_online, with_online_cpus};
 pub use presets::{

@@ -17,7 +17,8 @@
 use crate::cpumask::{CpuId, CpuMask, MAX_CPUS};
 use crate::error::{one_line, TopoError};
 use crate::machine::{
-    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, Machine, NodeInfo, SharedLink, WakeupCosts,
+    Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, IdleState, Machine, NodeInfo, SharedLink,
+    WakeupCosts,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -68,6 +69,8 @@ struct FileMachine {
     link: Vec<FileLink>,
     c2c: FileC2c,
     wakeup: FileWakeup,
+    #[serde(default)]
+    idle_state: Vec<FileIdleState>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -241,14 +244,33 @@ struct FileC2c {
 #[serde(deny_unknown_fields)]
 struct FileWakeup {
     ipi_ns: i64,
-    idle_exit_ns: i64,
     wakeup_path_ns: i64,
+    // The short form of a machine without `[[idle_state]]` tables (kept for
+    // files written before them): one exit latency, and how the states poll.
     #[serde(default)]
-    idle_polls: bool,
+    idle_exit_ns: Option<i64>,
     #[serde(default)]
-    idle_poll_below_ns: i64,
+    idle_polls: Option<bool>,
     #[serde(default)]
-    idle_poll_gives_up: bool,
+    idle_poll_below_ns: Option<i64>,
+    #[serde(default)]
+    idle_poll_gives_up: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileIdleState {
+    name: String,
+    exit_ns: i64,
+    residency_ns: i64,
+    #[serde(default)]
+    polls: bool,
+    #[serde(default)]
+    poll_loop: bool,
+    #[serde(default)]
+    poll_limit_ns: Option<i64>,
+    #[serde(default)]
+    disabled: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -448,6 +470,165 @@ fn int_in(origin: &str, field: &str, v: i64, lo: i64, hi: i64) -> Result<i64, To
 
 fn u32_in(origin: &str, field: &str, v: i64, lo: u32, hi: u32) -> Result<u32, TopoError> {
     int_in(origin, field, v, i64::from(lo), i64::from(hi)).map(|v| v as u32)
+}
+
+/// Most idle states a driver registers (`CPUIDLE_STATE_MAX`).
+const MAX_IDLE_STATES: usize = 10;
+
+/// The machine's idle states: its `[[idle_state]]` tables, or, without
+/// them, the states the short form in `[wakeup]` describes (one exit
+/// latency for all; `idle_polls`: the states keep the polling flag;
+/// `idle_poll_below_ns`: a deeper state that does not poll, with that
+/// target residency; `idle_poll_gives_up`: the polling state is a loop
+/// that gives up after it).
+fn idle_states(
+    origin: &str,
+    w: &FileWakeup,
+    tables: &[FileIdleState],
+) -> Result<Vec<IdleState>, TopoError> {
+    let short_form = [
+        ("wakeup.idle_exit_ns", w.idle_exit_ns.is_some()),
+        ("wakeup.idle_polls", w.idle_polls.is_some()),
+        ("wakeup.idle_poll_below_ns", w.idle_poll_below_ns.is_some()),
+        ("wakeup.idle_poll_gives_up", w.idle_poll_gives_up.is_some()),
+    ];
+    if !tables.is_empty() {
+        if let Some((field, _)) = short_form.iter().find(|(_, given)| *given) {
+            return Err(TopoError::invalid(
+                origin,
+                *field,
+                "the machine lists its [[idle_state]] tables: give their exit_ns and polls there instead",
+            ));
+        }
+        return idle_state_tables(origin, tables);
+    }
+    let Some(exit) = w.idle_exit_ns else {
+        return Err(TopoError::invalid(
+            origin,
+            "idle_state",
+            "no idle states: give [[idle_state]] tables (or wakeup.idle_exit_ns)",
+        ));
+    };
+    let exit_ns = u32_in(origin, "wakeup.idle_exit_ns", exit, 0, MAX_NS)?;
+    let polls = w.idle_polls.unwrap_or(false);
+    let below_ns = u32_in(
+        origin,
+        "wakeup.idle_poll_below_ns",
+        w.idle_poll_below_ns.unwrap_or(0),
+        0,
+        MAX_NS,
+    )?;
+    let gives_up = w.idle_poll_gives_up.unwrap_or(false);
+    if !polls && (below_ns > 0 || gives_up) {
+        return Err(TopoError::invalid(
+            origin,
+            "wakeup.idle_poll_below_ns",
+            "describes a polling idle state, but idle_polls is false",
+        ));
+    }
+    if gives_up && below_ns == 0 {
+        return Err(TopoError::invalid(
+            origin,
+            "wakeup.idle_poll_gives_up",
+            "the polling state gives up after idle_poll_below_ns, which is 0",
+        ));
+    }
+    let state = |name: &str, residency_ns: u32, polls: bool, poll_loop: bool| IdleState {
+        name: name.to_string(),
+        exit_ns,
+        residency_ns,
+        polls,
+        poll_loop,
+        poll_limit_ns: if poll_loop { below_ns } else { 0 },
+        disabled: false,
+    };
+    Ok(if below_ns == 0 {
+        vec![state(if polls { "C1" } else { "WFI" }, 0, polls, false)]
+    } else {
+        vec![
+            state(if gives_up { "snooze" } else { "C1" }, 0, true, gives_up),
+            state("C2", below_ns, false, false),
+        ]
+    })
+}
+
+/// Validates `[[idle_state]]` tables (cpuidle's own rules and what the
+/// governor assumes: at most ten states, shallowest first, a polling loop
+/// only as the first).
+fn idle_state_tables(origin: &str, tables: &[FileIdleState]) -> Result<Vec<IdleState>, TopoError> {
+    if tables.len() > MAX_IDLE_STATES {
+        return Err(TopoError::invalid(
+            origin,
+            "idle_state",
+            format!(
+                "{} states, at most {MAX_IDLE_STATES} (CPUIDLE_STATE_MAX)",
+                tables.len()
+            ),
+        ));
+    }
+    let mut out: Vec<IdleState> = Vec::with_capacity(tables.len());
+    for (i, t) in tables.iter().enumerate() {
+        let field = |k: &str| format!("idle_state[{i}].{k}");
+        if t.name.trim().is_empty() {
+            return Err(TopoError::invalid(origin, field("name"), "empty name"));
+        }
+        let exit_ns = u32_in(origin, &field("exit_ns"), t.exit_ns, 0, MAX_NS)?;
+        let residency_ns = u32_in(origin, &field("residency_ns"), t.residency_ns, 0, MAX_NS)?;
+        if t.poll_loop && !t.polls {
+            return Err(TopoError::invalid(
+                origin,
+                field("poll_loop"),
+                "a polling loop keeps the polling flag: set polls = true",
+            ));
+        }
+        if t.poll_loop && i > 0 {
+            return Err(TopoError::invalid(
+                origin,
+                field("poll_loop"),
+                "only the first idle state may be a polling loop",
+            ));
+        }
+        let poll_limit_ns = match t.poll_limit_ns {
+            Some(_) if !t.poll_loop => {
+                return Err(TopoError::invalid(
+                    origin,
+                    field("poll_limit_ns"),
+                    "only a polling loop (poll_loop = true) has a time limit",
+                ))
+            }
+            Some(v) => u32_in(origin, &field("poll_limit_ns"), v, 1, MAX_NS)?,
+            None => 0,
+        };
+        if let Some(prev) = out.last() {
+            if residency_ns < prev.residency_ns {
+                return Err(TopoError::invalid(
+                    origin,
+                    field("residency_ns"),
+                    format!(
+                        "{residency_ns} is below the previous state's {}: list states shallowest first",
+                        prev.residency_ns
+                    ),
+                ));
+            }
+        }
+        if out.iter().any(|s| s.name == t.name) {
+            return Err(TopoError::invalid(
+                origin,
+                field("name"),
+                format!("'{}' names two states", t.name),
+            ));
+        }
+        out.push(IdleState {
+            name: t.name.clone(),
+            exit_ns,
+            residency_ns,
+            polls: t.polls,
+            poll_loop: t.poll_loop,
+            poll_limit_ns,
+            disabled: t.disabled,
+        });
+    }
+    Ok(out)
 }
 
 fn float_in(origin: &str, field: &str, v: f64, lo: f64, hi: f64) -> Result<f64, TopoError> {
@@ -1248,13 +1429,6 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
     };
     let wakeup = WakeupCosts {
         ipi_ns: u32_in(origin, "wakeup.ipi_ns", f.wakeup.ipi_ns, 0, MAX_NS)?,
-        idle_exit_ns: u32_in(
-            origin,
-            "wakeup.idle_exit_ns",
-            f.wakeup.idle_exit_ns,
-            0,
-            MAX_NS,
-        )?,
         wakeup_path_ns: u32_in(
             origin,
             "wakeup.wakeup_path_ns",
@@ -1262,30 +1436,8 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             0,
             MAX_NS,
         )?,
-        idle_polls: f.wakeup.idle_polls,
-        idle_poll_below_ns: u32_in(
-            origin,
-            "wakeup.idle_poll_below_ns",
-            f.wakeup.idle_poll_below_ns,
-            0,
-            MAX_NS,
-        )?,
-        idle_poll_gives_up: f.wakeup.idle_poll_gives_up,
+        idle_states: idle_states(origin, &f.wakeup, &f.idle_state)?,
     };
-    if !wakeup.idle_polls && (wakeup.idle_poll_below_ns > 0 || wakeup.idle_poll_gives_up) {
-        return Err(TopoError::invalid(
-            origin,
-            "wakeup.idle_poll_below_ns",
-            "describes a polling idle state, but idle_polls is false",
-        ));
-    }
-    if wakeup.idle_poll_gives_up && wakeup.idle_poll_below_ns == 0 {
-        return Err(TopoError::invalid(
-            origin,
-            "wakeup.idle_poll_gives_up",
-            "the polling state gives up after idle_poll_below_ns, which is 0",
-        ));
-    }
 
     Ok(Machine {
         name: f.name,
@@ -1612,6 +1764,85 @@ wakeup_path_ns = 1000
 
     fn err(text: &str) -> String {
         load_machine_str(text, "f.toml").unwrap_err().to_string()
+    }
+
+    /// MINI with `tables` as its idle states instead of the short form.
+    fn with_idle_tables(tables: &str) -> String {
+        MINI.replace("idle_exit_ns = 1000\n", "") + tables
+    }
+
+    #[test]
+    fn idle_state_tables_load_and_are_checked() {
+        let ok = with_idle_tables(
+            "[[idle_state]]\nname = \"POLL\"\nexit_ns = 0\nresidency_ns = 0\npolls = true\npoll_loop = true\n\
+             [[idle_state]]\nname = \"C6\"\nexit_ns = 100000\nresidency_ns = 400000\ndisabled = true\n",
+        );
+        let m = load_machine_str(&ok, "f.toml").unwrap();
+        let st = &m.wakeup.idle_states;
+        assert_eq!(st.len(), 2);
+        assert!(st[0].poll_loop && st[0].polls && st[0].poll_limit_ns == 0);
+        assert!(st[1].disabled && !st[1].polls && st[1].exit_ns == 100_000);
+        let state = |name: &str, extra: &str| {
+            format!(
+                "[[idle_state]]\nname = \"{name}\"\nexit_ns = 1000\nresidency_ns = 1000\n{extra}"
+            )
+        };
+        let cases = [
+            (state("A", "poll_loop = true\n"), "idle_state[0].poll_loop"),
+            (
+                state("A", "polls = true\n") + &state("B", "polls = true\npoll_loop = true\n"),
+                "idle_state[1].poll_loop",
+            ),
+            (
+                state("A", "poll_limit_ns = 5\n"),
+                "idle_state[0].poll_limit_ns",
+            ),
+            (
+                state("A", "").replace("residency_ns = 1000", "residency_ns = 9000")
+                    + &state("B", ""),
+                "idle_state[1].residency_ns",
+            ),
+            (state("A", "") + &state("A", ""), "idle_state[1].name"),
+            (state(" ", ""), "idle_state[0].name"),
+            (
+                state("A", "").replace("exit_ns = 1000", "exit_ns = -1"),
+                "idle_state[0].exit_ns",
+            ),
+            (
+                (0..11).map(|i| state(&format!("S{i}"), "")).collect(),
+                "idle_state",
+            ),
+        ];
+        for (tables, field) in cases {
+            let e = err(&with_idle_tables(&tables));
+            assert!(e.contains(field) && !e.contains('\n'), "{field}: {e}");
+        }
+        // Both forms, or neither.
+        let e = err(&(MINI.to_string() + &state("A", "")));
+        assert!(e.contains("wakeup.idle_exit_ns"), "{e}");
+        let e = err(&with_idle_tables(""));
+        assert!(
+            e.contains("idle_state") && e.contains("no idle states"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_short_form_describes_the_same_states() {
+        let m = load_machine_str(MINI, "f.toml").unwrap();
+        assert_eq!(m.wakeup.idle_states.len(), 1);
+        assert!(!m.wakeup.idle_states[0].polls);
+        let pseries = MINI.replace(
+            "idle_exit_ns = 1000\n",
+            "idle_exit_ns = 1000\nidle_polls = true\nidle_poll_below_ns = 100000\nidle_poll_gives_up = true\n",
+        );
+        let st = load_machine_str(&pseries, "f.toml")
+            .unwrap()
+            .wakeup
+            .idle_states;
+        assert_eq!(st.len(), 2);
+        assert!(st[0].poll_loop && st[0].poll_limit_ns == 100_000);
+        assert!(!st[1].polls && st[1].residency_ns == 100_000 && st[1].exit_ns == 1000);
     }
 
     #[test]

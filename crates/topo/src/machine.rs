@@ -100,26 +100,52 @@ pub struct C2cLatency {
 pub struct WakeupCosts {
     /// Sending a reschedule IPI to another CPU, ns.
     pub ipi_ns: u32,
-    /// Leaving the idle state (shallow idle), ns.
-    pub idle_exit_ns: u32,
     /// Kernel path of one wakeup plus context switch on the waking side, ns.
     pub wakeup_path_ns: u32,
-    /// Whether an idle CPU's idle state polls its need-resched flag
-    /// (TIF_POLLING_NRFLAG: x86 MWAIT and the POLL state, POWER's snooze), so
-    /// that a remote wakeup, reschedule or balance kick needs no IPI: the
-    /// flag write itself ends the idle state (set_nr_if_polling(),
-    /// set_nr_and_not_polling()). arm64 has no polling flag.
-    pub idle_polls: bool,
-    /// The target residency of the shallowest idle state that does not
-    /// poll, ns; 0 when every idle state polls (intel_idle's MWAIT states).
-    /// The governor picks a polling state only for predicted idle periods
-    /// shorter than this (POWER's snooze against Shared Cede's 100 µs;
-    /// acpi_idle's MWAIT C1 against an I/O-port C2).
-    pub idle_poll_below_ns: u32,
-    /// Whether the polling state gives up after `idle_poll_below_ns` and the
-    /// CPU re-enters idle through the governor (pseries' snooze_loop()); when
-    /// not, the chosen polling state lasts until a wakeup (an MWAIT state).
-    pub idle_poll_gives_up: bool,
+    /// The CPU's idle states, shallowest first, as its cpuidle driver
+    /// registers them (`/sys/devices/system/cpu/cpuN/cpuidle/stateK`); never
+    /// empty. The idle governor picks one per idle period and a wakeup pays
+    /// its exit latency.
+    pub idle_states: Vec<IdleState>,
+}
+
+/// One idle state (a `struct cpuidle_state` as the machine's driver fills
+/// it: intel_idle's table, acpi_idle's _CST states, pseries' snooze and
+/// Cede).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdleState {
+    pub name: String,
+    /// Time to leave the state when woken (`exit_latency`), ns.
+    pub exit_ns: u32,
+    /// Shortest idle period for which the state pays off
+    /// (`target_residency`), ns: the governor picks it only when it expects
+    /// at least this much idle time.
+    pub residency_ns: u32,
+    /// Whether the CPU keeps TIF_POLLING_NRFLAG set in this state (x86 MWAIT
+    /// states and POLL, POWER's snooze), so that a remote wakeup, reschedule
+    /// or balance kick needs no IPI: the flag write itself ends the state
+    /// (set_nr_if_polling(), set_nr_and_not_polling()). arm64 has no
+    /// polling flag.
+    pub polls: bool,
+    /// Whether this is a software polling loop (CPUIDLE_FLAG_POLLING: the
+    /// POLL state, pseries' snooze), which the governor treats specially and
+    /// which gives up after a time limit; only the first state may be one.
+    pub poll_loop: bool,
+    /// The polling loop's time limit, ns: pseries' snooze gives up after the
+    /// next state's target residency; 0 follows cpuidle_poll_time() (the
+    /// first enabled deeper state's residency of at least 10 µs, at most a
+    /// sixteenth of a tick). Only for a polling loop.
+    pub poll_limit_ns: u32,
+    /// Turned off (`stateK/disable`, a BIOS that does not offer it): the
+    /// governor never picks it.
+    pub disabled: bool,
+}
+
+impl WakeupCosts {
+    /// Whether any enabled idle state keeps the polling flag.
+    pub fn any_state_polls(&self) -> bool {
+        self.idle_states.iter().any(|s| s.polls && !s.disabled)
+    }
 }
 
 /// Which architecture's sched-domain topology table the machine gets.

@@ -16,7 +16,7 @@ use crate::error::TopoError;
 use crate::load::{
     load_machine_str, MAX_CACHE_BYTES, MAX_CACHE_LEVEL, MAX_DISTANCE, MAX_FREQ_MHZ, MAX_LINE_BYTES,
 };
-use crate::machine::Machine;
+use crate::machine::{IdleState, Machine};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -212,14 +212,10 @@ pub fn machine_to_toml(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "\n[wakeup]\nipi_ns = {}\nidle_exit_ns = {}\nwakeup_path_ns = {}\nidle_polls = {}\nidle_poll_below_ns = {}\nidle_poll_gives_up = {}",
-        w.ipi_ns,
-        w.idle_exit_ns,
-        w.wakeup_path_ns,
-        w.idle_polls,
-        w.idle_poll_below_ns,
-        w.idle_poll_gives_up
+        "\n[wakeup]\nipi_ns = {}\nwakeup_path_ns = {}",
+        w.ipi_ns, w.wakeup_path_ns
     );
+    s.push_str(&idle_state_tables(&w.idle_states, ""));
     s
 }
 
@@ -272,51 +268,110 @@ pub fn sysfs_machine_text(root: &Path) -> Result<String, TopoError> {
     machine_text_for(root, None)
 }
 
-/// How the idle states of a machine poll, from CPU 0's cpuidle states
-/// (`cpuidle/stateN/name`, `desc`, `residency` in µs): a state polls when
-/// it is the POLL or snooze state or waits in MWAIT (its description says
-/// so: intel_idle's and acpi_idle's FFH states). Returns `idle_polls`,
-/// `idle_poll_below_ns` (the first non-polling state's target residency, 0
-/// if every state polls) and `idle_poll_gives_up` (no MWAIT state: the
-/// polling loop, POLL or pseries' snooze, gives up after that residency).
-/// With no
-/// cpuidle directory: the architecture's usual driver (x86: MWAIT; powerpc:
-/// pseries' snooze and Shared Cede at 100 µs; arm64: no polling flag).
-fn idle_polling_of(root: &Path, cpu0: &Path, arch: &str) -> Result<(bool, u64, bool), TopoError> {
-    if arch == "arm64" {
-        return Ok((false, 0, false));
+/// `[[idle_state]]` tables for `states`, each line followed by `comment`
+/// (where the numbers come from).
+fn idle_state_tables(states: &[IdleState], comment: &str) -> String {
+    let mut s = String::new();
+    for st in states {
+        let _ = writeln!(s, "\n[[idle_state]]{comment}");
+        let _ = writeln!(
+            s,
+            "name = {}\nexit_ns = {}\nresidency_ns = {}\npolls = {}",
+            q(&st.name),
+            st.exit_ns,
+            st.residency_ns,
+            st.polls
+        );
+        if st.poll_loop {
+            let _ = writeln!(s, "poll_loop = true");
+        }
+        if st.poll_limit_ns > 0 {
+            let _ = writeln!(s, "poll_limit_ns = {}", st.poll_limit_ns);
+        }
+        if st.disabled {
+            let _ = writeln!(s, "disabled = true");
+        }
     }
+    s
+}
+
+/// CPU 0's idle states as its cpuidle driver registered them
+/// (`cpuidle/stateN/name`, `desc`, `latency` and `residency` in µs,
+/// `disable`). A state keeps the polling flag when it is the polling loop
+/// (POLL, pseries' snooze) or waits in MWAIT (its description says so:
+/// intel_idle's and acpi_idle's FFH states), except on arm64, which has no
+/// polling flag. pseries' snooze gives up after the next state's target
+/// residency; POLL follows cpuidle_poll_time(). With no cpuidle directory:
+/// the architecture's usual states (x86: one MWAIT state; powerpc: pseries'
+/// snooze and Shared Cede; arm64: WFI), with an estimated exit latency
+/// where the kernel gives none. The second value says whether the states
+/// came from the tree.
+fn idle_states_of(
+    root: &Path,
+    cpu0: &Path,
+    arch: &str,
+) -> Result<(Vec<IdleState>, bool), TopoError> {
     let dir = cpu0.join("cpuidle");
-    let mut states = Vec::new();
-    for i in 0..32 {
+    let mut states: Vec<IdleState> = Vec::new();
+    for i in 0..10 {
         let st = dir.join(format!("state{i}"));
         let Some(name) = read(root, &st.join("name"))? else {
             break;
         };
         let desc = read(root, &st.join("desc"))?.unwrap_or_default();
-        let residency_us = read_int(root, &st.join("residency"), 0, 1_000_000)?.unwrap_or(0);
-        states.push((name, desc, residency_us as u64));
-    }
-    if states.is_empty() {
-        return Ok(match arch {
-            "powerpc" => (true, 100_000, true),
-            _ => (true, 0, false),
+        let us = |file: &str| -> Result<u32, TopoError> {
+            Ok(read_int(root, &st.join(file), 0, 1_000_000)?.unwrap_or(0) as u32 * 1000)
+        };
+        let (exit_ns, residency_ns) = (us("latency")?, us("residency")?);
+        let disabled = read_int(root, &st.join("disable"), 0, 1)?.unwrap_or(0) == 1;
+        let poll_loop = i == 0 && (name == "POLL" || name == "snooze");
+        let polls = arch != "arm64" && (poll_loop || desc.contains("MWAIT"));
+        let name = if name.is_empty() {
+            format!("state{i}")
+        } else {
+            name
+        };
+        // Residencies out of order would break the governor's walk.
+        let residency_ns = residency_ns.max(states.last().map_or(0, |p| p.residency_ns));
+        states.push(IdleState {
+            name,
+            exit_ns,
+            residency_ns,
+            polls,
+            poll_loop,
+            poll_limit_ns: 0,
+            disabled,
         });
     }
-    let polls = |(name, desc, _): &(String, String, u64)| {
-        name == "POLL" || name == "snooze" || desc.contains("MWAIT")
-    };
-    if !states.iter().any(polls) {
-        return Ok((false, 0, false));
+    if states.len() >= 2 && states[0].name == "snooze" {
+        // snooze_loop()'s snooze_timeout.
+        states[0].poll_limit_ns = states[1].residency_ns.max(1);
     }
-    let below_ns = states
-        .iter()
-        .find(|s| !polls(s))
-        .map_or(0, |s| s.2.max(1) * 1000);
-    // A polling loop (POLL, snooze) gives up after the next state's
-    // residency; an MWAIT state waits until woken.
-    let gives_up = below_ns > 0 && !states.iter().any(|s| s.1.contains("MWAIT"));
-    Ok((true, below_ns, gives_up))
+    if !states.is_empty() {
+        return Ok((states, true));
+    }
+    let state = |name: &str, exit_ns: u32, residency_ns: u32, polls: bool| IdleState {
+        name: name.to_string(),
+        exit_ns,
+        residency_ns,
+        polls,
+        poll_loop: false,
+        poll_limit_ns: 0,
+        disabled: false,
+    };
+    Ok((
+        match arch {
+            "powerpc" => {
+                let mut snooze = state("snooze", 0, 0, true);
+                snooze.poll_loop = true;
+                snooze.poll_limit_ns = 100_000;
+                vec![snooze, state("Shared Cede", 10_000, 100_000, false)]
+            }
+            "arm64" => vec![state("WFI", 2000, 0, false)],
+            _ => vec![state("C1", 2000, 0, true)],
+        },
+        false,
+    ))
 }
 
 fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, TopoError> {
@@ -652,11 +707,19 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     );
     // x86's MWAIT and POLL states and powerpc's snooze set TIF_POLLING_NRFLAG;
     // arm64 has no polling flag, so its wakeups always send an IPI.
-    let (polls, below_ns, gives_up) = idle_polling_of(root, &cpu_dir.join("cpu0"), arch)?;
+    let (states, read_them) = idle_states_of(root, &cpu_dir.join("cpu0"), arch)?;
     let _ = writeln!(
         s,
-        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nidle_exit_ns = 2000\nwakeup_path_ns = 2000\nidle_polls = {polls}  # TIF_POLLING_NRFLAG ({arch}, cpuidle states)\nidle_poll_below_ns = {below_ns}\nidle_poll_gives_up = {gives_up}"
+        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nwakeup_path_ns = 2000"
     );
+    s.push_str(&idle_state_tables(
+        &states,
+        if read_them {
+            "  # cpu0/cpuidle (the driver's exit latency and residency)"
+        } else {
+            "  # ESTIMATE: no cpuidle states in the tree; the architecture's usual ones"
+        },
+    ));
     Ok(s)
 }
 

@@ -33,7 +33,7 @@ fn x86_smt() {
     let m = machine_from_sysfs(&fixture("x86-smt")).unwrap();
     assert_eq!(m.arch, Arch::X86);
     // MWAIT idle polls the need-resched flag: no wakeup IPI.
-    assert!(m.wakeup.idle_polls);
+    assert!(m.wakeup.any_state_polls());
     assert_eq!(m.nr_cpus(), 8);
     assert_eq!(m.smt_mask(1).to_list_string(), "1,5");
     assert_eq!(m.cpus[0].freq_max_mhz, 3600);
@@ -60,7 +60,16 @@ fn x86_hybrid() {
 fn arm64_big_little() {
     let m = machine_from_sysfs(&fixture("arm64-biglittle")).unwrap();
     assert_eq!(m.arch, Arch::Arm64);
-    assert!(!m.wakeup.idle_polls);
+    assert!(!m.wakeup.any_state_polls());
+    // Two cpuidle states: the governor chooses (WFI, a deeper sleep).
+    let names: Vec<&str> = m
+        .wakeup
+        .idle_states
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["WFI", "cpu-sleep"]);
+    assert_eq!(m.wakeup.idle_states[1].exit_ns, 130_000);
     assert_eq!(m.cpus[0].capacity, 446);
     assert_eq!(m.llc_mask(0).to_list_string(), "0-3");
     assert_eq!(spans(&m, "vanilla", 0), ["MC 0-3", "PKG 0-7"]);
@@ -391,7 +400,7 @@ mod fuzz {
     use proptest::prelude::*;
     use proptest::test_runner::TestRunner;
 
-    const FILES: [&str; 10] = [
+    const FILES: [&str; 13] = [
         "cpu/cpu0/cpu_capacity",
         "cpu/cpu1/cpufreq/cpuinfo_max_freq",
         "cpu/cpu2/topology/core_id",
@@ -402,6 +411,9 @@ mod fuzz {
         "cpu/cpu6/cache/index2/size",
         "cpu/cpu7/cache/index1/shared_cpu_list",
         "node/node0/distance",
+        "cpu/cpu0/cpuidle/state1/latency",
+        "cpu/cpu0/cpuidle/state1/residency",
+        "cpu/cpu0/cpuidle/state1/disable",
     ];
 
     /// Whatever a file holds, the import never panics, and its errors are one
@@ -442,44 +454,84 @@ fn a_file_whose_read_fails_takes_its_default() {
     assert_eq!(m.caches, original.caches);
 }
 
-/// The cpuidle states say which idle states poll: POLL and MWAIT ones do,
-/// an ACPI I/O-port state does not, so a wakeup onto a CPU in it needs the
-/// IPI; HLT after POLL makes the polling loop give up.
+/// The cpuidle states become the machine's idle states: exit latency and
+/// residency from `latency` and `residency` (µs), `disable`, and whether
+/// they poll: POLL and MWAIT ones do, an ACPI I/O-port or HLT state does
+/// not, so a wakeup onto a CPU in it needs the IPI. POLL is a polling loop
+/// with cpuidle's time limit; pseries' snooze gives up after the next
+/// state's residency.
 #[test]
-fn cpuidle_states_decide_how_idle_cpus_poll() {
-    let with_states = |tag: &str, states: &[(&str, &str, u32)]| {
+fn cpuidle_states_become_the_machines_idle_states() {
+    // (name, desc, latency µs, residency µs, disable)
+    type Sys<'a> = (&'a str, &'a str, u32, u32, u32);
+    let with_states = |tag: &str, states: &[Sys]| {
         let c = Copy::of("x86-smt", tag);
-        for (i, (name, desc, residency)) in states.iter().enumerate() {
+        for (i, (name, desc, latency, residency, disable)) in states.iter().enumerate() {
             let d = c.file(&format!("cpu/cpu0/cpuidle/state{i}"));
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("name"), format!("{name}\n")).unwrap();
             std::fs::write(d.join("desc"), format!("{desc}\n")).unwrap();
+            std::fs::write(d.join("latency"), format!("{latency}\n")).unwrap();
             std::fs::write(d.join("residency"), format!("{residency}\n")).unwrap();
+            std::fs::write(d.join("disable"), format!("{disable}\n")).unwrap();
         }
-        let w = schedlab_topo::machine_from_sysfs(&c.0).unwrap().wakeup;
-        (w.idle_polls, w.idle_poll_below_ns, w.idle_poll_gives_up)
+        let m = schedlab_topo::machine_from_sysfs(&c.0).unwrap();
+        round_trips(&m);
+        m.wakeup
+            .idle_states
+            .iter()
+            .map(|s| {
+                let mut flags = String::new();
+                for (on, f) in [(s.polls, 'p'), (s.poll_loop, 'l'), (s.disabled, 'd')] {
+                    if on {
+                        flags.push(f);
+                    }
+                }
+                format!(
+                    "{} {}/{} {flags} {}",
+                    s.name, s.exit_ns, s.residency_ns, s.poll_limit_ns
+                )
+            })
+            .collect::<Vec<_>>()
     };
     let acpi = [
-        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
-        ("C1", "ACPI FFH MWAIT 0x0", 2),
-        ("C2", "ACPI IOPORT 0x814", 36),
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0, 0, 0),
+        ("C1", "ACPI FFH MWAIT 0x0", 1, 2, 0),
+        ("C2", "ACPI IOPORT 0x814", 18, 36, 0),
     ];
-    assert_eq!(with_states("acpi", &acpi), (true, 36_000, false));
-    let intel = [
-        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
-        ("C1", "MWAIT 0x00", 1),
-        ("C6", "MWAIT 0x20", 600),
-    ];
-    assert_eq!(with_states("intel", &intel), (true, 0, false));
-    let haltpoll = [
-        ("POLL", "CPUIDLE CORE POLL IDLE", 0),
-        ("haltpoll", "default architecture idle", 1),
-    ];
-    assert_eq!(with_states("haltpoll", &haltpoll), (true, 1_000, true));
     assert_eq!(
-        with_states("halt", &[("C1", "ACPI HLT", 1)]),
-        (false, 0, false)
+        with_states("acpi", &acpi),
+        ["POLL 0/0 pl 0", "C1 1000/2000 p 0", "C2 18000/36000  0"]
     );
-    // No cpuidle directory: x86's MWAIT.
-    assert_eq!(with_states("none", &[]), (true, 0, false));
+    let intel = [
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0, 0, 0),
+        ("C1", "MWAIT 0x00", 1, 1, 0),
+        ("C6", "MWAIT 0x20", 290, 800, 1),
+    ];
+    assert_eq!(
+        with_states("intel", &intel),
+        ["POLL 0/0 pl 0", "C1 1000/1000 p 0", "C6 290000/800000 pd 0"]
+    );
+    let haltpoll = [
+        ("POLL", "CPUIDLE CORE POLL IDLE", 0, 0, 0),
+        ("haltpoll", "default architecture idle", 1, 1, 0),
+    ];
+    assert_eq!(
+        with_states("haltpoll", &haltpoll),
+        ["POLL 0/0 pl 0", "haltpoll 1000/1000  0"]
+    );
+    let pseries = [
+        ("snooze", "snooze", 0, 0, 0),
+        ("Shared Cede", "Shared Cede", 10, 100, 0),
+    ];
+    assert_eq!(
+        with_states("pseries", &pseries),
+        ["snooze 0/0 pl 100000", "Shared Cede 10000/100000  0"]
+    );
+    assert_eq!(
+        with_states("halt", &[("C1", "ACPI HLT", 1, 1, 0)]),
+        ["C1 1000/1000  0"]
+    );
+    // No cpuidle directory: x86's MWAIT, an estimated exit.
+    assert_eq!(with_states("none", &[]), ["C1 2000/0 p 0"]);
 }

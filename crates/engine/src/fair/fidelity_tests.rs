@@ -613,19 +613,20 @@ fn the_asym_capacity_domain_keeps_its_own_scan_depth() {
 #[test]
 fn an_ipi_that_finds_nothing_to_run_ends_an_idle_period_for_the_governor() {
     // CPU 3 idles from boot with its tick stopped; a nohz kick's IPI at 5 ms
-    // wakes it and it idles again: the governor records 5 ms, and the tick
-    // stays stopped.
+    // wakes it and it idles again: the governor records 5 ms less WFI's
+    // exit latency, and the tick stays stopped.
     let mut s = bare("kunpeng920");
+    let exit_us = s.machine.wakeup.idle_states[0].exit_ns / 1000;
     s.now = 5_000_000;
     s.idle_rewake(3);
-    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000);
+    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000 - exit_us);
     assert_eq!(s.rqs[3].menu.ptr, 1);
     assert!(!s.rqs[3].tick_running && s.nohz_idle.test(3));
-    // Without the governor's say nothing is recorded.
+    // Without the governor's say on the tick, it stays stopped too.
     s.cfg.features.set("IDLE_GOV_TICK", false).unwrap();
     s.now = 6_000_000;
     s.idle_rewake(3);
-    assert_eq!(s.rqs[3].menu.ptr, 1);
+    assert!(!s.rqs[3].tick_running && s.nohz_idle.test(3));
 }
 
 #[test]
@@ -638,7 +639,8 @@ fn a_reschedule_that_finds_nothing_to_run_ends_an_idle_period_for_the_governor()
     s.schedule(3);
     assert!(s.rqs[3].curr.is_none());
     assert_eq!(s.counters.idle_resched_empty, 1);
-    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000);
+    let exit_us = s.machine.wakeup.idle_states[0].exit_ns / 1000;
+    assert_eq!(s.rqs[3].menu.intervals_us[0], 5_000 - exit_us);
     assert_eq!(s.rqs[3].menu_since_ns, 5_000_000);
 }
 
@@ -1491,4 +1493,30 @@ fn a_wakee_moved_to_a_long_idle_cpu_keeps_its_load_history() {
     let after = s.tasks[t as usize].avg.util_avg;
     // 1 ms of decay is ~2% (y^1 with y^32 = 1/2).
     assert!(after * 100 >= before * 95, "{before} -> {after}");
+}
+
+/// The fork path's idlest CPU of a group is the one in the shallowest idle
+/// state by exit latency (POLL's 0 before C1E's 2 µs), and among equals the
+/// one that went idle last (sched_balance_find_dst_group_cpu()).
+#[test]
+fn the_idlest_cpu_of_a_group_is_in_the_shallowest_idle_state() {
+    let mut s = bare("sapphirerapids");
+    let t = add_task(&mut s, 0);
+    let span = CpuMask::from_cpus([2, 4, 6]);
+    let c1e = s
+        .machine
+        .wakeup
+        .idle_states
+        .iter()
+        .position(|x| x.name == "C1E");
+    let c1e = c1e.expect("C1E") as u8;
+    for (cpu, state, stamp) in [(2, c1e, 300), (4, 0, 100), (6, 0, 200)] {
+        s.rqs[cpu].idle_state = state;
+        s.rqs[cpu].idle_stamp = stamp;
+    }
+    assert_eq!(s.find_dst_group_cpu(&span, t, 0), 6);
+    s.rqs[6].idle_state = c1e;
+    assert_eq!(s.find_dst_group_cpu(&span, t, 0), 4);
+    s.rqs[4].idle_state = c1e;
+    assert_eq!(s.find_dst_group_cpu(&span, t, 0), 2);
 }

@@ -753,17 +753,16 @@ impl Sim {
     }
 
     /// The idlest CPU of a group: an idle one in the shallowest idle state
-    /// (a polling state is shallower than a non-polling one; the machines
-    /// give every state of a kind the same exit latency), of those the one
-    /// that went idle most recently, else the least loaded (mirrors
-    /// sched_balance_find_dst_group_cpu()).
-    fn find_dst_group_cpu(&self, span: &CpuMask, t: TaskId, this_cpu: CpuId) -> CpuId {
+    /// (the least exit latency, in whole µs as the kernel's table has it),
+    /// of those the one that went idle most recently, else the least loaded
+    /// (mirrors sched_balance_find_dst_group_cpu()).
+    pub(crate) fn find_dst_group_cpu(&self, span: &CpuMask, t: TaskId, this_cpu: CpuId) -> CpuId {
         if span.weight() == 1 {
             return span.first().unwrap_or(this_cpu);
         }
         let aff = self.tasks[t as usize].affinity;
         let mut shallowest: Option<CpuId> = None;
-        let mut min_depth = u8::MAX;
+        let mut min_depth = u64::MAX;
         let mut latest_idle = 0u64;
         let mut least: Option<CpuId> = None;
         let mut min_load = u64::MAX;
@@ -773,7 +772,7 @@ impl Sim {
             }
             if self.is_idle_cpu(c) {
                 let stamp = self.rqs[c as usize].idle_stamp;
-                let depth = u8::from(!self.idle_polling(c));
+                let depth = self.idle_exit_ns(c) / 1000;
                 if depth < min_depth || (depth == min_depth && stamp > latest_idle) {
                     min_depth = depth;
                     latest_idle = stamp;
