@@ -105,9 +105,15 @@ impl MenuState {
     /// Records an idle period that a polling state ended at its time limit
     /// (menu_update() with `poll_time_limit`): the prediction that chose
     /// polling was wrong, and with a better one the next timer would have
-    /// ended the period, so it counts as lasting until that timer.
-    pub fn update_poll_timeout(&mut self) {
-        self.record(self.next_timer_ns);
+    /// ended the period, so it counts as lasting until that timer. A tick
+    /// taken inside the loop (`tick_wakeup`) counts first, as a long idle
+    /// period when the timer lay beyond the tick, as in [`MenuState::update`].
+    pub fn update_poll_timeout(&mut self, tick_wakeup: bool, tick_ns: u64) {
+        if tick_wakeup && self.next_timer_ns > tick_ns {
+            self.record(9 * MAX_INTERESTING_NS / 10);
+        } else {
+            self.record(self.next_timer_ns);
+        }
     }
 
     /// The common part of menu_update(): the measured idle time, capped by
@@ -124,7 +130,9 @@ impl MenuState {
             RESOLUTION
         };
         self.correction[b] = f as u32;
-        self.intervals_us[self.ptr as usize] = (measured / 1000).min(u32::MAX as u64) as u32;
+        // menu_update_intervals() takes an unsigned int: a longer time (the
+        // "no timer" of a polling timeout) keeps its low 32 bits.
+        self.intervals_us[self.ptr as usize] = (measured / 1000) as u32;
         self.ptr = ((self.ptr as usize + 1) % INTERVALS) as u8;
     }
 
@@ -267,7 +275,8 @@ pub fn typical_interval_us(intervals: &[u32; INTERVALS]) -> u32 {
             let v = v as u64;
             n += 1;
             sum += v;
-            sum_sq += v * v;
+            // The kernel's u64 sum of squares wraps for huge samples.
+            sum_sq = sum_sq.wrapping_add(v.wrapping_mul(v));
             max = max.max(v);
             min = min.min(v);
         }
@@ -275,7 +284,7 @@ pub fn typical_interval_us(intervals: &[u32; INTERVALS]) -> u32 {
             return u32::MAX;
         }
         let avg = sum / n;
-        let variance = (sum_sq / n).saturating_sub(avg * avg);
+        let variance = (sum_sq / n).wrapping_sub(avg * avg);
         let avg_sq = avg * avg;
         if variance <= u64::MAX / 36
             && ((avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
@@ -447,7 +456,7 @@ mod tests {
         let mut m = after_eight_idles_of(20_000);
         let mut timeouts = 0;
         while m.select(3_000_000, false, TICK_NS) < 100_000 {
-            m.update_poll_timeout();
+            m.update_poll_timeout(false, TICK_NS);
             timeouts += 1;
             assert!(timeouts < 8);
         }
@@ -566,5 +575,22 @@ mod tests {
             m.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
             (1, false)
         );
+    }
+
+    #[test]
+    fn a_poll_timeout_without_a_timer_keeps_the_low_bits_of_no_timer() {
+        // 10 µs idles: the timer is not looked at, so a poll timeout records
+        // "no timer", which the kernel's unsigned int cuts to its low 32
+        // bits: a huge sample, but below UINT_MAX, so it takes part.
+        let mut m = after_eight_idles_of(10_000);
+        assert_eq!(m.select(FAR_NS, false, TICK_NS), 10_000);
+        m.update_poll_timeout(false, TICK_NS);
+        assert_eq!(m.intervals_us[0], 2_783_138_807);
+        // Five such samples and no interval is typical any more.
+        for _ in 0..4 {
+            m.select(FAR_NS, false, TICK_NS);
+            m.update_poll_timeout(false, TICK_NS);
+        }
+        assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
     }
 }

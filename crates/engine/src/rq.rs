@@ -105,6 +105,10 @@ pub struct Rq {
     /// entered last: while idle, the one it is in. The generation drops the
     /// time limit of a polling loop whose idle period ended.
     pub idle_state: u8,
+    /// A tick came while this CPU polled in a polling loop, which takes it
+    /// without leaving the loop (tick_nohz's `got_idle_tick`); the end of
+    /// the idle period reads and clears it.
+    pub got_idle_tick: bool,
     pub poll_gen: u32,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are

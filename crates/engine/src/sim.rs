@@ -837,7 +837,7 @@ impl Sim {
     /// (pseries' snooze_timeout), or cpuidle_poll_time()'s, the first
     /// enabled deeper state's target residency of at least 10 µs, at most a
     /// sixteenth of a tick.
-    fn enter_idle_state(&mut self, cpu: CpuId, state: usize) {
+    pub(crate) fn enter_idle_state(&mut self, cpu: CpuId, state: usize) {
         let states = &self.machine.wakeup.idle_states;
         let st = &states[state];
         let limit_ns = if !st.poll_loop {
@@ -887,11 +887,13 @@ impl Sim {
     /// snooze_loop() timing out): the governor records the period as
     /// lasting until the next timer and the next turn of the idle loop
     /// selects again.
-    fn poll_timeout(&mut self, cpu: CpuId) {
+    pub(crate) fn poll_timeout(&mut self, cpu: CpuId) {
+        let tick_ns = self.tick_ns;
         let rq = &mut self.rqs[cpu as usize];
-        rq.menu.update_poll_timeout();
+        let got_tick = std::mem::take(&mut rq.got_idle_tick);
+        rq.menu.update_poll_timeout(got_tick, tick_ns);
         rq.menu_since_ns = self.now;
-        self.idle_loop_turn(cpu, false);
+        self.idle_loop_turn(cpu, got_tick);
     }
 
     /// The idle CPU stops its tick (a pending tick event is dropped by its
@@ -923,6 +925,9 @@ impl Sim {
     fn menu_period_end(&mut self, cpu: CpuId, tick_wakeup: bool) {
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
+        // A tick taken inside a polling loop counts as the period's tick
+        // wakeup (menu_reflect() reads tick_nohz_idle_got_tick()).
+        let tick_wakeup = tick_wakeup || std::mem::take(&mut rq.got_idle_tick);
         if now == rq.menu_since_ns {
             return;
         }
@@ -1049,13 +1054,15 @@ impl Sim {
     /// then the next turn of do_idle()'s loop, in which the governor counts
     /// the tick wakeup as a long idle period, and which may stop the tick
     /// now, [`Sim::idle_loop_turn`]).
-    fn idle_tick(&mut self, cpu: CpuId) {
+    pub(crate) fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
         // A polling loop (poll_idle(), snooze_loop()) takes the tick with
         // interrupts on and polls on: no new idle period, no new selection,
         // the same time limit.
         let snoozing = self.in_poll_loop(cpu);
-        if !snoozing {
+        if snoozing {
+            self.rqs[cpu as usize].got_idle_tick = true;
+        } else {
             self.menu_period_end(cpu, true);
         }
         self.expire_soft_timers(cpu);
@@ -1083,8 +1090,9 @@ impl Sim {
     /// another starts, and a CPU that kept its tick may stop it now; one
     /// whose tick is stopped keeps it stopped.
     pub(crate) fn idle_rewake(&mut self, cpu: CpuId) {
+        let got_tick = self.rqs[cpu as usize].got_idle_tick;
         self.menu_period_end(cpu, false);
-        self.idle_loop_turn(cpu, false);
+        self.idle_loop_turn(cpu, got_tick);
     }
 
     /// Task `t`, about to sleep until `expiry_ns`, arms its timer on its CPU

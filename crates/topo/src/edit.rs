@@ -165,6 +165,18 @@ fn edit_table(
         return Ok(EditCount::default());
     };
     match t.get_mut(key.as_str()) {
+        // A switch the file leaves at its default (false) is set by adding
+        // it; a key the format does not have is then refused by the loader.
+        None if rest.is_empty() => match e.op {
+            EditOp::SetBool(b) => {
+                t.insert(key.clone(), toml::Value::Boolean(b));
+                Ok(EditCount {
+                    matched: 1,
+                    changed: u32::from(b),
+                })
+            }
+            _ => Ok(EditCount::default()),
+        },
         None => Ok(EditCount::default()),
         Some(v) => edit_value(v, rest, e, origin),
     }
@@ -629,5 +641,31 @@ mod tests {
                 let _ = load_edited(text, "a", &[e], false);
             }
         }
+    }
+
+    #[test]
+    fn a_switch_is_set_even_where_the_file_leaves_it_at_its_default() {
+        let m = |edits: &[&str]| {
+            let e: Vec<MachineEdit> = edits.iter().map(|x| edit(x)).collect();
+            load_edited(preset_text("sapphirerapids").unwrap(), "s", &e, true)
+        };
+        // SPR's C1E has no `disabled` key; the edit adds it.
+        let (m1, n) = m(&["idle_state.2.disabled=true"]).unwrap();
+        assert!(m1.wakeup.idle_states[2].disabled);
+        assert_eq!(
+            n[0],
+            EditCount {
+                matched: 1,
+                changed: 1
+            }
+        );
+        // C6 says `disabled = true`; false switches it on.
+        let (m2, _) = m(&["idle_state.3.disabled=false"]).unwrap();
+        assert!(!m2.wakeup.idle_states[3].disabled);
+        // A misspelt switch reaches the loader, which names it.
+        let e = m(&["idle_state.2.disabeld=true"]).unwrap_err().to_string();
+        assert!(e.contains("disabeld") && !e.contains('\n'), "{e}");
+        // A number must exist to be edited.
+        assert!(m(&["idle_state.0.poll_limit_ns=5000"]).is_err());
     }
 }

@@ -1520,3 +1520,25 @@ fn the_idlest_cpu_of_a_group_is_in_the_shallowest_idle_state() {
     s.rqs[4].idle_state = c1e;
     assert_eq!(s.find_dst_group_cpu(&span, t, 0), 2);
 }
+
+/// A tick that comes while a CPU snoozes is taken inside the loop: no
+/// governor sample then, but the period it fell into counts as a tick
+/// wakeup when it ends, here by the loop's time limit (menu_update() looks
+/// at the tick before the poll timeout): 45 ms, not the next timer.
+#[test]
+fn a_tick_taken_while_polling_counts_when_the_period_ends() {
+    let mut s = bare("power10");
+    s.now = 1_000_000;
+    s.rqs[3].menu_since_ns = s.now;
+    s.enter_idle_state(3, 0);
+    assert!(s.machine.wakeup.idle_states[0].poll_loop);
+    s.now = 1_040_000;
+    s.idle_tick(3);
+    assert!(s.rqs[3].got_idle_tick);
+    assert_eq!(s.rqs[3].menu.ptr, 0);
+    s.now = 1_100_000;
+    s.poll_timeout(3);
+    assert!(!s.rqs[3].got_idle_tick);
+    assert_eq!(s.rqs[3].menu.ptr, 1);
+    assert_eq!(s.rqs[3].menu.intervals_us[0], 45_000);
+}
