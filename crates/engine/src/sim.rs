@@ -885,8 +885,8 @@ impl Sim {
 
     /// The polling loop of idle `cpu` gave up at its limit (poll_idle() or
     /// snooze_loop() timing out): the governor records the period as
-    /// lasting until the next timer and the next turn of the idle loop
-    /// selects again.
+    /// lasting until the next timer (or, when a tick came during the loop,
+    /// as a tick wakeup) and the next turn of the idle loop selects again.
     pub(crate) fn poll_timeout(&mut self, cpu: CpuId) {
         let tick_ns = self.tick_ns;
         let rq = &mut self.rqs[cpu as usize];
