@@ -154,15 +154,15 @@ fn hogs_placements(cfg_name: &str, n: u32, seed: u64) -> Vec<(u32, usize, u32, u
 
 /// The cover letter's 10-thread placement: with the series every P-core runs
 /// one thread and each E-cluster two; the balancer at the CLS level evens
-/// the clusters again after a kthread's wakeup upsets them (in 12 seeds,
-/// at least 85% of the samples are 2/2: 147 of 168 with the idle-state
-/// tables, 153 before them; vanilla stays under 60%). A kthread waking on a P-core can
-/// also push its hog to an E-core until asym packing pulls it back: at
-/// most one sample in twenty catches a P-core without its hog.
+/// the clusters again after a kthread's wakeup upsets them. In 24 seeds at
+/// least 80% of the samples are 2/2 (286 of 336 with the idle-state tables
+/// of 2026-11-26; vanilla: 79, next test). A kthread waking on a P-core can
+/// also push its hog to an E-core until asym packing pulls it back: at most
+/// one sample in twenty catches a P-core without its hog.
 #[test]
 fn cluster_puts_ten_hogs_one_per_p_core_and_two_per_e_cluster() {
     let (mut even, mut six, mut all) = (0, 0, 0);
-    for seed in 1..=12 {
+    for seed in 1..=24 {
         for (p, cores, e1, e2) in hogs_placements("cluster", 10, seed) {
             assert_eq!(p + e1 + e2, 10, "seed {seed}");
             assert_eq!(p, cores as u32, "two hogs on one P-core, seed {seed}");
@@ -175,7 +175,7 @@ fn cluster_puts_ten_hogs_one_per_p_core_and_two_per_e_cluster() {
         six * 20 >= all * 19,
         "6 on P-cores in {six} of {all} samples"
     );
-    assert!(even * 20 >= all * 17, "2/2 in {even} of {all} samples");
+    assert!(even * 5 >= all * 4, "2/2 in {even} of {all} samples");
 }
 
 /// Without CLS the E-cores are single-CPU groups of the MC level, so nothing
