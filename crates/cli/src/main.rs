@@ -1283,6 +1283,28 @@ fn run(
         c.context_switches,
         c.mean_cluster_corunners()
     );
+    let idle_total_ns: u64 = c.idle_state_ns.iter().sum();
+    if sim.machine.wakeup.idle_states.len() > 1 && idle_total_ns > 0 {
+        let states: Vec<String> = sim
+            .machine
+            .wakeup
+            .idle_states
+            .iter()
+            .zip(c.idle_state_ns.iter().zip(&c.idle_state_usage))
+            .filter(|(st, _)| !st.disabled)
+            .map(|(st, (&ns, &n))| {
+                format!(
+                    "{} {:.1}% ({n} entries)",
+                    st.name,
+                    100.0 * ns as f64 / idle_total_ns as f64
+                )
+            })
+            .collect();
+        outln!(
+            "  idle states (share of idle CPU time, entries): {}",
+            states.join(", ")
+        );
+    }
     if c.lock_holder_preemptions > 0 || c.lock_steals > 0 {
         outln!(
             "  lock-holder preemptions {} (a task preempted while it owned a mutex), lock steals {} (a spinner took a released mutex from the waiter it woke)",

@@ -5,7 +5,8 @@
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
-//! the current task of a CPU is running there; CPU time is conserved.
+//! the current task of a CPU is running there; CPU time is conserved, and
+//! every idle nanosecond is in one idle state.
 
 use crate::features::Feat;
 use crate::sim::Sim;
@@ -286,6 +287,14 @@ impl Sim {
                 "busy+idle {total} ns != {} CPUs × {} ns",
                 self.nr_cpus(),
                 self.now
+            ));
+        }
+        // Every idle nanosecond is in exactly one idle state.
+        let idle: u64 = self.rqs.iter().map(|r| r.idle_ns).sum();
+        let in_states: u64 = self.counters.idle_state_ns.iter().sum();
+        if in_states != idle {
+            return Err(format!(
+                "idle states hold {in_states} ns but CPUs were idle {idle} ns"
             ));
         }
         Ok(())

@@ -109,6 +109,9 @@ pub struct Rq {
     /// without leaving the loop (tick_nohz's `got_idle_tick`); the end of
     /// the idle period reads and clears it.
     pub got_idle_tick: bool,
+    /// Since when this CPU has been in `idle_state` (None: not in one, or
+    /// not counted yet).
+    pub idle_state_since_ns: Option<u64>,
     pub poll_gen: u32,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are

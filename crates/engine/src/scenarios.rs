@@ -1523,3 +1523,39 @@ fn a_forked_child_keeps_its_parents_custom_slice() {
     assert!(child.se.custom_slice);
     assert_eq!(child.se.slice, 300_000);
 }
+
+#[test]
+fn idle_state_time_adds_up_to_the_cpus_idle_time() {
+    // cpuidle's per-state usage and time: every idle nanosecond of every
+    // CPU is in exactly one state, and POWER10's short idles snooze while
+    // its long ones cede.
+    let gaps = [20_000u64; 30];
+    let mut w = Vec::new();
+    for &g in &gaps {
+        w.push(Step::Compute { work_ns: g });
+        w.push(Step::Send { chan: 0, bytes: 1 });
+    }
+    w.push(Step::Exit);
+    let mut r: Vec<Step> = gaps
+        .iter()
+        .map(|_| Step::Recv { chan: 0, bytes: 1 })
+        .collect();
+    r.push(Step::Exit);
+    let on = |c: u16| Some(CpuMask::from_cpus([c]));
+    let spec = WorkloadSpec {
+        name: "idle-states".into(),
+        templates: vec![thread("writer", on(0), w), thread("reader", on(8), r)],
+        initial: vec![0, 1],
+        sync: vec![SyncObject::Channel { capacity: 4096 }],
+        mem_node: None,
+        max_time_ns: 1_000_000_000,
+    };
+    let mut s = quiet_sim_on(preset("power10").unwrap(), spec);
+    s.run();
+    let c = &s.counters;
+    let idle_ns: u64 = s.rqs.iter().map(|rq| rq.idle_ns).sum();
+    assert_eq!(c.idle_state_ns.iter().sum::<u64>(), idle_ns);
+    // The reader's CPU snoozed through most of its short waits.
+    assert!(c.idle_state_usage[0] >= 20, "{:?}", c.idle_state_usage);
+    assert!(c.idle_state_ns[1] > c.idle_state_ns[0]);
+}

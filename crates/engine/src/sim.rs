@@ -325,6 +325,7 @@ impl Sim {
             machine
         };
         let n = machine.nr_cpus();
+        let n_states = machine.wakeup.idle_states.len();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1) as u64;
         // Every CPU starts idle for long, its tick stopped, in its deepest
         // enabled idle state.
@@ -340,6 +341,7 @@ impl Sim {
                 avg_idle: 2 * 500_000,
                 max_idle_balance_cost_ns: 500_000,
                 idle_state: deepest,
+                idle_state_since_ns: Some(0),
                 ..Default::default()
             })
             .collect();
@@ -436,7 +438,11 @@ impl Sim {
             ipc,
             mem,
             hw,
-            counters: Counters::default(),
+            counters: Counters {
+                idle_state_usage: vec![0; n_states],
+                idle_state_ns: vec![0; n_states],
+                ..Counters::default()
+            },
             marks: Vec::new(),
             live: 0,
             events: 0,
@@ -748,6 +754,7 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        self.leave_idle_state(cpu);
         // The governor learns how long this idle period lasted.
         self.menu_period_end(cpu, false);
         // The CPU stays in the nohz idle mask until its first busy tick
@@ -854,13 +861,26 @@ impl Sim {
             )
         };
         let now = self.now;
+        self.leave_idle_state(cpu);
+        self.counters.idle_state_usage[state] += 1;
         let rq = &mut self.rqs[cpu as usize];
         rq.idle_state = state as u8;
+        rq.idle_state_since_ns = Some(now);
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
         if let Some(limit_ns) = limit_ns {
             let gen = rq.poll_gen;
             self.q
                 .push(now + limit_ns, EventKind::PollTimeout { cpu, gen });
+        }
+    }
+
+    /// `cpu` leaves the idle state it was counted in (idle exit, a new
+    /// selection, the end of the run): the time joins that state's total.
+    fn leave_idle_state(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        if let Some(since) = rq.idle_state_since_ns.take() {
+            self.counters.idle_state_ns[rq.idle_state as usize] += now - since;
         }
     }
 
@@ -959,6 +979,13 @@ impl Sim {
 
     fn finish_accounting(&mut self) {
         self.account_placement();
+        for cpu in 0..self.rqs.len() {
+            // Count the time so far; a later run_until() goes on counting.
+            if self.rqs[cpu].idle_state_since_ns.is_some() {
+                self.leave_idle_state(cpu as CpuId);
+                self.rqs[cpu].idle_state_since_ns = Some(self.now);
+            }
+        }
         let now = self.now;
         for rq in &mut self.rqs {
             if rq.curr.is_some() {

@@ -88,6 +88,11 @@ pub struct Counters {
     pub llc_corun_ns: u64,
     pub busy_cpu_ns: u64,
     pub levels: Vec<LevelCounters>,
+    /// Per idle state of the machine, in table order: how often a CPU
+    /// entered it and how long CPUs stayed in it, summed over CPUs
+    /// (cpuidle's `stateN/usage` and `stateN/time`).
+    pub idle_state_usage: Vec<u64>,
+    pub idle_state_ns: Vec<u64>,
 }
 
 impl Counters {
