@@ -70,6 +70,22 @@ impl Default for MenuState {
     }
 }
 
+impl MenuState {
+    /// The governor of a CPU that has been idle for long before the run
+    /// starts (the simulated machine was booted long before the benchmark):
+    /// its last eight idle periods each lasted as long as a period the
+    /// governor counts as long (90% of MAX_INTERESTING, 45 ms), and the
+    /// correction factors are still 1.0. A freshly booted CPU's history of
+    /// zeros (menu_enable_device()) would predict no idle time at all from
+    /// its first short period until eight periods had passed.
+    pub fn idle_for_long() -> Self {
+        MenuState {
+            intervals_us: [(9 * MAX_INTERESTING_NS / 10 / 1000) as u32; INTERVALS],
+            ..MenuState::default()
+        }
+    }
+}
+
 /// The correction bucket of a time to the next timer (mirrors
 /// which_bucket()): decades from 10 µs to 100 ms.
 fn which_bucket(duration_ns: u64) -> usize {
@@ -592,5 +608,29 @@ mod tests {
             m.update_poll_timeout(false, TICK_NS);
         }
         assert_eq!(typical_interval_us(&m.intervals_us), u32::MAX);
+    }
+
+    #[test]
+    fn a_cpu_idle_for_long_before_the_run_predicts_a_long_idle() {
+        // A fresh history of zeros predicts no idle time as soon as one
+        // short period joins the zeros; the history of a CPU that has been
+        // idle for long predicts 45 ms (one short period is an outlier):
+        // the deep state, tick stopped.
+        let mut fresh = MenuState::default();
+        let mut fresh2 = fresh;
+        fresh2.update(2_000, false, TICK_NS, 0);
+        assert_eq!(fresh2.select(FAR_NS, false, TICK_NS), 0);
+        assert_eq!(
+            fresh.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (3, true)
+        );
+        let mut long = MenuState::idle_for_long();
+        assert_eq!(long.select(FAR_NS, false, TICK_NS), 45_000_000);
+        long.update(2_000, false, TICK_NS, 0);
+        assert_eq!(long.select(FAR_NS, false, TICK_NS), 45_000_000);
+        assert_eq!(
+            long.select_state(&spr(), FAR_NS, false, TICK_NS, TICK_NS),
+            (3, true)
+        );
     }
 }

@@ -342,6 +342,7 @@ impl Sim {
                 max_idle_balance_cost_ns: 500_000,
                 idle_state: deepest,
                 idle_state_since_ns: Some(0),
+                menu: crate::idle_gov::MenuState::idle_for_long(),
                 ..Default::default()
             })
             .collect();
