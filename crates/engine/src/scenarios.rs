@@ -1315,7 +1315,10 @@ fn powers_snooze_polls_for_short_idles_and_cedes_after_its_limit() {
     assert_eq!(latencies.len(), 22, "{latencies:?}");
     // The governor's history starts with the long idles before the run:
     // the first four short waits still cede.
-    assert!(latencies[..4].iter().all(|&l| l == ipi + cede_exit), "{latencies:?}");
+    assert!(
+        latencies[..4].iter().all(|&l| l == ipi + cede_exit),
+        "{latencies:?}"
+    );
     assert!(latencies[4..21].iter().all(|&l| l == exit), "{latencies:?}");
     assert_eq!(latencies[21], ipi + cede_exit, "{latencies:?}");
 }
