@@ -146,6 +146,11 @@ enum Cmd {
         /// side may be left out).
         #[arg(long, allow_hyphen_values = true)]
         trace_window: Option<String>,
+        /// Also record power:cpu_idle, each CPU's entry into an idle state
+        /// (its index in the machine's table) and exit (state=4294967295);
+        /// Perfetto shows them as per-CPU idle-state tracks.
+        #[arg(long)]
+        trace_idle: bool,
     },
     /// Measure the engine: simulated events per second and simulated/wall time.
     Bench {
@@ -312,11 +317,14 @@ fn main() {
             trace_format,
             trace_limit,
             trace_window,
-        } => TraceOut::new(trace, trace_format, trace_limit, trace_window).and_then(|trace| {
-            run(
-                machine, workload, config, features, seed, place, json, checked, edits, trace,
-            )
-        }),
+            trace_idle,
+        } => TraceOut::new(trace, trace_format, trace_limit, trace_window, trace_idle).and_then(
+            |trace| {
+                run(
+                    machine, workload, config, features, seed, place, json, checked, edits, trace,
+                )
+            },
+        ),
         Cmd::Bench { quick } => bench(quick),
     };
     match res {
@@ -654,6 +662,8 @@ struct TraceOut {
     /// Simulated time to record, ns.
     from_ns: u64,
     to_ns: u64,
+    /// Record power:cpu_idle too.
+    cpu_idle: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -668,10 +678,14 @@ impl TraceOut {
         format: Option<String>,
         limit: usize,
         window: Option<String>,
+        cpu_idle: bool,
     ) -> Result<Option<TraceOut>, Failure> {
         let Some(path) = path else {
             if let Some(f) = format {
                 return Err(input(format!("--trace-format {f}: no --trace FILE given")));
+            }
+            if cpu_idle {
+                return Err(input("--trace-idle: no --trace FILE given"));
             }
             if let Some(w) = window {
                 return Err(input(format!("--trace-window {w}: no --trace FILE given")));
@@ -706,6 +720,7 @@ impl TraceOut {
             limit,
             from_ns,
             to_ns,
+            cpu_idle,
         }))
     }
 
@@ -1227,6 +1242,9 @@ fn run(
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     if let Some(t) = &trace {
         sim.enable_trace_window(t.limit, t.from_ns, t.to_ns);
+        if let Some(tr) = sim.trace.as_deref_mut() {
+            tr.cpu_idle = t.cpu_idle;
+        }
     }
     let spinner = run_spinner();
     // About 30 ms of wall time between updates at the engine's usual speed.

@@ -755,6 +755,9 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        if rq.idle_state_since_ns.is_some() {
+            self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
+        }
         self.leave_idle_state(cpu);
         // The governor learns how long this idle period lasted.
         self.menu_period_end(cpu, false);
@@ -862,7 +865,11 @@ impl Sim {
             )
         };
         let now = self.now;
+        if self.rqs[cpu as usize].idle_state_since_ns.is_some() {
+            self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
+        }
         self.leave_idle_state(cpu);
+        self.trace_cpu_idle(cpu, state as u32);
         self.counters.idle_state_usage[state] += 1;
         let rq = &mut self.rqs[cpu as usize];
         rq.idle_state = state as u8;

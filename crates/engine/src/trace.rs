@@ -59,7 +59,14 @@ pub enum TraceKind {
     },
     /// sched_process_exit.
     Exit { task: TaskId },
+    /// power:cpu_idle (recorded only with [`Trace::cpu_idle`]): the CPU enters
+    /// idle state `state` (its index in the machine's table), or leaves it
+    /// (`state` = [`PWR_EVENT_EXIT`]).
+    CpuIdle { state: u32 },
 }
+
+/// cpu_idle's `state` for leaving an idle state (`PWR_EVENT_EXIT`, (u32)-1).
+pub const PWR_EVENT_EXIT: u32 = u32::MAX;
 
 /// The `prev_state` of a sched_switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +117,9 @@ pub struct Trace {
     /// Per CPU, the task the trace last showed running (kept up to date
     /// outside the window too, so the first switch in it names the right prev).
     shown: Vec<Option<TaskId>>,
+    /// Also record power:cpu_idle, each idle state's entry and exit (off by
+    /// default: a kernel enables the power events separately).
+    pub cpu_idle: bool,
 }
 
 impl Trace {
@@ -121,6 +131,7 @@ impl Trace {
             from_ns: 0,
             to_ns: u64::MAX,
             shown: vec![None; nr_cpus],
+            cpu_idle: false,
         }
     }
 
@@ -164,6 +175,14 @@ impl Sim {
         tr.shown
             .clone_from_slice(&self.rqs.iter().map(|rq| rq.curr).collect::<Vec<_>>());
         self.trace = Some(Box::new(tr));
+    }
+
+    /// power:cpu_idle on `cpu`, when the trace records it: idle state
+    /// `state` entered, or left ([`PWR_EVENT_EXIT`]).
+    pub(crate) fn trace_cpu_idle(&mut self, cpu: CpuId, state: u32) {
+        if self.trace.as_deref().is_some_and(|t| t.cpu_idle) {
+            self.trace_push(cpu, TraceKind::CpuIdle { state });
+        }
     }
 
     fn trace_push(&mut self, cpu: CpuId, kind: TraceKind) {
@@ -384,6 +403,9 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                 trace_pid(Some(task)),
                 prio(sim, Some(task))
             )?,
+            TraceKind::CpuIdle { state } => {
+                writeln!(out, "cpu_idle: state={state} cpu_id={}", r.cpu)?
+            }
         }
     }
     Ok(())
@@ -443,6 +465,7 @@ const BUNDLE_EVENT: u32 = 2;
 const EVENT_TIMESTAMP: u32 = 1;
 const EVENT_PID: u32 = 2;
 const EVENT_SCHED_SWITCH: u32 = 4;
+const EVENT_CPU_IDLE: u32 = 13;
 const EVENT_SCHED_WAKEUP: u32 = 17;
 const EVENT_SCHED_WAKING: u32 = 20;
 const EVENT_SCHED_WAKEUP_NEW: u32 = 114;
@@ -585,6 +608,12 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
             m.uint(4, prio(sim, Some(task)) as u64);
             ev.msg(EVENT_SCHED_PROCESS_EXIT, &m);
         }
+        TraceKind::CpuIdle { state } => {
+            let mut m = Pb::default();
+            m.uint(1, u64::from(state)); // state
+            m.uint(2, u64::from(r.cpu)); // cpu_id
+            ev.msg(EVENT_CPU_IDLE, &m);
+        }
     }
     ev
 }
@@ -614,6 +643,9 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
     let mut seen = vec![Seen::Blocked; s.tasks.len()];
     let mut last_ts = 0;
     let (mut switches, mut migrations) = (0u64, 0u64);
+    // Per CPU, whether cpu_idle last showed it in an idle state (None: not
+    // known yet, e.g. idle since before the trace began).
+    let mut in_idle_state: Vec<Option<bool>> = vec![None; s.nr_cpus()];
     let fail = |what: &str, r: &TraceRecord| Err(format!("trace: {what} at {r:?}"));
     for r in &tr.records {
         if r.ts_ns < last_ts {
@@ -646,6 +678,9 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
                     };
                 } else if prev_state != PrevState::Running {
                     return fail("the idle task leaves in a task state", r);
+                }
+                if next.is_some() && in_idle_state[r.cpu as usize] == Some(true) {
+                    return fail("a task runs on a CPU in an idle state", r);
                 }
                 if let Some(n) = next {
                     if running_on[n as usize].is_some() {
@@ -682,6 +717,26 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
             TraceKind::Exit { task } => {
                 if seen[task as usize] != Seen::Running {
                     return fail("a task not running exits", r);
+                }
+            }
+            TraceKind::CpuIdle { state } => {
+                let was = in_idle_state[r.cpu as usize];
+                if state == PWR_EVENT_EXIT {
+                    if was == Some(false) {
+                        return fail("a CPU leaves an idle state it is not in", r);
+                    }
+                    in_idle_state[r.cpu as usize] = Some(false);
+                } else {
+                    if was == Some(true) {
+                        return fail("a CPU enters an idle state while in one", r);
+                    }
+                    if on_cpu[r.cpu as usize].is_some() {
+                        return fail("a CPU running a task enters an idle state", r);
+                    }
+                    if state as usize >= s.machine.wakeup.idle_states.len() {
+                        return fail("an idle state the machine does not have", r);
+                    }
+                    in_idle_state[r.cpu as usize] = Some(true);
                 }
             }
         }
@@ -970,5 +1025,61 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.contains(": sched_migrate_task: comm=")));
+    }
+
+    /// With `cpu_idle` on, each idle period shows as an idle-state entry and
+    /// an exit on its CPU, consistent with the switches (check_trace()), in
+    /// both formats: tracefs text lines and Perfetto's CpuIdleFtraceEvent
+    /// (field 13: state, cpu_id). POWER10's snooze is state 0, Shared Cede
+    /// state 1.
+    #[test]
+    fn cpu_idle_events_follow_the_idle_states() {
+        let mut s = sim("power10", None, workload(8), 3);
+        s.enable_trace(usize::MAX);
+        s.trace.as_deref_mut().expect("trace").cpu_idle = true;
+        s.run();
+        check_trace(&s).expect("consistent trace");
+        let tr = s.trace.as_deref().expect("trace");
+        let idle: Vec<u32> = tr
+            .records
+            .iter()
+            .filter_map(|r| match r.kind {
+                TraceKind::CpuIdle { state } => Some(state),
+                _ => None,
+            })
+            .collect();
+        let entries = idle.iter().filter(|&&x| x != PWR_EVENT_EXIT).count() as u64;
+        assert_eq!(entries, s.counters.idle_state_usage.iter().sum::<u64>());
+        assert!(idle.contains(&0) && idle.contains(&1), "both states used");
+        let mut text = Vec::new();
+        write_ftrace_text(&s, &mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf-8");
+        assert!(text.contains("cpu_idle: state=4294967295 cpu_id="));
+        let mut buf = Vec::new();
+        write_perfetto(&s, &mut buf).expect("write");
+        let mut seen = 0;
+        for p in &fields(&buf)[2..] {
+            for ev in fields(&fields(&p.3)[0].3)
+                .iter()
+                .filter(|f| f.0 == BUNDLE_EVENT)
+            {
+                let ev = fields(&ev.3);
+                if ev[2].0 == EVENT_CPU_IDLE {
+                    let m = fields(&ev[2].3);
+                    assert_eq!((m[0].0, m[1].0), (1, 2));
+                    seen += 1;
+                }
+            }
+        }
+        assert_eq!(seen, idle.len());
+        // Without the switch, a plain trace has no cpu_idle.
+        let mut s = sim("power10", None, workload(8), 3);
+        s.enable_trace(usize::MAX);
+        s.run();
+        let tr = s.trace.as_deref().expect("trace");
+        assert!(!tr
+            .records
+            .iter()
+            .any(|r| matches!(r.kind, TraceKind::CpuIdle { .. })));
     }
 }

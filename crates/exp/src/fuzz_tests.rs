@@ -230,6 +230,10 @@ fn simulate(m: Machine, config: &str, spec: WorkloadSpec, seed: u64, trace: bool
     );
     if trace {
         sim.enable_trace(usize::MAX);
+        // Half the traced runs also record power:cpu_idle.
+        if let Some(tr) = sim.trace.as_deref_mut() {
+            tr.cpu_idle = seed % 2 == 1;
+        }
     }
     let stop = sim.run();
     assert!(sim.now <= max_time_ns, "ran past its limit: {}", sim.now);

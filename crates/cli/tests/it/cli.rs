@@ -278,6 +278,28 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
             .unwrap();
         assert!((0.0013..=0.00469).contains(&ts), "{l}");
     }
+    // --trace-idle adds power:cpu_idle lines: entries and PWR_EVENT_EXIT.
+    let idle = dir.join("idle.txt");
+    let mut args = base.to_vec();
+    args.extend(["--trace", idle.to_str().unwrap(), "--trace-idle"]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let idle = std::fs::read_to_string(&idle).unwrap();
+    assert!(idle.contains(": cpu_idle: state=0 cpu_id="), "entries");
+    assert!(
+        idle.contains(": cpu_idle: state=4294967295 cpu_id="),
+        "exits"
+    );
+    assert!(!text.contains("cpu_idle"), "off by default");
+    let o = schedlab(
+        &base
+            .iter()
+            .copied()
+            .chain(["--trace-idle"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--trace-idle"), "{}", stderr(&o));
     for (extra, field) in [
         (&["--trace-format", "json"][..], "--trace-format json"),
         (&["--trace-limit", "0"][..], "--trace-limit 0"),
