@@ -1309,7 +1309,7 @@ fn run(
             .idle_states
             .iter()
             .zip(c.idle_state_ns.iter().zip(&c.idle_state_usage))
-            .filter(|(st, _)| !st.disabled)
+            .filter(|(st, (&ns, _))| !st.disabled || ns > 0)
             .map(|(st, (&ns, &n))| {
                 format!(
                     "{} {:.1}% ({n} entries)",

@@ -5,8 +5,9 @@
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
-//! the current task of a CPU is running there; CPU time is conserved, and
-//! every idle nanosecond is in one idle state.
+//! the current task of a CPU is running there. After a run (the tests and
+//! the fuzzers call it), [`Sim::check_time_conservation`]: CPU time is
+//! conserved, and every idle nanosecond is in one idle state.
 
 use crate::features::Feat;
 use crate::sim::Sim;

@@ -112,6 +112,9 @@ pub struct Rq {
     /// Since when this CPU has been in `idle_state` (None: not in one, or
     /// not counted yet).
     pub idle_state_since_ns: Option<u64>,
+    /// The trace already showed this CPU leaving its idle state (at the
+    /// interrupt or IPI that woke it, before the work it then does).
+    pub idle_exit_traced: bool,
     pub poll_gen: u32,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are

@@ -617,6 +617,7 @@ impl Sim {
             EventKind::Resched { cpu } => {
                 let rq = &mut self.rqs[cpu as usize];
                 rq.resched_pending = false;
+                self.trace_idle_state_exit(cpu);
                 self.schedule(cpu);
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
@@ -755,9 +756,7 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
-        if rq.idle_state_since_ns.is_some() {
-            self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
-        }
+        self.trace_idle_state_exit(cpu);
         self.leave_idle_state(cpu);
         // The governor learns how long this idle period lasted.
         self.menu_period_end(cpu, false);
@@ -865,11 +864,10 @@ impl Sim {
             )
         };
         let now = self.now;
-        if self.rqs[cpu as usize].idle_state_since_ns.is_some() {
-            self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
-        }
+        self.trace_idle_state_exit(cpu);
         self.leave_idle_state(cpu);
         self.trace_cpu_idle(cpu, state as u32);
+        self.rqs[cpu as usize].idle_exit_traced = false;
         self.counters.idle_state_usage[state] += 1;
         let rq = &mut self.rqs[cpu as usize];
         rq.idle_state = state as u8;
@@ -889,6 +887,18 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         if let Some(since) = rq.idle_state_since_ns.take() {
             self.counters.idle_state_ns[rq.idle_state as usize] += now - since;
+        }
+    }
+
+    /// The trace shows idle `cpu` leaving its idle state (power:cpu_idle with
+    /// PWR_EVENT_EXIT, as cpuidle_enter_state() emits it when the state's
+    /// enter routine returns), once per stay: at the interrupt or IPI that
+    /// woke it, before the work it does then, or when it leaves idle.
+    pub(crate) fn trace_idle_state_exit(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu as usize];
+        if rq.curr.is_none() && rq.idle_state_since_ns.is_some() && !rq.idle_exit_traced {
+            self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
+            self.rqs[cpu as usize].idle_exit_traced = true;
         }
     }
 
@@ -1098,6 +1108,7 @@ impl Sim {
         if snoozing {
             self.rqs[cpu as usize].got_idle_tick = true;
         } else {
+            self.trace_idle_state_exit(cpu);
             self.menu_period_end(cpu, true);
         }
         self.expire_soft_timers(cpu);
@@ -1539,6 +1550,7 @@ impl Sim {
     /// pending lazy reschedule. The wakers' flags do not travel with the
     /// tasks (only WF_MIGRATED, which nothing here reads).
     fn sched_ttwu_pending(&mut self, cpu: CpuId) {
+        self.trace_idle_state_exit(cpu);
         let mut list = std::mem::take(&mut self.rqs[cpu as usize].wake_list);
         self.rqs[cpu as usize].ttwu_pending -= list.len() as u32;
         for &t in &list {
@@ -1575,6 +1587,9 @@ impl Sim {
     /// whatever the wakeup starts there or sends on.
     fn irq_wakeup(&mut self, t: TaskId, cpu: CpuId) {
         let flags = if self.rqs[cpu as usize].curr.is_none() {
+            // (The trace shows the exit at the interrupt, before the
+            // wakeup it records, not an exit latency later.)
+            self.trace_idle_state_exit(cpu);
             WF_IRQ_FROM_IDLE
         } else {
             0

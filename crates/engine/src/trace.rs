@@ -643,9 +643,11 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
     let mut seen = vec![Seen::Blocked; s.tasks.len()];
     let mut last_ts = 0;
     let (mut switches, mut migrations) = (0u64, 0u64);
-    // Per CPU, whether cpu_idle last showed it in an idle state (None: not
-    // known yet, e.g. idle since before the trace began).
-    let mut in_idle_state: Vec<Option<bool>> = vec![None; s.nr_cpus()];
+    // Per CPU, the idle state cpu_idle last showed it in: Some(Some(k)) in
+    // state k, Some(None) in none, None not known yet (e.g. idle since
+    // before the trace began).
+    let mut in_idle_state: Vec<Option<Option<u32>>> = vec![None; s.nr_cpus()];
+    let states = &s.machine.wakeup.idle_states;
     let fail = |what: &str, r: &TraceRecord| Err(format!("trace: {what} at {r:?}"));
     for r in &tr.records {
         if r.ts_ns < last_ts {
@@ -654,6 +656,19 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
         last_ts = r.ts_ns;
         if r.current != on_cpu[r.cpu as usize] {
             return fail("common_pid is not the CPU's current task", r);
+        }
+        // A CPU does work (records events) only out of its idle state, or
+        // inside a polling loop, which takes interrupts as it polls.
+        // (sched_migrate_task goes to the source CPU's buffer, which need
+        // not be the CPU doing the move.)
+        if let Some(Some(k)) = in_idle_state[r.cpu as usize] {
+            let own_work = !matches!(
+                r.kind,
+                TraceKind::CpuIdle { .. } | TraceKind::Migrate { .. }
+            );
+            if own_work && !states[k as usize].poll_loop {
+                return fail("a CPU records an event while in an idle state", r);
+            }
         }
         match r.kind {
             TraceKind::Switch {
@@ -679,7 +694,7 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
                 } else if prev_state != PrevState::Running {
                     return fail("the idle task leaves in a task state", r);
                 }
-                if next.is_some() && in_idle_state[r.cpu as usize] == Some(true) {
+                if next.is_some() && matches!(in_idle_state[r.cpu as usize], Some(Some(_))) {
                     return fail("a task runs on a CPU in an idle state", r);
                 }
                 if let Some(n) = next {
@@ -722,21 +737,21 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
             TraceKind::CpuIdle { state } => {
                 let was = in_idle_state[r.cpu as usize];
                 if state == PWR_EVENT_EXIT {
-                    if was == Some(false) {
+                    if was == Some(None) {
                         return fail("a CPU leaves an idle state it is not in", r);
                     }
-                    in_idle_state[r.cpu as usize] = Some(false);
+                    in_idle_state[r.cpu as usize] = Some(None);
                 } else {
-                    if was == Some(true) {
+                    if matches!(was, Some(Some(_))) {
                         return fail("a CPU enters an idle state while in one", r);
                     }
                     if on_cpu[r.cpu as usize].is_some() {
                         return fail("a CPU running a task enters an idle state", r);
                     }
-                    if state as usize >= s.machine.wakeup.idle_states.len() {
+                    if state as usize >= states.len() {
                         return fail("an idle state the machine does not have", r);
                     }
-                    in_idle_state[r.cpu as usize] = Some(true);
+                    in_idle_state[r.cpu as usize] = Some(Some(state));
                 }
             }
         }
@@ -1072,14 +1087,21 @@ mod tests {
             }
         }
         assert_eq!(seen, idle.len());
-        // Without the switch, a plain trace has no cpu_idle.
-        let mut s = sim("power10", None, workload(8), 3);
-        s.enable_trace(usize::MAX);
-        s.run();
-        let tr = s.trace.as_deref().expect("trace");
+        // Without the switch, a plain trace has no cpu_idle; neither changes
+        // the simulation.
+        let mut plain = sim("power10", None, workload(8), 3);
+        plain.enable_trace(usize::MAX);
+        plain.run();
+        let tr = plain.trace.as_deref().expect("trace");
         assert!(!tr
             .records
             .iter()
             .any(|r| matches!(r.kind, TraceKind::CpuIdle { .. })));
+        let mut untraced = sim("power10", None, workload(8), 3);
+        untraced.run();
+        for other in [&plain, &untraced] {
+            assert_eq!(other.events, s.events);
+            assert_eq!(format!("{:?}", other.counters), format!("{:?}", s.counters));
+        }
     }
 }

@@ -812,7 +812,9 @@ impl Sim {
             }
             return;
         }
-        // The kicked CPU's balancing softirq starts like any other.
+        // The kicked CPU's balancing softirq starts like any other, once it
+        // has left its idle state.
+        self.trace_idle_state_exit(ilb);
         self.linaro_force_migration();
         self.nohz_idle_balance(ilb, flags);
         // The kick's IPI woke the kicked CPU; with nothing to run it idles
