@@ -895,8 +895,9 @@ impl Sim {
     /// enter routine returns), once per stay: at the interrupt or IPI that
     /// woke it, before the work it does then, or when it leaves idle.
     pub(crate) fn trace_idle_state_exit(&mut self, cpu: CpuId) {
+        // (Only an idle CPU is in a state: idle_exit() ends the stay.)
         let rq = &self.rqs[cpu as usize];
-        if rq.curr.is_none() && rq.idle_state_since_ns.is_some() && !rq.idle_exit_traced {
+        if rq.idle_state_since_ns.is_some() && !rq.idle_exit_traced {
             self.trace_cpu_idle(cpu, crate::trace::PWR_EVENT_EXIT);
             self.rqs[cpu as usize].idle_exit_traced = true;
         }
