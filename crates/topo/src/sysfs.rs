@@ -324,10 +324,12 @@ fn idle_states_of(
         };
         let (exit_ns, residency_ns) = (us("latency")?, us("residency")?);
         let disabled = read_int(root, &st.join("disable"), 0, 1)?.unwrap_or(0) == 1;
-        let poll_loop = i == 0 && (name == "POLL" || name == "snooze");
-        let polls = arch != "arm64" && (poll_loop || desc.contains("MWAIT"));
-        let name = if name.is_empty() {
-            format!("state{i}")
+        let has_flag = arch != "arm64";
+        let poll_loop = has_flag && i == 0 && (name == "POLL" || name == "snooze");
+        let polls = has_flag && (poll_loop || desc.contains("MWAIT"));
+        // The machine file wants distinct names; a driver need not give them.
+        let name = if name.is_empty() || states.iter().any(|s| s.name == name) {
+            format!("{name}state{i}")
         } else {
             name
         };

@@ -532,6 +532,12 @@ fn cpuidle_states_become_the_machines_idle_states() {
         with_states("halt", &[("C1", "ACPI HLT", 1, 1, 0)]),
         ["C1 1000/1000  0"]
     );
+    // Two states of one name get distinct ones.
+    let twins = [("C1", "MWAIT 0x00", 1, 1, 0), ("C1", "MWAIT 0x01", 2, 4, 0)];
+    assert_eq!(
+        with_states("twins", &twins),
+        ["C1 1000/1000 p 0", "C1state1 2000/4000 p 0"]
+    );
     // No cpuidle directory: x86's MWAIT, an estimated exit.
     assert_eq!(with_states("none", &[]), ["C1 2000/0 p 0"]);
 }
