@@ -1220,9 +1220,9 @@ fn exit_ns_of(m: &schedlab_topo::Machine, name: &str) -> u64 {
     st.expect("idle state").exit_ns as u64
 }
 
-/// Sched_waking to switch-in latencies of a reader on CPU `target` that a
-/// writer on CPU 0 sends to after each compute of `gaps_ns` (no noise).
-fn reader_latencies_ns(m: schedlab_topo::Machine, target: u16, gaps_ns: &[u64]) -> Vec<u64> {
+/// A writer on CPU 0 that sends a byte to a reader on CPU `target` after
+/// each compute of `gaps_ns`; the reader waits for each.
+fn writer_reader_spec(target: u16, gaps_ns: &[u64]) -> WorkloadSpec {
     let on = |c: u16| Some(CpuMask::from_cpus([c]));
     let mut w = Vec::new();
     for &g in gaps_ns {
@@ -1235,15 +1235,20 @@ fn reader_latencies_ns(m: schedlab_topo::Machine, target: u16, gaps_ns: &[u64]) 
         .map(|_| Step::Recv { chan: 0, bytes: 1 })
         .collect();
     r.push(Step::Exit);
-    let spec = WorkloadSpec {
+    WorkloadSpec {
         name: "idle-states".into(),
         templates: vec![thread("writer", on(0), w), thread("reader", on(target), r)],
         initial: vec![0, 1],
         sync: vec![SyncObject::Channel { capacity: 4096 }],
         mem_node: None,
         max_time_ns: 1_000_000_000,
-    };
-    let mut s = quiet_sim_on(m, spec);
+    }
+}
+
+/// Sched_waking to switch-in latencies of a reader on CPU `target` that a
+/// writer on CPU 0 sends to after each compute of `gaps_ns` (no noise).
+fn reader_latencies_ns(m: schedlab_topo::Machine, target: u16, gaps_ns: &[u64]) -> Vec<u64> {
+    let mut s = quiet_sim_on(m, writer_reader_spec(target, gaps_ns));
     s.enable_trace(usize::MAX);
     s.run();
     let reader = s.tasks.iter().find(|t| t.template == 1).expect("reader").id;
@@ -1538,27 +1543,7 @@ fn idle_state_time_adds_up_to_the_cpus_idle_time() {
     // cpuidle's per-state usage and time: every idle nanosecond of every
     // CPU is in exactly one state, and POWER10's short idles snooze while
     // its long ones cede.
-    let gaps = [20_000u64; 30];
-    let mut w = Vec::new();
-    for &g in &gaps {
-        w.push(Step::Compute { work_ns: g });
-        w.push(Step::Send { chan: 0, bytes: 1 });
-    }
-    w.push(Step::Exit);
-    let mut r: Vec<Step> = gaps
-        .iter()
-        .map(|_| Step::Recv { chan: 0, bytes: 1 })
-        .collect();
-    r.push(Step::Exit);
-    let on = |c: u16| Some(CpuMask::from_cpus([c]));
-    let spec = WorkloadSpec {
-        name: "idle-states".into(),
-        templates: vec![thread("writer", on(0), w), thread("reader", on(8), r)],
-        initial: vec![0, 1],
-        sync: vec![SyncObject::Channel { capacity: 4096 }],
-        mem_node: None,
-        max_time_ns: 1_000_000_000,
-    };
+    let spec = writer_reader_spec(8, &[20_000; 30]);
     let mut s = quiet_sim_on(preset("power10").unwrap(), spec);
     s.run();
     let c = &s.counters;
