@@ -327,15 +327,7 @@ mod tests {
     const FAR_NS: u64 = 1_000_000_000;
 
     fn state(name: &str, exit_us: u32, residency_us: u32) -> IdleState {
-        IdleState {
-            name: name.into(),
-            exit_ns: exit_us * 1000,
-            residency_ns: residency_us * 1000,
-            polls: false,
-            poll_loop: false,
-            poll_limit_ns: 0,
-            disabled: false,
-        }
+        IdleState::new(name, exit_us * 1000, residency_us * 1000, false)
     }
 
     /// A polling loop as state 0 (POLL, snooze).

@@ -780,15 +780,7 @@ mod tests {
             wakeup: WakeupCosts {
                 ipi_ns: 1000,
                 wakeup_path_ns: 1000,
-                idle_states: vec![schedlab_topo::IdleState {
-                    name: "WFI".into(),
-                    exit_ns: 1000,
-                    residency_ns: 0,
-                    polls: false,
-                    poll_loop: false,
-                    poll_limit_ns: 0,
-                    disabled: false,
-                }],
+                idle_states: vec![schedlab_topo::IdleState::new("WFI", 1000, 0, false)],
             },
         }
     }

@@ -534,13 +534,9 @@ fn idle_states(
         ));
     }
     let state = |name: &str, residency_ns: u32, polls: bool, poll_loop: bool| IdleState {
-        name: name.to_string(),
-        exit_ns,
-        residency_ns,
-        polls,
         poll_loop,
         poll_limit_ns: if poll_loop { below_ns } else { 0 },
-        disabled: false,
+        ..IdleState::new(name, exit_ns, residency_ns, polls)
     };
     Ok(if below_ns == 0 {
         vec![state(if polls { "C1" } else { "WFI" }, 0, polls, false)]

@@ -141,6 +141,21 @@ pub struct IdleState {
     pub disabled: bool,
 }
 
+impl IdleState {
+    /// An enabled state that is not a polling loop.
+    pub fn new(name: &str, exit_ns: u32, residency_ns: u32, polls: bool) -> IdleState {
+        IdleState {
+            name: name.to_string(),
+            exit_ns,
+            residency_ns,
+            polls,
+            poll_loop: false,
+            poll_limit_ns: 0,
+            disabled: false,
+        }
+    }
+}
+
 impl WakeupCosts {
     /// Whether any enabled idle state keeps the polling flag.
     pub fn any_state_polls(&self) -> bool {

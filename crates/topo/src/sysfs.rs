@@ -352,15 +352,7 @@ fn idle_states_of(
     if !states.is_empty() {
         return Ok((states, true));
     }
-    let state = |name: &str, exit_ns: u32, residency_ns: u32, polls: bool| IdleState {
-        name: name.to_string(),
-        exit_ns,
-        residency_ns,
-        polls,
-        poll_loop: false,
-        poll_limit_ns: 0,
-        disabled: false,
-    };
+    let state = IdleState::new;
     Ok((
         match arch {
             "powerpc" => {
