@@ -98,6 +98,9 @@ enum Cmd {
     Workloads,
     /// List the scheduler features table.
     Features,
+    /// List the tunables a configuration or `run --tunable` sets (the
+    /// kernel's /sys/kernel/debug/sched/ files, relax_domain_level, CONFIG_HZ).
+    Tunables,
     /// List the named configurations (--config) and the features each sets
     /// differently from vanilla.
     Configs,
@@ -117,6 +120,11 @@ enum Cmd {
         /// Switch a feature: NAME=on|off (repeatable).
         #[arg(long = "feature")]
         features: Vec<String>,
+        /// Set a tunable: NAME=VALUE, e.g. migration_cost_ns=250000 or
+        /// domains/MC/imbalance_pct=130 (repeatable; `schedlab tunables`
+        /// lists them).
+        #[arg(long = "tunable")]
+        tunables: Vec<String>,
         /// Seed of every random stream of the run.
         #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
         seed: u64,
@@ -303,11 +311,21 @@ fn main() {
             }
             Ok(())
         }
+        Cmd::Tunables => {
+            for (name, default, meaning) in configs::BUILD_SWITCHES {
+                outln!("{name:<38} {default:<16} {meaning}");
+            }
+            for t in schedlab_engine::TUNABLES {
+                outln!("{:<38} {:<16} {}", t.name, t.default, t.meaning);
+            }
+            Ok(())
+        }
         Cmd::Run {
             machine,
             workload,
             config,
             features,
+            tunables,
             seed,
             place,
             json,
@@ -321,7 +339,8 @@ fn main() {
         } => TraceOut::new(trace, trace_format, trace_limit, trace_window, trace_idle).and_then(
             |trace| {
                 run(
-                    machine, workload, config, features, seed, place, json, checked, edits, trace,
+                    machine, workload, config, features, tunables, seed, place, json, checked,
+                    edits, trace,
                 )
             },
         ),
@@ -1200,12 +1219,32 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The tunables of a run as its JSON report lists them: the engine's
+/// values as the kernel's files would read, relax_domain_level and the
+/// per-domain writes.
+fn run_tunables_json(cfg: &configs::RunConfig, ncpus: usize) -> serde_json::Value {
+    let mut m: serde_json::Map<String, serde_json::Value> = cfg
+        .tunables
+        .list(ncpus, cfg.hz)
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), serde_json::json!(v)))
+        .collect();
+    m.insert(
+        "relax_domain_level".into(),
+        cfg.domains.relax_domain_level.into(),
+    );
+    let writes: Vec<String> = cfg.domains.sd_tunables.iter().map(|t| t.text()).collect();
+    m.insert("domains".into(), writes.into());
+    m.into()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run(
     machine: String,
     workload: String,
     config: String,
     features: Vec<String>,
+    tunables: Vec<String>,
     seed: u64,
     place: Placement,
     json: Option<PathBuf>,
@@ -1219,6 +1258,9 @@ fn run(
     let mut cfg = configs::resolve(&config, m.arch).map_err(input)?;
     for f in &features {
         cfg.features.apply(f).map_err(input)?;
+    }
+    for t in &tunables {
+        configs::apply_switch(&mut cfg, t).map_err(input)?;
     }
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
@@ -1235,6 +1277,7 @@ fn run(
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),
+        tunables: cfg.tunables.clone(),
         hz: cfg.hz,
         checked: checked || cfg!(debug_assertions),
         ..SimConfig::default()
@@ -1403,6 +1446,7 @@ fn run(
             "sim_time_ns": sim.now, "stop": format!("{stop:?}"), "metrics": metrics,
             "tasks": tasks, "cpus": cpus, "counters": c, "hz": cfg.hz,
             "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
+            "tunables": run_tunables_json(&cfg, sim.nr_cpus()),
         });
         if !machine_edits.is_empty() {
             v["machine_edits"] = edit_texts(&machine_edits).into();

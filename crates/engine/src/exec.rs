@@ -1048,7 +1048,7 @@ impl Sim {
         self.update_curr(cpu);
         let vruntime = self.tasks[t as usize].se.vruntime;
         if self.vruntime_eligible(cpu, vruntime) {
-            let base = crate::fair::base_slice_ns(self.nr_cpus());
+            let base = self.base_slice_ns;
             let se = &mut self.tasks[t as usize].se;
             se.vruntime = se.deadline;
             if !se.custom_slice {

@@ -3,7 +3,8 @@
 //! Mechanism and policy are split as in kernel/sched: [`sim`] is the core
 //! (runqueues, `schedule()`, the tick, wakeups, fork, context switches),
 //! [`fair`] is the fair class (EEVDF, PELT, wakeup placement, load balancing),
-//! [`features`] is the switchable features table, [`exec`] interprets task
+//! [`features`] is the switchable features table, [`tunables`] the numeric
+//! knobs of the kernel's debugfs, [`exec`] interprets task
 //! programs (the simulated user space). Time is integer nanoseconds; one seed
 //! derives every random stream ([`rng`]); the event queue orders by
 //! (time, sequence), so a run depends only on its inputs.
@@ -24,6 +25,7 @@ pub mod stats;
 pub mod task;
 pub mod timeline;
 pub mod trace;
+pub mod tunables;
 
 pub use event::TaskId;
 pub use exec::{MAX_INSTANT_STEPS, MAX_TASKS};
@@ -31,3 +33,4 @@ pub use features::{Feat, Features, FEATURES, S3_FIXES};
 pub use sim::{Sim, SimConfig, StopReason, LIVELOCK_EVENTS};
 pub use stats::Counters;
 pub use task::{Task, TaskState};
+pub use tunables::{Tunables, TUNABLES};

@@ -44,6 +44,8 @@ pub struct SimConfig {
     pub livelock_events: u64,
     /// Tasks the run may create ([`crate::MAX_TASKS`]; tests lower it).
     pub max_tasks: usize,
+    /// The numeric tunables (debugfs sched/ files).
+    pub tunables: crate::tunables::Tunables,
 }
 
 impl Default for SimConfig {
@@ -56,6 +58,7 @@ impl Default for SimConfig {
             noise: true,
             livelock_events: LIVELOCK_EVENTS,
             max_tasks: crate::MAX_TASKS,
+            tunables: Default::default(),
         }
     }
 }
@@ -259,6 +262,8 @@ pub struct Sim {
     /// Some task asked for a custom slice (sched_setattr): runqueues'
     /// min/max slices must then be computed, not assumed.
     pub(crate) custom_slices: bool,
+    /// sysctl_sched_base_slice for this machine and the tunables.
+    pub(crate) base_slice_ns: u64,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
     /// HPERF_HMP: the queued (not running) fair tasks of the little [0] and
@@ -338,8 +343,9 @@ impl Sim {
         let rqs = (0..n)
             .map(|c| Rq {
                 cpu: c as CpuId,
-                avg_idle: 2 * 500_000,
-                max_idle_balance_cost_ns: 500_000,
+                // sched_init(): twice the migration cost, and the cost itself.
+                avg_idle: 2 * cfg.tunables.migration_cost_ns,
+                max_idle_balance_cost_ns: cfg.tunables.migration_cost_ns,
                 idle_state: deepest,
                 idle_state_since_ns: Some(0),
                 menu: crate::idle_gov::MenuState::idle_for_long(),
@@ -413,6 +419,7 @@ impl Sim {
             rng_newidle: rng::stream(cfg.seed, "newidle"),
             hmp_next_balance: 0,
             custom_slices: false,
+            base_slice_ns: cfg.tunables.base_slice_ns(n),
             hmp_in_balance: false,
             hperf_queued: Default::default(),
             kcap_max: kcap.iter().copied().max().unwrap_or(1024),

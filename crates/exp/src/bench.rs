@@ -47,6 +47,7 @@ fn time_run(
         SimConfig {
             seed: 1,
             features: cfg.features.clone(),
+            tunables: cfg.tunables.clone(),
             hz: cfg.hz,
             checked: false,
             ..SimConfig::default()

@@ -1,11 +1,11 @@
 //! Named configurations (shared/contract.md): what kernel a run simulates.
 //!
 //! A configuration is the topology a kernel build/boot would give (a
-//! [`DomainConfig`]), scheduler feature switches and the build's CONFIG_HZ.
-//! Names are stable.
+//! [`DomainConfig`]), scheduler feature switches, the debugfs tunables and
+//! the build's CONFIG_HZ. Names are stable.
 
-use schedlab_engine::Features;
-use schedlab_topo::{Arch, DomainConfig};
+use schedlab_engine::{Features, Tunables, FEATURES};
+use schedlab_topo::{Arch, DomainConfig, SdTunable};
 
 /// A resolved configuration, for one machine's architecture.
 #[derive(Clone, Debug)]
@@ -13,9 +13,40 @@ pub struct RunConfig {
     pub name: String,
     pub domains: DomainConfig,
     pub features: Features,
+    /// The engine's debugfs tunables (the per-domain ones are in `domains`).
+    pub tunables: Tunables,
     /// CONFIG_HZ of the simulated kernel build.
     pub hz: u32,
 }
+
+/// The CONFIG_HZ values a configuration may set (`hz=`): Kconfig.hz's
+/// choices and the S5 vendor trees' 200.
+pub const HZ_CHOICES: &[u32] = &[100, 200, 250, 300, 1000];
+
+/// The switches a configuration takes besides features, with their meaning,
+/// for `schedlab tunables` (the engine's own table follows them).
+pub const BUILD_SWITCHES: &[(&str, &str, &str)] = &[
+    (
+        "hz",
+        "250",
+        "CONFIG_HZ of the kernel build (100, 200, 250, 300, 1000; linaro-mp and hperf-hmp build with 200): the tick, jiffies and everything counted in them",
+    ),
+    (
+        "relax_domain_level",
+        "-1",
+        "the relax_domain_level= boot parameter: domains at this level of the topology table or above (`schedlab topo` prints each domain's level) lose SD_BALANCE_NEWIDLE and SD_BALANCE_WAKE, so no newidle balancing there; -1 = none",
+    ),
+    (
+        "domains/LEVEL/FILE",
+        "sd_init()'s",
+        "a write to FILE of every CPU's LEVEL domain (SMT, CLS, MC, PKG, NUMA, ...); FILE is min_interval, max_interval (ms), busy_factor, imbalance_pct (100 and up) or cache_nice_tries, as in /sys/kernel/debug/sched/domains/cpuN/domainM/",
+    ),
+    (
+        "domains/cpuN/domainM/FILE",
+        "sd_init()'s",
+        "the same write to one CPU's M-th domain (after degeneration), the kernel's own debugfs path",
+    ),
+];
 
 /// CONFIG_HZ when nothing is known about the build: Kconfig.hz's default
 /// (HZ_250) on x86 and arm64.
@@ -71,9 +102,11 @@ pub const CONFIGS: &[(&str, &str)] = &[
 ];
 
 /// Resolves a configuration: a name from [`CONFIGS`], optionally followed by
-/// feature switches, `NAME+FEATURE=on|off[+FEATURE=on|off...]` (e.g.
-/// `cluster+CLUSTER_SCAN=off`: a policy variant of a named kernel). Errors
-/// list the valid names or name the bad switch. Features start from what a
+/// switches, `NAME+SWITCH[+SWITCH...]`, each a feature (`CLUSTER_SCAN=off`)
+/// or a tunable (`migration_cost_ns=250000`, `domains/MC/imbalance_pct=130`,
+/// `relax_domain_level=1`, `hz=1000`): a policy variant of a named kernel,
+/// e.g. `cluster+CLUSTER_SCAN=off`. Errors list the valid names or name the
+/// bad switch. Features start from what a
 /// 7.3 build for `arch` enables ([`Features::for_arch`]: HRTICK on x86),
 /// except SCHED_CACHE, which 7.3 builds on but every configuration other
 /// than `cache-aware` runs switched off (debugfs `llc_balancing/enabled=0`),
@@ -83,12 +116,63 @@ pub fn resolve(spec: &str, arch: Arch) -> Result<RunConfig, String> {
     let name = parts.next().unwrap_or_default();
     let mut cfg = resolve_named(name, arch)?;
     for switch in parts {
-        cfg.features
-            .apply(switch)
-            .map_err(|e| format!("config '{spec}': {e}"))?;
+        apply_switch(&mut cfg, switch).map_err(|e| format!("config '{spec}': {e}"))?;
     }
     cfg.name = spec.to_string();
     Ok(cfg)
+}
+
+/// Applies one `NAME=VALUE` switch to a configuration: a feature of the
+/// features table (`NAME=on|off`), CONFIG_HZ (`hz=`), the
+/// `relax_domain_level=` boot parameter, a per-domain debugfs file
+/// (`domains/...`) or one of the engine's tunables.
+pub fn apply_switch(cfg: &mut RunConfig, switch: &str) -> Result<(), String> {
+    let Some((name, value)) = switch.split_once('=') else {
+        return Err(format!(
+            "switch '{switch}': expected FEATURE=on|off or TUNABLE=VALUE"
+        ));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if FEATURES.iter().any(|f| f.name.eq_ignore_ascii_case(name)) {
+        return cfg.features.apply(switch);
+    }
+    if name == "hz" {
+        cfg.hz = value
+            .parse()
+            .ok()
+            .filter(|v| HZ_CHOICES.contains(v))
+            .ok_or_else(|| format!("tunable 'hz': '{value}' is not one of {HZ_CHOICES:?}"))?;
+        return Ok(());
+    }
+    if name == "relax_domain_level" {
+        cfg.domains.relax_domain_level = value
+            .parse()
+            .ok()
+            .filter(|v| (-1..=64).contains(v))
+            .ok_or_else(|| {
+                format!("tunable 'relax_domain_level': '{value}' is not a level in -1..=64")
+            })?;
+        return Ok(());
+    }
+    if name.starts_with("domains/") {
+        cfg.domains.sd_tunables.push(SdTunable::parse(name, value)?);
+        return Ok(());
+    }
+    if Tunables::knows(name) {
+        return cfg.tunables.apply(switch);
+    }
+    if ["on", "off", "true", "false"].contains(&value.to_ascii_lowercase().as_str()) {
+        // Meant as a feature: list the features.
+        return cfg.features.apply(switch);
+    }
+    Err(format!(
+        "unknown tunable '{name}' (valid: hz, relax_domain_level, domains/..., {}; `schedlab tunables` lists them)",
+        schedlab_engine::TUNABLES
+            .iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// Resolves a configuration name of [`CONFIGS`].
@@ -152,6 +236,7 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
         name: name.to_string(),
         domains,
         features,
+        tunables: Tunables::default(),
         hz,
     })
 }
@@ -214,8 +299,32 @@ mod tests {
             "{e}"
         );
         let e = resolve("cluster+CLUSTER_SCAN", Arch::Arm64).unwrap_err();
-        assert!(e.contains("NAME=on|off"), "{e}");
+        assert!(e.contains("FEATURE=on|off or TUNABLE=VALUE"), "{e}");
         let e = resolve("cluster+CLUSTER_SCAN=maybe", Arch::Arm64).unwrap_err();
         assert!(e.contains("maybe"), "{e}");
+        let e = resolve("cluster+nope=3", Arch::Arm64).unwrap_err();
+        assert!(e.contains("unknown tunable 'nope'"), "{e}");
+        let e = resolve("cluster+NOPE=off", Arch::Arm64).unwrap_err();
+        assert!(e.contains("unknown feature 'NOPE'"), "{e}");
+    }
+
+    #[test]
+    fn tunables_go_where_the_kernel_keeps_them() {
+        let c = resolve(
+            "cluster+migration_cost_ns=100000+hz=1000+relax_domain_level=2+domains/MC/busy_factor=8+SIS_UTIL=off",
+            Arch::Arm64,
+        )
+        .unwrap();
+        assert_eq!(c.tunables.migration_cost_ns, 100_000);
+        assert_eq!(c.hz, 1000);
+        assert_eq!(c.domains.relax_domain_level, 2);
+        assert_eq!(c.domains.sd_tunables[0].text(), "domains/MC/busy_factor=8");
+        assert!(!c.features.enabled(Feat::SIS_UTIL));
+        // The S5 kernels' HZ is a default a switch may change.
+        assert_eq!(resolve("hperf-hmp+hz=250", Arch::Arm64).unwrap().hz, 250);
+        assert_eq!(
+            resolve("vanilla", Arch::Arm64).unwrap().tunables,
+            Tunables::default()
+        );
     }
 }

@@ -798,6 +798,7 @@ pub fn run_point(
     let sim_cfg = SimConfig {
         seed,
         features: cfg.features.clone(),
+        tunables: cfg.tunables.clone(),
         hz: cfg.hz,
         checked,
         ..SimConfig::default()

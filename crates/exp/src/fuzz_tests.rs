@@ -222,6 +222,7 @@ fn simulate(m: Machine, config: &str, spec: WorkloadSpec, seed: u64, trace: bool
         SimConfig {
             seed,
             features: cfg.features.clone(),
+            tunables: cfg.tunables.clone(),
             hz: cfg.hz,
             checked: true,
             livelock_events: 200_000,

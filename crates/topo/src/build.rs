@@ -408,6 +408,14 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
             // (7.3's sd_init() no longer takes SD_PREFER_SIBLING off the
             // child of an asymmetric-capacity domain; only NUMA levels lose it.)
             let mut d = sd_init(l, li, span, mask.weight(), &caps);
+            // set_domain_attribute(): relax_domain_level turns idle
+            // balancing off from that level up.
+            if cfg.relax_domain_level >= 0 && li as i32 >= cfg.relax_domain_level {
+                d.flags = d
+                    .flags
+                    .without(SdFlags::BALANCE_NEWIDLE)
+                    .without(SdFlags::BALANCE_WAKE);
+            }
             if l.overlap {
                 d.flags = d.flags | SdFlags::OVERLAP;
             }
@@ -519,6 +527,7 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
         }
         cpus.push(shortcuts(cpu as CpuId, domains, cfg));
     }
+    write_sd_tunables(&origin, &mut cpus, &cfg.sd_tunables)?;
     dense_llc_ids(&mut cpus);
     Ok(Domains {
         config: cfg.clone(),
@@ -526,6 +535,58 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
         cluster_active,
         asym_cpucapacity,
     })
+}
+
+/// The per-domain debugfs writes of `tunables`, in order, on the built
+/// domains. A write that reaches no domain, or leaves a domain with
+/// min_interval above max_interval, is refused.
+fn write_sd_tunables(
+    origin: &str,
+    cpus: &mut [CpuDomains],
+    tunables: &[crate::domains::SdTunable],
+) -> Result<(), TopoError> {
+    for t in tunables {
+        let mut hit = false;
+        for c in cpus.iter_mut() {
+            let cpu = c.cpu;
+            for (k, d) in c.domains.iter_mut().enumerate() {
+                if t.targets(u32::from(cpu), k, d) {
+                    t.write(d);
+                    hit = true;
+                }
+            }
+        }
+        if !hit {
+            let mut names: Vec<&str> = Vec::new();
+            for d in cpus.iter().flat_map(|c| &c.domains) {
+                if !names.contains(&d.name.as_str()) {
+                    names.push(&d.name);
+                }
+            }
+            return Err(TopoError::Domains {
+                origin: origin.to_string(),
+                reason: format!(
+                    "tunable {}: no such domain (domains here: {})",
+                    t.target,
+                    names.join(", ")
+                ),
+            });
+        }
+    }
+    for c in cpus.iter() {
+        for (k, d) in c.domains.iter().enumerate() {
+            if d.min_interval_ms > d.max_interval_ms {
+                return Err(TopoError::Domains {
+                    origin: origin.to_string(),
+                    reason: format!(
+                        "cpu{} domain{k} {}: min_interval {} is above max_interval {}",
+                        c.cpu, d.name, d.min_interval_ms, d.max_interval_ms
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `sd_init()`: defaults and the topology flags turned into behaviour.
@@ -1026,5 +1087,90 @@ mod tests {
             assert!(DomainConfig::named(n).is_some());
         }
         assert!(DomainConfig::named("nope").is_none());
+    }
+
+    /// relax_domain_level=N takes SD_BALANCE_NEWIDLE off the domains at
+    /// topology-table position N and above (set_domain_attribute()), and
+    /// leaves the rest of the hierarchy as it was.
+    #[test]
+    fn relax_domain_level_turns_off_newidle_from_its_level_up() {
+        let m = preset("kunpeng920").unwrap();
+        let base = build_domains(&m, &DomainConfig::named("cluster").unwrap()).unwrap();
+        let levels: Vec<(String, u8)> = base.cpus[0]
+            .domains
+            .iter()
+            .map(|d| (d.name.clone(), d.level))
+            .collect();
+        assert_eq!(levels[..2], [("CLS".into(), 1), ("MC".into(), 2)]);
+        let mut cfg = DomainConfig::named("cluster").unwrap();
+        cfg.relax_domain_level = 2;
+        let d = build_domains(&m, &cfg).unwrap();
+        assert_eq!(chain(&d, 0), chain(&base, 0));
+        for (a, b) in d.cpus[0].domains.iter().zip(&base.cpus[0].domains) {
+            let newidle = a.flags.contains(SdFlags::BALANCE_NEWIDLE);
+            assert_eq!(newidle, a.level < 2, "{} level {}", a.name, a.level);
+            assert_eq!(
+                a.flags.without(SdFlags::BALANCE_NEWIDLE),
+                b.flags.without(SdFlags::BALANCE_NEWIDLE)
+            );
+        }
+    }
+
+    /// Writes to the per-domain debugfs files land on the named domains,
+    /// by level name or by CPU and index; a write that reaches nothing, or
+    /// a min_interval above max_interval, is an error.
+    #[test]
+    fn per_domain_tunables_write_the_named_domains() {
+        use crate::domains::SdTunable;
+        let m = preset("kunpeng920").unwrap();
+        let mut cfg = DomainConfig {
+            sd_tunables: vec![
+                SdTunable::parse("domains/MC/imbalance_pct", "130").unwrap(),
+                SdTunable::parse("domains/cpu5/domain1/busy_factor", "4").unwrap(),
+            ],
+            ..DomainConfig::default()
+        };
+        let d = build_domains(&m, &cfg).unwrap();
+        assert!(d
+            .cpus
+            .iter()
+            .all(|c| c.domains[0].name == "MC" && c.domains[0].imbalance_pct == 130));
+        assert_eq!(d.cpus[5].domains[1].busy_factor, 4);
+        assert_eq!(d.cpus[4].domains[1].busy_factor, 16);
+        assert_eq!(
+            cfg.sd_tunables[1].text(),
+            "domains/cpu5/domain1/busy_factor=4"
+        );
+
+        cfg.sd_tunables = vec![SdTunable::parse("domains/CLS/busy_factor", "4").unwrap()];
+        let e = build_domains(&m, &cfg).unwrap_err().to_string();
+        assert!(
+            e.contains("domains/CLS: no such domain (domains here: MC, NUMA)"),
+            "{e}"
+        );
+        cfg.sd_tunables = vec![SdTunable::parse("domains/MC/min_interval", "100").unwrap()];
+        let e = build_domains(&m, &cfg).unwrap_err().to_string();
+        assert!(
+            e.contains("min_interval 100 is above max_interval 48"),
+            "{e}"
+        );
+
+        for (path, value, why) in [
+            ("domains/MC/imbalance_pct", "99", "outside 100..=10000"),
+            ("domains/MC/nope", "1", "unknown file 'nope'"),
+            ("domains/MC/busy_factor", "x", "not a whole number"),
+            (
+                "domains/cpuX/domain0/busy_factor",
+                "1",
+                "'cpuX' is not cpuN",
+            ),
+            ("domains/busy_factor", "1", "expected domains/LEVEL/FILE"),
+        ] {
+            let e = SdTunable::parse(path, value).unwrap_err();
+            assert!(
+                e.contains(why) && e.starts_with(&format!("tunable '{path}'")),
+                "{e}"
+            );
+        }
     }
 }

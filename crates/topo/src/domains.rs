@@ -113,6 +113,155 @@ pub struct DomainConfig {
     /// SD_ASYM_PACKING from the SMT domain flags") replaced both.
     #[serde(default)]
     pub itmt_legacy_smt: bool,
+    /// The `relax_domain_level=` boot parameter: domains at this position of
+    /// the topology table or above lose SD_BALANCE_NEWIDLE and
+    /// SD_BALANCE_WAKE (set_domain_attribute()); -1 (the default) relaxes
+    /// nothing.
+    #[serde(default = "no_relax")]
+    pub relax_domain_level: i32,
+    /// Writes to the per-domain debugfs files (`domains/cpuN/domainM/...`)
+    /// once the domains are built, in order.
+    #[serde(default)]
+    pub sd_tunables: Vec<SdTunable>,
+}
+
+fn no_relax() -> i32 {
+    -1
+}
+
+/// Which domains a per-domain tunable writes to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SdTarget {
+    /// Every CPU's domains of this name (`domains/MC/...`): what a loop
+    /// over /sys/kernel/debug/sched/domains/cpu*/domain*/ with that name
+    /// writes.
+    Level(String),
+    /// One CPU's domain by its index after degeneration
+    /// (`domains/cpu3/domain1/...`, the kernel's own path).
+    CpuDomain { cpu: u32, index: u32 },
+}
+
+impl std::fmt::Display for SdTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SdTarget::Level(name) => write!(f, "domains/{name}"),
+            SdTarget::CpuDomain { cpu, index } => write!(f, "domains/cpu{cpu}/domain{index}"),
+        }
+    }
+}
+
+/// A writable file of a domain's debugfs directory (register_sd()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SdField {
+    MinInterval,
+    MaxInterval,
+    BusyFactor,
+    ImbalancePct,
+    CacheNiceTries,
+}
+
+impl SdField {
+    /// `(file name, field, accepted range)` of every writable file.
+    pub const ALL: &'static [(&'static str, SdField, u32, u32)] = &[
+        ("min_interval", SdField::MinInterval, 1, 100_000),
+        ("max_interval", SdField::MaxInterval, 1, 100_000),
+        ("busy_factor", SdField::BusyFactor, 0, 10_000),
+        ("imbalance_pct", SdField::ImbalancePct, 100, 10_000),
+        ("cache_nice_tries", SdField::CacheNiceTries, 0, 10_000),
+    ];
+}
+
+/// One write to a domain's debugfs file: `domains/LEVEL/FILE=VALUE` or
+/// `domains/cpuN/domainM/FILE=VALUE`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SdTunable {
+    pub target: SdTarget,
+    pub field: SdField,
+    pub value: u32,
+}
+
+impl SdTunable {
+    /// Parses `path` (starting `domains/`) and `value`; `Err` is one line
+    /// naming the path and the reason.
+    pub fn parse(path: &str, value: &str) -> Result<SdTunable, String> {
+        let bad = |why: &str| format!("tunable '{path}': {why}");
+        let parts: Vec<&str> = path.split('/').collect();
+        let (target, file) = match parts.as_slice() {
+            ["domains", level, file] if !level.is_empty() => {
+                (SdTarget::Level(level.to_string()), *file)
+            }
+            ["domains", cpu, dom, file] => {
+                let num = |s: &str, prefix: &str| {
+                    s.strip_prefix(prefix)
+                        .and_then(|n| n.parse::<u32>().ok())
+                        .ok_or_else(|| bad(&format!("'{s}' is not {prefix}N")))
+                };
+                (
+                    SdTarget::CpuDomain {
+                        cpu: num(cpu, "cpu")?,
+                        index: num(dom, "domain")?,
+                    },
+                    *file,
+                )
+            }
+            _ => {
+                return Err(bad(
+                    "expected domains/LEVEL/FILE or domains/cpuN/domainM/FILE",
+                ))
+            }
+        };
+        let Some(&(_, field, lo, hi)) = SdField::ALL.iter().find(|f| f.0 == file) else {
+            return Err(bad(&format!(
+                "unknown file '{file}' (valid: {})",
+                SdField::ALL
+                    .iter()
+                    .map(|f| f.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let v: u32 = value
+            .trim()
+            .parse()
+            .map_err(|_| bad(&format!("'{value}' is not a whole number")))?;
+        if v < lo || v > hi {
+            return Err(bad(&format!("{v} is outside {lo}..={hi}")));
+        }
+        Ok(SdTunable {
+            target,
+            field,
+            value: v,
+        })
+    }
+
+    /// The write as a switch, `domains/MC/imbalance_pct=130`.
+    pub fn text(&self) -> String {
+        let file = SdField::ALL
+            .iter()
+            .find(|f| f.1 == self.field)
+            .map_or("?", |f| f.0);
+        format!("{}/{file}={}", self.target, self.value)
+    }
+
+    /// Does this write reach CPU `cpu`'s `index`-th domain `d`?
+    pub fn targets(&self, cpu: u32, index: usize, d: &SchedDomain) -> bool {
+        match &self.target {
+            SdTarget::Level(name) => d.name == *name,
+            SdTarget::CpuDomain { cpu: c, index: i } => *c == cpu && *i as usize == index,
+        }
+    }
+
+    /// Writes the value into `d`.
+    pub fn write(&self, d: &mut SchedDomain) {
+        let v = self.value;
+        match self.field {
+            SdField::MinInterval => d.min_interval_ms = v,
+            SdField::MaxInterval => d.max_interval_ms = v,
+            SdField::BusyFactor => d.busy_factor = v,
+            SdField::ImbalancePct => d.imbalance_pct = v,
+            SdField::CacheNiceTries => d.cache_nice_tries = v,
+        }
+    }
 }
 
 impl Default for DomainConfig {
@@ -124,6 +273,8 @@ impl Default for DomainConfig {
             propagate_smt_flags: true,
             itmt: true,
             itmt_legacy_smt: false,
+            relax_domain_level: -1,
+            sd_tunables: Vec::new(),
         }
     }
 }

@@ -217,6 +217,7 @@ fn domain_line(k: usize, d: &SchedDomain) -> String {
     if d.numa_distance > 0 {
         let _ = write!(s, " distance {}", d.numa_distance);
     }
+    let _ = write!(s, " level {}", d.level);
     s
 }
 
@@ -272,7 +273,7 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         .any(|(k, c)| *k != u32::from(c.capacity));
     let _ = writeln!(
         s,
-        "domains: cluster {} mc_is_llc {} fallback_llc {} propagate_smt_flags {} itmt {}{}; sched_cluster_active {} sched_asym_cpucapacity {}{}",
+        "domains: cluster {} mc_is_llc {} fallback_llc {} propagate_smt_flags {} itmt {}{}{}; sched_cluster_active {} sched_asym_cpucapacity {}{}",
         cfg.cluster,
         cfg.mc_is_llc,
         cfg.fallback_llc,
@@ -282,6 +283,11 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
             " (pre-6.5 SMT priorities, SMT asym packing)"
         } else {
             ""
+        },
+        if cfg.relax_domain_level >= 0 {
+            format!(" relax_domain_level {}", cfg.relax_domain_level)
+        } else {
+            String::new()
         },
         d.cluster_active,
         d.asym_cpucapacity,

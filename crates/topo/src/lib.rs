@@ -21,7 +21,8 @@ pub use build::{
 };
 pub use cpumask::{CpuId, CpuMask, MAX_CPUS};
 pub use domains::{
-    CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags, CONFIG_NAMES,
+    CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdField, SdFlags, SdTarget,
+    SdTunable, CONFIG_NAMES,
 };
 pub use edit::{
     apply_edits, estimate_keys, load_edited, EditCount, EditOp, EstimateKey, MachineEdit,

@@ -1028,3 +1028,102 @@ fn an_rtapp_thread_pinned_outside_cpus_is_refused() {
     let o = schedlab(&["reproduce", "--list", "kunpeng920-stream"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `run --tunable` and configuration switches set the kernel's tunables:
+/// relax_domain_level=0 turns off every newidle balance, a higher level
+/// only those above it; the JSON report records the values.
+#[test]
+fn tunables_change_the_run_and_are_recorded() {
+    let dir = tempdir("tunables");
+    let newidle = |extra: &[&str]| {
+        let json = dir.join("run.json");
+        let mut args = vec![
+            "run",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "hackbench:groups=2,fds=4,loops=200",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (v["counters"]["newidle_balance"].as_u64().unwrap(), v)
+    };
+    let (all, v) = newidle(&[]);
+    assert_eq!(v["tunables"]["migration_cost_ns"], 500_000);
+    assert_eq!(v["tunables"]["base_slice_ns"], 2_800_000);
+    let (none, v) = newidle(&["--tunable", "relax_domain_level=0"]);
+    assert_eq!(v["tunables"]["relax_domain_level"], 0);
+    let (below_numa, _) = newidle(&["--config", "vanilla+relax_domain_level=2"]);
+    assert!(
+        all > below_numa && below_numa > 0 && none == 0,
+        "{all} {below_numa} {none}"
+    );
+    let (_, v) = newidle(&[
+        "--tunable",
+        "domains/MC/imbalance_pct=130",
+        "--tunable",
+        "nr_migrate=8",
+    ]);
+    assert_eq!(v["tunables"]["domains"][0], "domains/MC/imbalance_pct=130");
+    assert_eq!(v["tunables"]["nr_migrate"], 8);
+
+    let o = schedlab(&["tunables"]);
+    assert!(o.status.success());
+    for name in [
+        "migration_cost_ns",
+        "relax_domain_level",
+        "llc_balancing/imb_pct",
+        "hz",
+    ] {
+        assert!(stdout(&o).lines().any(|l| l.starts_with(name)), "{name}");
+    }
+    let o = schedlab(&[
+        "topo",
+        "kunpeng920",
+        "--config",
+        "vanilla+domains/MC/busy_factor=4",
+    ]);
+    assert!(stdout(&o).contains("domain0 MC span 0-23") && stdout(&o).contains("busy_factor 4"));
+}
+
+#[test]
+fn bad_tunables_exit_2_naming_the_tunable() {
+    let run = |t: &str| {
+        vec![
+            "run".to_string(),
+            "--machine".into(),
+            "kunpeng920".into(),
+            "--workload".into(),
+            "stream:threads=2".into(),
+            "--tunable".into(),
+            t.to_string(),
+        ]
+    };
+    for (t, want) in [
+        ("nope=1", "unknown tunable 'nope'"),
+        ("base_slice_ns=5", "tunable 'base_slice_ns': 5 is outside"),
+        ("hz=123", "tunable 'hz'"),
+        ("relax_domain_level=x", "tunable 'relax_domain_level'"),
+        ("domains/CLS/busy_factor=2", "domains/CLS: no such domain"),
+        ("domains/MC/imbalance_pct=50", "outside 100..=10000"),
+        ("nr_migrate", "expected FEATURE=on|off or TUNABLE=VALUE"),
+    ] {
+        let args = run(t);
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        assert_bad_input(&args, want);
+    }
+    assert_bad_input(
+        &[
+            "topo",
+            "kunpeng920",
+            "--config",
+            "vanilla+migration_cost_ns=-1",
+        ],
+        "config 'vanilla+migration_cost_ns=-1': tunable 'migration_cost_ns'",
+    );
+}

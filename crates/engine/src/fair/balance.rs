@@ -12,9 +12,6 @@ use crate::sim::{EnqueueKind, Sim};
 use rand::Rng;
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
-/// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
-pub const MIGRATION_COST_NS: u64 = 500_000;
-
 /// Idle-balance work a kick asks for (`NOHZ_STATS_KICK`,
 /// `NOHZ_BALANCE_KICK`).
 pub const NOHZ_STATS_KICK: u8 = 1;
@@ -39,12 +36,11 @@ pub(crate) fn balance_pass_ns(span_cpus: u32) -> u64 {
 /// a failed compare-and-swap (ESTIMATE).
 const REFUSED_PASS_NS: u64 = 100;
 
-/// sysctl_sched_nr_migrate.
-pub const NR_MIGRATE: u32 = 32;
+/// SCHED_NR_MIGRATE_BREAK: detach_tasks() takes a breather (attaches what
+/// it has, then goes on) after this many tasks looked at.
+pub const NR_MIGRATE_BREAK: u32 = 32;
 /// MAX_PINNED_INTERVAL: the longest back-off when every task is pinned, ms.
 pub const MAX_PINNED_INTERVAL_MS: u32 = 512;
-/// Newidle balance needs at least this much expected idle time.
-pub const MAX_IDLE_BALANCE_COST_NS: u64 = 500_000;
 
 /// Group types, in increasing order of need to balance (`enum group_type`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -492,6 +488,11 @@ struct LbEnv {
     mt: MigrationType,
     src: CpuId,
     loop_max: u32,
+    /// `env->loop`: tasks looked at on this source since the last reset;
+    /// `env->loop_break`: when the next breather is due; LBF_NEED_BREAK.
+    loop_count: u32,
+    loop_break: u32,
+    need_break: bool,
     /// LBF_ALL_PINNED, LBF_SOME_PINNED, LBF_DST_PINNED.
     all_pinned: bool,
     some_pinned: bool,
@@ -556,7 +557,8 @@ impl Sim {
         // The rq's idle-balance cost decays with its domains' costs, but
         // never below the migration cost.
         if need_decay {
-            self.rqs[cpu as usize].max_idle_balance_cost_ns = max_cost.max(MIGRATION_COST_NS);
+            self.rqs[cpu as usize].max_idle_balance_cost_ns =
+                max_cost.max(self.cfg.tunables.migration_cost_ns);
         }
     }
 
@@ -907,7 +909,7 @@ impl Sim {
     /// nohz_newidle_balance()); `nohz_run_idle_balance()` does it once the
     /// CPU is idle.
     fn nohz_newidle_balance(&mut self, cpu: CpuId) {
-        if self.rqs[cpu as usize].avg_idle < MIGRATION_COST_NS
+        if self.rqs[cpu as usize].avg_idle < self.cfg.tunables.migration_cost_ns
             || !self.nohz_has_blocked
             || self.jiffies() < self.nohz_next_blocked_j
         {
@@ -1346,6 +1348,9 @@ impl Sim {
             mt: MigrationType::Load,
             src: cpu,
             loop_max: 0,
+            loop_count: 0,
+            loop_break: NR_MIGRATE_BREAK,
+            need_break: false,
             all_pinned: false,
             some_pinned: false,
             dst_pinned: false,
@@ -1381,15 +1386,28 @@ impl Sim {
             env.src = src;
             env.all_pinned = true;
             if self.rqs[src as usize].nr_running() > 1 {
-                env.loop_max = NR_MIGRATE.min(self.rqs[src as usize].nr_running());
-                // Each dst retry removes a CPU from env.cpus: bounded.
+                env.loop_max = self
+                    .cfg
+                    .tunables
+                    .nr_migrate
+                    .min(self.rqs[src as usize].nr_running());
+                // Each breather advances env.loop_count towards loop_max and
+                // each dst retry removes a CPU from env.cpus: bounded.
                 loop {
                     moved += self.detach_attach(&mut env);
+                    if env.need_break {
+                        // LBF_NEED_BREAK: the tasks so far are attached; go on
+                        // with the same source (more_balance).
+                        env.need_break = false;
+                        continue;
+                    }
                     if env.dst_pinned && env.imbalance > 0 {
                         // LBF_DST_PINNED: retry with another CPU of the local group.
                         env.cpus.clear(env.dst);
                         env.dst = env.new_dst_cpu;
                         env.dst_pinned = false;
+                        env.loop_count = 0;
+                        env.loop_break = NR_MIGRATE_BREAK;
                         continue;
                     }
                     break;
@@ -1403,6 +1421,8 @@ impl Sim {
                 if env.all_pinned {
                     env.cpus.clear(src);
                     if !env.cpus.is_subset(&env.dst_grpmask) {
+                        env.loop_count = 0;
+                        env.loop_break = NR_MIGRATE_BREAK;
                         continue 'redo;
                     }
                     break 'redo Outcome::AllPinned;
@@ -1596,10 +1616,18 @@ impl Sim {
         {
             return true;
         }
+        // migration_cost_ns: -1 (as a u32) makes every task hot, 0 none.
+        let cost = self.cfg.tunables.migration_cost_ns;
+        if cost == u64::from(u32::MAX) {
+            return true;
+        }
+        if cost == 0 {
+            return false;
+        }
         // A task that migrated and has not run since has exec_start 0 (on a
         // real machine seconds after boot, so never within the cost).
         let exec_start = self.tasks[t as usize].se.exec_start;
-        exec_start != 0 && self.now.saturating_sub(exec_start) < MIGRATION_COST_NS
+        exec_start != 0 && self.now.saturating_sub(exec_start) < cost
     }
 
     /// Detaches tasks from the source runqueue's tail and attaches them to the
@@ -1625,9 +1653,10 @@ impl Sim {
         let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
         let lb_min = self.feat(Feat::LB_MIN);
         let mut moved = 0;
-        let mut detached = [(0 as TaskId, false); NR_MIGRATE as usize];
+        // A breather every NR_MIGRATE_BREAK tasks looked at bounds what one
+        // call detaches.
+        let mut detached = [(0 as TaskId, false); NR_MIGRATE_BREAK as usize];
         let mut next = self.rqs[src as usize].cfs_tasks.tail();
-        let mut i = 0u32;
         while let Some(t) = next {
             next = self.rqs[src as usize]
                 .cfs_tasks
@@ -1635,10 +1664,15 @@ impl Sim {
             if env.is_idle() && self.rqs[src as usize].nr_running() <= 1 {
                 break;
             }
-            if i >= env.loop_max {
+            env.loop_count += 1;
+            if env.loop_count > env.loop_max {
                 break;
             }
-            i += 1;
+            if env.loop_count > env.loop_break {
+                env.loop_break += NR_MIGRATE_BREAK;
+                env.need_break = true;
+                break;
+            }
             let take = 'check: {
                 if !self.can_migrate_task(env, t) {
                     break 'check false;
@@ -1909,6 +1943,9 @@ mod tests {
             mt: MigrationType::Task,
             src: 0,
             loop_max: 4,
+            loop_count: 0,
+            loop_break: NR_MIGRATE_BREAK,
+            need_break: false,
             all_pinned: true,
             some_pinned: false,
             dst_pinned: false,
@@ -1937,5 +1974,85 @@ mod tests {
                 Ok(())
             );
         }
+    }
+
+    /// With nr_migrate above SCHED_NR_MIGRATE_BREAK, detach_tasks() stops
+    /// after 32 tasks looked at (LBF_NEED_BREAK), the caller attaches them
+    /// and calls again; the 33rd look is spent on the breather, as
+    /// env->loop counts it.
+    #[test]
+    fn detach_tasks_takes_a_breather_every_32_tasks() {
+        use crate::sim::EnqueueKind;
+        use crate::task::{Task, TaskState};
+        let mut s = crate::fair::fidelity_tests::bare("kunpeng920");
+        for _ in 0..70 {
+            let id = s.tasks.len() as TaskId;
+            let all = s.machine.all_cpus();
+            s.tasks.push(Task::new(id, "t", 1, 0, 0, all));
+            s.update_rq_clock(0);
+            s.enqueue_task(0, id, EnqueueKind::New);
+            s.tasks[id as usize].state = TaskState::Runnable;
+        }
+        s.set_next_entity(0, 0);
+        s.rqs[0].curr = Some(0);
+        s.tasks[0].state = TaskState::Running;
+        s.now = 50_000_000;
+        let level = 0;
+        let mut env = LbEnv {
+            this_cpu: 1,
+            dst: 1,
+            level,
+            sd_flags: s.domains.cpus[1].domains[level].flags,
+            idle: IdleType::Idle,
+            cpus: s.machine.all_cpus(),
+            dst_grpmask: CpuMask::default(),
+            imbalance: 100,
+            mt: MigrationType::Task,
+            src: 0,
+            loop_max: 64,
+            loop_count: 0,
+            loop_break: NR_MIGRATE_BREAK,
+            need_break: false,
+            all_pinned: true,
+            some_pinned: false,
+            dst_pinned: false,
+            new_dst_cpu: 1,
+            llc_pinned: false,
+        };
+        assert_eq!(s.detach_attach(&mut env), 32);
+        assert!(env.need_break);
+        assert_eq!((env.loop_count, env.loop_break), (33, 64));
+        env.need_break = false;
+        assert_eq!(
+            s.detach_attach(&mut env),
+            31,
+            "looks 34..=64, then loop_max"
+        );
+        assert!(!env.need_break);
+        assert_eq!(s.rqs[1].nr_running(), 63);
+        assert_eq!(env.imbalance, 100 - 63);
+    }
+
+    /// task_hot() follows migration_cost_ns: hot within it, never at 0,
+    /// always at -1 (4294967295).
+    #[test]
+    fn task_hot_follows_migration_cost_ns() {
+        use crate::task::Task;
+        let mut s = crate::fair::fidelity_tests::bare("kunpeng920");
+        let all = s.machine.all_cpus();
+        s.tasks.push(Task::new(0, "t", 1, 0, 0, all));
+        let mc = s.domains.cpus[0].domains[0].flags;
+        s.now = 10_000_000;
+        s.tasks[0].se.exec_start = s.now - 300_000;
+        let hot = |s: &Sim| s.task_hot(mc, 0, 1, 0);
+        assert!(hot(&s), "ran 0.3 ms ago, within the default 0.5 ms");
+        s.cfg.tunables.migration_cost_ns = 200_000;
+        assert!(!hot(&s));
+        s.cfg.tunables.migration_cost_ns = 0;
+        s.tasks[0].se.exec_start = s.now;
+        assert!(!hot(&s), "0: never hot");
+        s.cfg.tunables.migration_cost_ns = u64::from(u32::MAX);
+        s.tasks[0].se.exec_start = 1;
+        assert!(hot(&s), "-1: always hot");
     }
 }

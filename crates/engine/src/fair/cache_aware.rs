@@ -35,19 +35,14 @@ use crate::event::TaskId;
 use crate::fair::balance::{GroupStats, IdleType, MigrationType};
 use crate::fair::fits_capacity;
 use crate::sim::Sim;
+use crate::tunables::Tunables;
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
 
 /// NICE_0_LOAD of a 64-bit kernel (scale_load(1024) = 2^20): the scale of
 /// fraction_mm_sched()'s occupancy.
 pub const OCCUPANCY_SCALE: u64 = 1 << 20;
-/// EPOCH_LLC_AFFINITY_TIMEOUT: epochs without a scan before the preference lapses.
-pub const EPOCH_LLC_AFFINITY_TIMEOUT: u64 = 5;
-/// llc_aggr_tolerance (debugfs default 1; 0 = off, ≥ 100 = unlimited).
-pub const LLC_AGGR_TOLERANCE: u32 = 1;
-/// llc_imb_pct: the 1.2 ratio of can_migrate_llc().
-pub const LLC_IMB_PCT: u64 = 20;
-/// llc_overaggr_pct: an LLC "fits" below 50% utilisation (75% without SMT).
-pub const LLC_OVERAGGR_PCT: u64 = 50;
+// The debugfs llc_balancing/ knobs (aggr_tolerance, epoch_period,
+// epoch_affinity_timeout, overaggr_pct, imb_pct) are crate::tunables'.
 
 /// The outcome of can_migrate_llc() (`enum llc_mig`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,19 +107,20 @@ pub struct CacheState {
     pub llc_task_moves: u64,
 }
 
-/// fits_llc_capacity(): `util·100 < cap·50` (`·75` without SMT).
-pub fn fits_llc_capacity(util: u64, cap: u64, smt_threads: u64) -> bool {
+/// fits_llc_capacity(): `util·100 < cap·overaggr_pct` (×1.5 without SMT;
+/// by default 50%, 75%).
+pub fn fits_llc_capacity(util: u64, cap: u64, smt_threads: u64, tun: &Tunables) -> bool {
     let pct = if smt_threads == 1 {
-        LLC_OVERAGGR_PCT * 3 / 2
+        tun.llc_overaggr_pct * 3 / 2
     } else {
-        LLC_OVERAGGR_PCT
+        tun.llc_overaggr_pct
     };
     util * 100 < cap * pct
 }
 
-/// util_greater(): `a` exceeds `b` by more than llc_imb_pct.
-fn util_greater(a: u64, b: u64) -> bool {
-    a * 100 > b * (100 + LLC_IMB_PCT)
+/// util_greater(): `a` exceeds `b` by more than llc_imb_pct (by default 20%).
+fn util_greater(a: u64, b: u64, tun: &Tunables) -> bool {
+    a * 100 > b * (100 + tun.llc_imb_pct)
 }
 
 /// can_migrate_llc()'s decision matrix on LLC utilisations (src' = src − u,
@@ -137,27 +133,29 @@ pub fn llc_mig_decision(
     tsk_util: u64,
     to_pref: bool,
     smt_threads: u64,
+    tun: &Tunables,
 ) -> LlcMig {
     let src_util = src.0.saturating_sub(tsk_util);
     let dst_util = dst.0 + tsk_util;
-    let dst_fits = fits_llc_capacity(dst_util, dst.1, smt_threads);
-    let src_fits = fits_llc_capacity(src_util, src.1, smt_threads);
+    let dst_fits = fits_llc_capacity(dst_util, dst.1, smt_threads, tun);
+    let src_fits = fits_llc_capacity(src_util, src.1, smt_threads, tun);
     if !dst_fits && !src_fits {
         return LlcMig::Unrestricted;
     }
     if to_pref {
-        if !dst_fits && util_greater(dst_util, src_util) {
+        if !dst_fits && util_greater(dst_util, src_util, tun) {
             return LlcMig::Forbid;
         }
-    } else if src_fits || !util_greater(src_util, dst_util) {
+    } else if src_fits || !util_greater(src_util, dst_util, tun) {
         return LlcMig::Forbid;
     }
     LlcMig::Llc
 }
 
-/// get_sched_cache_scale().
-fn sched_cache_scale(mul: u64) -> Option<u64> {
-    match LLC_AGGR_TOLERANCE {
+/// get_sched_cache_scale() with llc_aggr_tolerance (by default 1; 0 = no
+/// aggregation, 100 and more = no limit).
+fn sched_cache_scale(mul: u64, tun: &Tunables) -> Option<u64> {
+    match tun.llc_aggr_tolerance {
         0 => Some(0),
         t if t >= 100 => None,
         t => Some(1 + (t as u64 - 1) * mul),
@@ -166,8 +164,8 @@ fn sched_cache_scale(mul: u64) -> Option<u64> {
 
 /// Does `tgid`'s running-thread average fit an LLC of `llc_size` CPUs?
 /// The inverse of invalid_llc_nr() without its single-thread test.
-pub fn nr_fits_llc(nr_running_avg: i64, smt_threads: u64, llc_size: u32) -> bool {
-    match sched_cache_scale(1) {
+pub fn nr_fits_llc(nr_running_avg: i64, smt_threads: u64, llc_size: u32, tun: &Tunables) -> bool {
+    match sched_cache_scale(1, tun) {
         None => true,
         Some(scale) => fits_capacity(
             nr_running_avg.max(0) as u64 * smt_threads,
@@ -304,13 +302,18 @@ impl Sim {
             avg,
             self.cache.smt_threads,
             self.domains.cpus[cpu as usize].llc_size,
+            &self.cfg.tunables,
         )
     }
 
-    /// EPOCH_PERIOD (`llc_epoch_period`): HZ/100 jiffies, at least one
-    /// (8 ms at HZ=250, 10 ms at HZ=200).
+    /// `llc_epoch_period`: by default EPOCH_PERIOD, HZ/100 jiffies (8 ms at
+    /// HZ=250, 10 ms at HZ=200); at least one.
     pub(crate) fn epoch_period_j(&self) -> u64 {
-        (self.cfg.hz as u64 / 100).max(1)
+        self.cfg
+            .tunables
+            .llc_epoch_period
+            .unwrap_or(self.cfg.hz as u64 / 100)
+            .max(1)
     }
 
     /// mirrors __update_mm_sched(): advance `cpu`'s epoch to now (in
@@ -369,7 +372,9 @@ impl Sim {
         let invalid = self.invalid_llc_nr(tgid, cpu);
         let g = self.cache.groups[tgid].as_mut().expect("group exists");
         g.runtime[c] += delta;
-        if epoch.saturating_sub(g.scan_epoch) > EPOCH_LLC_AFFINITY_TIMEOUT || invalid {
+        if epoch.saturating_sub(g.scan_epoch) > self.cfg.tunables.llc_epoch_affinity_timeout
+            || invalid
+        {
             g.cpu = None;
         }
         let pref = self.pref_llc_of(tgid);
@@ -518,6 +523,7 @@ impl Sim {
             tsk_util,
             to_pref,
             self.cache.smt_threads,
+            &self.cfg.tunables,
         )
     }
 
@@ -705,7 +711,8 @@ mod tests {
     fn llc_decision_matrix_follows_the_kernel_comment() {
         // Capacity 1000 per LLC, SMT: "fits" = below 50%.
         let cap = 1000;
-        let d = |s: u64, d: u64, to_pref| llc_mig_decision((s, cap), (d, cap), 0, to_pref, 2);
+        let tun = Tunables::default();
+        let d = |s: u64, d: u64, to_pref| llc_mig_decision((s, cap), (d, cap), 0, to_pref, 2, &tun);
         // To the preferred LLC: src 30% / dst 60% → N. (The kernel comment's
         // table marks 40% / 60% Y, but its code forbids it: 60 > 1.2·40.
         // schedlab follows the code.) 45% / 52% → Y (52 ≤ 1.2·45).
@@ -722,15 +729,16 @@ mod tests {
         // (the comment's table says N).
         assert_eq!(d(500, 300, false), LlcMig::Llc);
         // Without SMT the threshold is 75%.
-        assert!(fits_llc_capacity(700, 1000, 1));
-        assert!(!fits_llc_capacity(700, 1000, 2));
+        assert!(fits_llc_capacity(700, 1000, 1, &tun));
+        assert!(!fits_llc_capacity(700, 1000, 2, &tun));
     }
 
     #[test]
     fn thread_count_must_fit_the_llc() {
         // 16-CPU LLC, SMT2: nr·2·1280 < 16·1024 ⇔ nr ≤ 6.
-        assert!(nr_fits_llc(6, 2, 16));
-        assert!(!nr_fits_llc(7, 2, 16));
+        let tun = Tunables::default();
+        assert!(nr_fits_llc(6, 2, 16, &tun));
+        assert!(!nr_fits_llc(7, 2, 16, &tun));
         assert_eq!(shr(8, 64), 0);
         assert_eq!(shr(8, 2), 2);
     }

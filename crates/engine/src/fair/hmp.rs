@@ -75,10 +75,6 @@ pub const HMP_STARVATION_LIMIT: u64 = 768;
 /// Linaro MP looks at the running task and at most this many queued tasks
 /// of a runqueue when it picks the heaviest or lightest one (`hmp_max_tasks`).
 pub const HMP_MAX_TASKS: usize = 5;
-/// `sysctl_sched_migration_cost` (500 µs): 3.10's idle_balance() returns
-/// early, before Linaro's idle pull, when the CPU's average idle period is
-/// shorter.
-pub const SCHED_MIGRATION_COST_NS: u64 = 500_000;
 
 /// Per-task HMP state and placement counters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -512,7 +508,7 @@ impl Sim {
         let hperf = self.feat(Feat::HMP_HPERF);
         // Linaro's pull sits at the end of 3.10's idle_balance(), which
         // returns first when the CPU's idle periods are short on average.
-        if !hperf && self.rqs[cpu as usize].avg_idle < SCHED_MIGRATION_COST_NS {
+        if !hperf && self.rqs[cpu as usize].avg_idle < self.cfg.tunables.migration_cost_ns {
             return false;
         }
         let picked = if hperf {

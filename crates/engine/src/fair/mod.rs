@@ -54,15 +54,12 @@ pub fn capacity_greater(a: u64, b: u64) -> bool {
     a * 1024 > b * 1078
 }
 
-/// normalized_sysctl_sched_base_slice: the unscaled base slice, 0.70 ms.
-pub const NORMALIZED_BASE_SLICE_NS: u64 = 700_000;
+pub use crate::tunables::NORMALIZED_BASE_SLICE_NS;
 
-/// sysctl_sched_base_slice: 0.70 ms scaled by 1 + log2(min(ncpus, 8))
-/// (SCHED_TUNABLESCALING_LOG).
+/// sysctl_sched_base_slice with the default tunables: 0.70 ms scaled by
+/// 1 + log2(min(ncpus, 8)) (SCHED_TUNABLESCALING_LOG).
 pub fn base_slice_ns(ncpus: usize) -> u64 {
-    let n = ncpus.clamp(1, 8) as u64;
-    let factor = 1 + (63 - n.leading_zeros() as u64);
-    700_000 * factor
+    crate::tunables::Tunables::default().base_slice_ns(ncpus)
 }
 
 impl Sim {
@@ -188,7 +185,7 @@ impl Sim {
         let Some(c) = self.rqs[cpu as usize].cfs.curr else {
             return;
         };
-        let slice = base_slice_ns(self.nr_cpus());
+        let slice = self.base_slice_ns;
         let tk = &mut self.tasks[c as usize];
         let delta = now.saturating_sub(tk.se.exec_start);
         if delta == 0 {
@@ -261,7 +258,7 @@ impl Sim {
     /// Min or max slice of a runqueue: curr's and the timeline's augmented
     /// bound. Without custom slices every slice is the base slice.
     fn cfs_rq_slice_bound(&self, cpu: CpuId, min: bool) -> u64 {
-        let base = base_slice_ns(self.nr_cpus());
+        let base = self.base_slice_ns;
         let cfs = &self.rqs[cpu as usize].cfs;
         if !self.custom_slices {
             return base;
@@ -292,7 +289,7 @@ impl Sim {
     /// kernel dequeues and enqueues it around the change, so the tree's
     /// slice bounds stay true.
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
-        let base = base_slice_ns(self.nr_cpus());
+        let base = self.base_slice_ns;
         let cpu = self.tasks[t as usize].cpu;
         let in_tree = self.tasks[t as usize].se.on_rq && self.rqs[cpu as usize].cfs.curr != Some(t);
         // sched_setattr() dequeues and enqueues a queued task, which ends its
@@ -420,7 +417,7 @@ impl Sim {
     /// inflated for its own effect on V; new tasks start half a slice early.
     fn place_entity(&mut self, cpu: CpuId, t: TaskId, initial: bool) {
         let v = self.avg_vruntime(cpu);
-        let slice = base_slice_ns(self.nr_cpus());
+        let slice = self.base_slice_ns;
         let (sum_weight, curr_w) = {
             let cfs = &self.rqs[cpu as usize].cfs;
             let cw = cfs

@@ -1,0 +1,263 @@
+//! The scheduler's numeric tunables, like the files of a Linux 7.3 kernel's
+//! /sys/kernel/debug/sched/ (kernel/sched/debug.c, sched_debug_init()).
+//!
+//! Every entry has the name of its debugfs file (relative to
+//! /sys/kernel/debug/sched/), the kernel's default, and a one-line meaning;
+//! `schedlab tunables` lists them and a configuration sets them by name
+//! (`vanilla+migration_cost_ns=250000`, `run --tunable nr_migrate=8`). The
+//! per-domain files (`domains/...`) and the `relax_domain_level=` boot
+//! parameter change the sched domains and live with the domain builder
+//! (schedlab_topo::DomainTunable); CONFIG_HZ is the configuration's.
+
+/// One tunable's description.
+#[derive(Clone, Copy, Debug)]
+pub struct TunableInfo {
+    /// The debugfs file, relative to /sys/kernel/debug/sched/.
+    pub name: &'static str,
+    /// The kernel's default, as text.
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+/// The engine's tunables, in the order `schedlab tunables` lists them.
+pub const TUNABLES: &[TunableInfo] = &[
+    TunableInfo {
+        name: "base_slice_ns",
+        default: "700000 × factor",
+        meaning: "sysctl_sched_base_slice: the slice (request size) of a task without a custom one; by default tunable_scaling's factor times 0.7 ms (100000-100000000; slice protection keeps the unscaled 0.7 ms, as set_protect_slice() does)",
+    },
+    TunableInfo {
+        name: "tunable_scaling",
+        default: "1",
+        meaning: "sysctl_sched_tunable_scaling: the base slice's factor from the CPU count n (at most 8): 0 = 1, 1 = 1 + log2(n), 2 = n (update_sysctl()); ignored when base_slice_ns is set",
+    },
+    TunableInfo {
+        name: "migration_cost_ns",
+        default: "500000",
+        meaning: "sysctl_sched_migration_cost: a task that ran this recently is cache hot to the balancer (task_hot(); 0 = never, 4294967295 = always); newidle balancing is skipped while avg_idle is below it; the floor of max_idle_balance_cost",
+    },
+    TunableInfo {
+        name: "nr_migrate",
+        default: "32",
+        meaning: "sysctl_sched_nr_migrate: at most this many tasks of the busiest runqueue are looked at per balance attempt (loop_max), with a breather every 32 (LBF_NEED_BREAK)",
+    },
+    TunableInfo {
+        name: "llc_balancing/aggr_tolerance",
+        default: "1",
+        meaning: "SCHED_CACHE: how far a process may exceed an LLC's size and keep its preference (0 = never aggregate, 1 = its threads fit the LLC's cores, 100 and more = no limit)",
+    },
+    TunableInfo {
+        name: "llc_balancing/epoch_period",
+        default: "HZ/100",
+        meaning: "SCHED_CACHE: the occupancy epoch in jiffies (at least 1); by default HZ/100",
+    },
+    TunableInfo {
+        name: "llc_balancing/epoch_affinity_timeout",
+        default: "5",
+        meaning: "SCHED_CACHE: epochs without an occupancy scan before a process's preferred LLC lapses",
+    },
+    TunableInfo {
+        name: "llc_balancing/overaggr_pct",
+        default: "50",
+        meaning: "SCHED_CACHE: an LLC whose utilisation is below this percentage of its capacity (×1.5 without SMT) has room for a preferred process (fits_llc_capacity())",
+    },
+    TunableInfo {
+        name: "llc_balancing/imb_pct",
+        default: "20",
+        meaning: "SCHED_CACHE: one LLC's utilisation counts as greater than another's when it exceeds it by more than this percentage (can_migrate_llc())",
+    },
+];
+
+/// The values of the engine's tunables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunables {
+    /// `base_slice_ns`; `None` = `tunable_scaling`'s factor × 0.7 ms.
+    pub base_slice_ns: Option<u64>,
+    /// `tunable_scaling`: 0 none, 1 log, 2 linear.
+    pub tunable_scaling: u32,
+    pub migration_cost_ns: u64,
+    pub nr_migrate: u32,
+    pub llc_aggr_tolerance: u32,
+    /// `llc_balancing/epoch_period` in jiffies; `None` = HZ/100.
+    pub llc_epoch_period: Option<u64>,
+    pub llc_epoch_affinity_timeout: u64,
+    pub llc_overaggr_pct: u64,
+    pub llc_imb_pct: u64,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            base_slice_ns: None,
+            tunable_scaling: 1,
+            migration_cost_ns: 500_000,
+            nr_migrate: 32,
+            llc_aggr_tolerance: 1,
+            llc_epoch_period: None,
+            llc_epoch_affinity_timeout: 5,
+            llc_overaggr_pct: 50,
+            llc_imb_pct: 20,
+        }
+    }
+}
+
+/// The unscaled base slice (normalized_sysctl_sched_base_slice), 0.7 ms.
+pub const NORMALIZED_BASE_SLICE_NS: u64 = 700_000;
+
+/// The largest value a debugfs u32 file takes.
+const U32_MAX: u64 = u32::MAX as u64;
+
+impl Tunables {
+    /// Is `name` one of [`TUNABLES`]?
+    pub fn knows(name: &str) -> bool {
+        TUNABLES.iter().any(|t| t.name == name)
+    }
+
+    /// sysctl_sched_base_slice on a machine of `ncpus` CPUs (mirrors
+    /// update_sysctl() and get_update_sysctl_factor(), unless set).
+    pub fn base_slice_ns(&self, ncpus: usize) -> u64 {
+        if let Some(ns) = self.base_slice_ns {
+            return ns;
+        }
+        let n = ncpus.clamp(1, 8) as u64;
+        let factor = match self.tunable_scaling {
+            0 => 1,
+            2 => n,
+            _ => 1 + (63 - n.leading_zeros() as u64),
+        };
+        NORMALIZED_BASE_SLICE_NS * factor
+    }
+
+    /// Sets one tunable from `NAME=VALUE`; `Err` is one line naming the
+    /// tunable and the reason.
+    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        let (name, val) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("tunable '{spec}': expected NAME=VALUE"))?;
+        let (name, val) = (name.trim(), val.trim());
+        let num = |lo: u64, hi: u64| -> Result<u64, String> {
+            let v: u64 = val
+                .parse()
+                .map_err(|_| format!("tunable '{name}': '{val}' is not a whole number"))?;
+            if v < lo || v > hi {
+                return Err(format!("tunable '{name}': {v} is outside {lo}..={hi}"));
+            }
+            Ok(v)
+        };
+        match name {
+            "base_slice_ns" => self.base_slice_ns = Some(num(100_000, 100_000_000)?),
+            "tunable_scaling" => {
+                self.tunable_scaling = match val {
+                    "none" => 0,
+                    "log" => 1,
+                    "linear" => 2,
+                    _ => num(0, 2)? as u32,
+                }
+            }
+            "migration_cost_ns" => self.migration_cost_ns = num(0, U32_MAX)?,
+            "nr_migrate" => self.nr_migrate = num(0, U32_MAX)? as u32,
+            "llc_balancing/aggr_tolerance" => self.llc_aggr_tolerance = num(0, U32_MAX)? as u32,
+            "llc_balancing/epoch_period" => self.llc_epoch_period = Some(num(0, 1_000_000)?),
+            "llc_balancing/epoch_affinity_timeout" => {
+                self.llc_epoch_affinity_timeout = num(0, U32_MAX)?
+            }
+            "llc_balancing/overaggr_pct" => self.llc_overaggr_pct = num(0, 100_000)?,
+            "llc_balancing/imb_pct" => self.llc_imb_pct = num(0, 100_000)?,
+            _ => {
+                return Err(format!(
+                    "unknown tunable '{name}' (valid: {})",
+                    TUNABLES
+                        .iter()
+                        .map(|t| t.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `(name, value)` for every tunable, in table order, as the kernel's
+    /// files would read on a machine of `ncpus` CPUs at CONFIG_HZ `hz`.
+    pub fn list(&self, ncpus: usize, hz: u32) -> Vec<(&'static str, u64)> {
+        vec![
+            ("base_slice_ns", self.base_slice_ns(ncpus)),
+            ("tunable_scaling", self.tunable_scaling as u64),
+            ("migration_cost_ns", self.migration_cost_ns),
+            ("nr_migrate", self.nr_migrate as u64),
+            (
+                "llc_balancing/aggr_tolerance",
+                self.llc_aggr_tolerance as u64,
+            ),
+            (
+                "llc_balancing/epoch_period",
+                self.llc_epoch_period.unwrap_or(hz as u64 / 100),
+            ),
+            (
+                "llc_balancing/epoch_affinity_timeout",
+                self.llc_epoch_affinity_timeout,
+            ),
+            ("llc_balancing/overaggr_pct", self.llc_overaggr_pct),
+            ("llc_balancing/imb_pct", self.llc_imb_pct),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_slice_follows_the_scaling_unless_set() {
+        let mut t = Tunables::default();
+        let slices: Vec<u64> = [1, 2, 4, 8, 96]
+            .iter()
+            .map(|&n| t.base_slice_ns(n))
+            .collect();
+        assert_eq!(
+            slices,
+            [700_000, 1_400_000, 2_100_000, 2_800_000, 2_800_000]
+        );
+        t.apply("tunable_scaling=linear").unwrap();
+        assert_eq!(t.base_slice_ns(4), 2_800_000);
+        assert_eq!(t.base_slice_ns(96), 5_600_000);
+        t.apply("tunable_scaling=0").unwrap();
+        assert_eq!(t.base_slice_ns(96), 700_000);
+        t.apply("base_slice_ns=3000000").unwrap();
+        assert_eq!(t.base_slice_ns(2), 3_000_000);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_reason() {
+        let mut t = Tunables::default();
+        let e = t.apply("base_slice_ns=0").unwrap_err();
+        assert!(e.contains("base_slice_ns") && e.contains("outside"), "{e}");
+        assert!(t
+            .apply("nr_migrate=-1")
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(t.apply("tunable_scaling=3").is_err());
+        assert!(t.apply("migration_cost_ns=4294967296").is_err());
+        assert!(t
+            .apply("nope=1")
+            .unwrap_err()
+            .contains("valid: base_slice_ns"));
+        assert!(t.apply("nr_migrate").unwrap_err().contains("NAME=VALUE"));
+        assert_eq!(t, Tunables::default(), "a refused value changes nothing");
+        t.apply("migration_cost_ns=4294967295").unwrap();
+        assert_eq!(t.migration_cost_ns, U32_MAX);
+    }
+
+    #[test]
+    fn every_listed_tunable_can_be_set() {
+        let t = Tunables::default();
+        let listed = t.list(8, 250);
+        assert_eq!(listed.len(), TUNABLES.len());
+        for ((name, v), info) in listed.iter().zip(TUNABLES) {
+            assert_eq!(*name, info.name);
+            let mut u = Tunables::default();
+            u.apply(&format!("{name}={v}")).unwrap();
+            assert_eq!(u.list(8, 250), listed, "{name}={v} is the default");
+        }
+    }
+}
