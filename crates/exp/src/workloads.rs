@@ -713,6 +713,32 @@ mod tests {
         // Each round trip wakes the peer twice.
         assert!(sim.counters.wakeups >= 2 * 2 * 500 - 10);
         assert!(w.report(&m).contains("usecs/op"));
+        // perf's process tree: the launcher forks the two A tasks, each
+        // execs perf and forks its own B (a process of its own).
+        // Task creation order: both A tasks at the start, then each B
+        // when its A has exec'd and forks it.
+        let names: Vec<&str> = sim
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| &*t.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "sched-pipe-0a",
+                "sched-pipe-1a",
+                "sched-pipe-0b",
+                "sched-pipe-1b"
+            ]
+        );
+        let tgids: std::collections::BTreeSet<u32> = sim
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| t.tgid)
+            .collect();
+        assert_eq!(tgids.len(), 4, "four processes");
     }
 
     #[test]

@@ -1,17 +1,23 @@
 //! `perf bench sched pipe`, N instances at once.
 //!
-//! What it models: each instance is two processes joined by two pipes; task A
-//! writes an int to pipe 1 and reads the answer from pipe 2, task B reads
-//! pipe 1 and writes pipe 2, `loops` times. Every write wakes the blocked
-//! peer with WF_SYNC, so the pair ping-pongs through the wakeup path (wake
-//! affine, select_idle_sibling). perf times the whole exchange in A and
-//! prints `Total time`, `usecs/op` and `ops/sec`; with N instances (the
-//! power10 experiment runs N copies at once) the metric is the mean usecs/op
-//! over the instances.
+//! What it models: each instance is two processes joined by two pipes, as
+//! bench_sched_pipe() sets them up. The shell starts each instance: a
+//! process forked from the launcher that execs perf (exec balancing places
+//! it), task A. A starts its timer, forks B (fork balancing from A's CPU:
+//! the child is placed by sched_balance_find_dst_group() with A already
+//! running), and the two ping-pong: A writes an int to pipe 1 and reads the
+//! answer from pipe 2, B reads pipe 1 and writes pipe 2, `loops` times.
+//! Every write wakes the blocked peer with WF_SYNC, so the pair ping-pongs
+//! through the wakeup path (wake affine, select_idle_sibling). perf times
+//! the whole exchange in A and prints `Total time`, `usecs/op` and
+//! `ops/sec`; with N instances (the power10 experiment runs N copies at
+//! once) the metric is the mean usecs/op over the instances.
 //!
 //! What it leaves out: the pipe code's cost beyond a per-call CPU cost
-//! ([`SYSCALL_NS`], ESTIMATE), the cache-line transfer of the pipe buffer, and
-//! the process setup (the timer starts when both tasks exist).
+//! ([`SYSCALL_NS`], ESTIMATE), the cache-line transfer of the pipe buffer,
+//! perf's set-up between exec and the benchmark, the cost of fork itself,
+//! and the final waitpid() (A stops its timer after its last read; B exits
+//! right after its last write).
 
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec, PIPE_CAPACITY};
 use crate::spec::{BuiltinSpec, SpecError};
@@ -42,7 +48,7 @@ impl PipeParams {
     }
 }
 
-/// Template 2i is instance i's A (it marks start/end), 2i+1 its B.
+/// Template 2i is instance i's A (it marks start/end and forks B), 2i+1 its B.
 pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let mut templates = Vec::new();
     let mut sync = Vec::new();
@@ -57,20 +63,27 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         sync.push(SyncObject::Channel {
             capacity: PIPE_CAPACITY,
         });
+        // perf's parent side: exec'd by the shell, timer, fork, then the
+        // write-first loop (bench_sched_pipe(), worker_thread() with nr 1).
         let a = vec![
+            Step::Exec,
             Step::Mark { tag: 0 },
+            Step::Spawn {
+                template: 2 * i + 1,
+            },
             call.clone(),
             Step::Send { chan: p1, bytes: 4 },
             Step::Recv { chan: p2, bytes: 4 },
             call.clone(),
             Step::Loop {
-                start: 1,
+                start: 3,
                 count: p.loops,
                 slot: 0,
             },
             Step::Mark { tag: 1 },
             Step::Exit,
         ];
+        // The forked child: the read-first loop (worker_thread() with nr 0).
         let b = vec![
             Step::NewProcess,
             Step::Recv { chan: p1, bytes: 4 },
@@ -96,7 +109,8 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     }
     WorkloadSpec {
         name: format!("pipe:instances={},loops={}", p.instances, p.loops),
-        initial: (0..templates.len() as u32).collect(),
+        // The launcher forks the A tasks; each A forks its own B.
+        initial: (0..p.instances).map(|i| 2 * i).collect(),
         templates,
         sync,
         mem_node: None,
