@@ -70,6 +70,8 @@ struct Raw {
     imb_numa_nr: u32,
     /// Group spans in the kernel's order and their build-time flags (`sg->flags`).
     groups: Vec<(CpuMask, SdFlags)>,
+    /// Each group's balance mask (`group_balance_mask()`), in the same order.
+    balance: Vec<CpuMask>,
 }
 
 /// Per-CPU masks precomputed from the machine.
@@ -432,12 +434,15 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
     // 3. Groups.
     for cpu in 0..n {
         for li in 0..raw[cpu].len() {
-            let groups = if levels[raw[cpu][li].level].overlap {
-                overlap_groups(&raw, cpu, li)
+            let (groups, balance) = if levels[raw[cpu][li].level].overlap {
+                overlap_groups(&raw, cpu, li).into_iter().unzip()
             } else {
-                plain_groups(&raw, cpu, li)
+                let g = plain_groups(&raw, cpu, li);
+                let b = g.iter().map(|x| x.0).collect();
+                (g, b)
             };
             raw[cpu][li].groups = groups;
+            raw[cpu][li].balance = balance;
         }
     }
 
@@ -502,7 +507,9 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                         let first = span.first().unwrap_or(0) as usize;
                         group_flags_of(&attached[first], ri).unwrap_or(*build_flags)
                     };
-                    make_group(m, &caps, *span, flags)
+                    let mut g = make_group(m, &caps, *span, flags);
+                    g.balance_mask = r.balance[gi];
+                    g
                 })
                 .collect();
             let w = r.mask_weight;
@@ -627,6 +634,7 @@ fn sd_init(l: &Level, li: usize, span: CpuMask, mask_weight: u32, caps: &[u32]) 
         cache_nice_tries,
         imb_numa_nr: 0,
         groups: Vec::new(),
+        balance: Vec::new(),
     }
 }
 
@@ -682,7 +690,7 @@ fn plain_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFlag
 /// the child span of its own domain at this level (`sibling`), descending first
 /// (`find_descended_sibling()`) when that child reaches outside the span. CPUs
 /// whose hierarchy ended below this level are skipped, as in the kernel.
-fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFlags)> {
+fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<((CpuMask, SdFlags), CpuMask)> {
     let span = raw[cpu][li].span;
     let mut covered = CpuMask::new();
     let mut out = Vec::new();
@@ -710,9 +718,27 @@ fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFl
             (chain[s].span, SdFlags::empty())
         };
         covered = covered.or(&g);
-        out.push((g, f));
+        out.push(((g, f), balance_mask(raw, s, &g)));
     }
     out
+}
+
+/// `build_balance_mask()` of an overlap group built from the domains at
+/// raw index `s` (the sibling it came from, perhaps a descended one): the
+/// CPUs of the group whose own domain at that index has a child, before
+/// degenerate domains are removed, spanning exactly the group.
+fn balance_mask(raw: &[Vec<Raw>], s: usize, g: &CpuMask) -> CpuMask {
+    let mut m = CpuMask::new();
+    if s == 0 {
+        return m;
+    }
+    for j in g.iter() {
+        let chain = &raw[j as usize];
+        if chain.len() > s && chain[s - 1].span == *g {
+            m.set(j);
+        }
+    }
+    m
 }
 
 /// One CPU's hierarchy after `cpu_attach_domain()`.
@@ -818,6 +844,7 @@ fn make_group(m: &Machine, caps: &[u32], span: CpuMask, flags: SdFlags) -> Sched
         capacity,
         cores: cores.len() as u32,
         asym_prefer_cpu: best.unwrap_or(0),
+        balance_mask: span,
     }
 }
 
@@ -1172,5 +1199,33 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// build_balance_mask() on Kunpeng 920: nodes 1 and 3 have no domain at
+    /// distance 20 (it equals their distance-12 one and degenerates), but
+    /// the mask is decided on the domains before that: for CPU 24 the group
+    /// 0-47 of its 0-71 domain may be balanced for by CPUs 24-47 only (whose
+    /// distance-20 domain had the 0-47 child), not by node 0.
+    #[test]
+    fn overlap_balance_masks_use_the_domains_before_degeneration() {
+        let d = doms("kunpeng920", "vanilla");
+        let group0 = |cpu: usize, span: &str| {
+            let dom = d.cpus[cpu]
+                .domains
+                .iter()
+                .find(|x| x.span.to_list_string() == span)
+                .expect(span);
+            (
+                dom.groups[0].span.to_list_string(),
+                dom.groups[0].balance_mask.to_list_string(),
+            )
+        };
+        assert_eq!(group0(24, "0-71"), ("0-47".into(), "24-47".into()));
+        assert_eq!(group0(72, "0-23,48-95"), ("48-95".into(), "72-95".into()));
+        assert_eq!(group0(0, "0-71"), ("0-47".into(), "0-47".into()));
+        assert_eq!(group0(0, "0-47"), ("0-23".into(), "0-23".into()));
+        // Plain groups: the span.
+        let mc = &d.cpus[5].domains[0];
+        assert!(mc.groups.iter().all(|g| g.balance_mask == g.span));
     }
 }

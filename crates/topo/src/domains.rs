@@ -291,6 +291,13 @@ pub struct SchedGroup {
     pub cores: u32,
     /// The CPU with the highest asym priority (`asym_prefer_cpu`).
     pub asym_prefer_cpu: CpuId,
+    /// `group_balance_mask()`: the CPUs that may balance for this group. Its
+    /// span, except for an overlapping (NUMA) group, where it is the CPUs
+    /// whose domain at the group's build level had a child, before
+    /// degeneration, spanning exactly the group (build_balance_mask()); may
+    /// then be empty.
+    #[serde(default)]
+    pub balance_mask: CpuMask,
 }
 
 /// One domain of one CPU (`struct sched_domain`).

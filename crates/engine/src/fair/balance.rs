@@ -982,30 +982,17 @@ impl Sim {
 
     /// `group_balance_mask()` of the local group of domain `level` of `cpu`:
     /// its span, except in overlapping (NUMA) domains, where only the CPUs
-    /// whose own child domain spans exactly the group may balance for it.
+    /// whose own domain at the group's level had a child spanning exactly
+    /// the group may balance for it (build_balance_mask(), computed by the
+    /// domain builder on the domains before degeneration). An empty mask
+    /// (the kernel warns) leaves `cpu` alone.
     fn group_balance_mask(&self, cpu: CpuId, level: usize) -> CpuMask {
-        let doms = &self.domains.cpus[cpu as usize].domains;
-        let d = &doms[level];
-        let span = d.groups[0].span;
-        if !d.flags.contains(SdFlags::OVERLAP) || level == 0 {
-            return span;
-        }
-        let child_level = doms[level - 1].level;
-        let mut m = CpuMask::default();
-        for c in span.iter() {
-            let same = self.domains.cpus[c as usize]
-                .domains
-                .iter()
-                .find(|x| x.level == child_level)
-                .is_some_and(|x| x.span == span);
-            if same {
-                m.set(c);
-            }
-        }
+        let m = self.domains.cpus[cpu as usize].domains[level].groups[0].balance_mask;
         if m.is_empty() {
-            m.set(cpu);
+            CpuMask::from_cpus([cpu])
+        } else {
+            m
         }
-        m
     }
 
     /// Index of a group's shared `sgc->imbalance` flag: groups with the same
