@@ -1103,12 +1103,17 @@ impl Sim {
 
     /// The tick of an idle CPU whose governor kept it (mirrors sched_tick()
     /// on the idle task: sched_balance_trigger() raises the balancing softirq
-    /// when due, which balances as CPU_IDLE, and an idle CPU kicks no one;
+    /// when due, which balances as CPU_IDLE, and an idle CPU kicks no one,
+    /// while one with work queued behind its idle task does both as busy;
     /// then the next turn of do_idle()'s loop, in which the governor counts
     /// the tick wakeup as a long idle period, and which may stop the tick
     /// now, [`Sim::idle_loop_turn`]).
     pub(crate) fn idle_tick(&mut self, cpu: CpuId) {
         let now = self.now;
+        // sched_tick()'s rq->idle_balance = idle_cpu(): not idle while a
+        // wakeup is queued here or on its way; the softirq balances with
+        // this value.
+        let idle = self.is_idle_cpu(cpu);
         // A polling loop (poll_idle(), snooze_loop()) takes the tick with
         // interrupts on and polls on: no new idle period, no new selection,
         // the same time limit.
@@ -1119,15 +1124,19 @@ impl Sim {
             self.trace_idle_state_exit(cpu);
             self.menu_period_end(cpu, true);
         }
+        // sched_balance_trigger(): the softirq when due; a CPU that is not
+        // idle (its idle task still current, with work queued) decides the
+        // nohz kick as a busy one does.
+        let due = now >= self.rqs[cpu as usize].next_balance;
+        if !idle && self.feat(Feat::NOHZ_BALANCE) {
+            self.nohz_balancer_kick(cpu);
+        }
         self.expire_soft_timers(cpu);
-        if now >= self.rqs[cpu as usize].next_balance {
+        if due {
             self.update_rq_clock(cpu);
             self.counters.idle_tick_balance += 1;
             self.linaro_force_migration();
             self.update_blocked_averages(cpu);
-            // sched_tick()'s rq->idle_balance = idle_cpu(): not idle while
-            // a queued wakeup is on its way.
-            let idle = self.is_idle_cpu(cpu);
             self.sched_balance_domains(cpu, idle);
         }
         self.hmp_tick();

@@ -640,6 +640,10 @@ impl Sim {
         if self.rqs[cpu as usize].ttwu_pending > 0 {
             return 0;
         }
+        // The idle period is measured from this pass, also when an idle CPU
+        // passes again (a reschedule that found nothing), and not at all if
+        // the pass finds work.
+        self.rqs[cpu as usize].idle_stamp = self.now;
         let avg_idle = self.rqs[cpu as usize].avg_idle;
         let n = self.domains.cpus[cpu as usize].domains.len();
         if n == 0 {
@@ -702,6 +706,8 @@ impl Sim {
         }
         if pulled == 0 {
             self.nohz_newidle_balance(cpu);
+        } else {
+            self.rqs[cpu as usize].idle_stamp = 0;
         }
         pulled
     }
@@ -1425,8 +1431,11 @@ impl Sim {
             if !self.need_active_balance(&env) {
                 break 'redo Outcome::Unbalanced;
             }
+            // No current task: src's curr is its idle task, which may run
+            // nowhere else, so the stopper is not kicked (out_one_pinned,
+            // with LBF_ALL_PINNED as it stands).
             let Some(cur) = self.rqs[src as usize].curr else {
-                break 'redo Outcome::Unbalanced;
+                break 'redo Outcome::OnePinned;
             };
             if !self.tasks[cur as usize].affinity.test(cpu) {
                 break 'redo Outcome::OnePinned;

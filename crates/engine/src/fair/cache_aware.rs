@@ -895,8 +895,11 @@ mod tests {
         // Eight seeds, sampled: a run may have an excursion (an active
         // balance, allowed while a kworker shares the source CPU, takes a
         // thread to the other LLC for a while, and SCHED_CACHE brings it
-        // back), so the claims are on most of the run and on the total.
+        // back, after a back-off if its balancer first met the source
+        // CPU with its idle task still current), so the claims are on most
+        // of each run and on the total.
         let (mut van_releases, mut ca_releases) = (0, 0);
+        let mut ca_together = Vec::new();
         for seed in 1..=8 {
             let (v_together, van) = talkers_sampled(false, seed);
             // Vanilla spreads them over the two CCXs and keeps them there.
@@ -906,9 +909,10 @@ mod tests {
             );
             let (c_together, ca) = talkers_sampled(true, seed);
             assert!(
-                c_together >= 18,
+                c_together >= 15,
                 "seed {seed}: cache-aware together {c_together}/25"
             );
+            ca_together.push(c_together);
             // Together they stall less on each other's data...
             assert!(
                 ca.hw.stats.share_ns < van.hw.stats.share_ns,
@@ -919,6 +923,13 @@ mod tests {
             van_releases += van.counters.barrier_releases;
             ca_releases += ca.counters.barrier_releases;
         }
+        // Together for most of every run, and for four fifths of the eight
+        // (vanilla: at most a fifth of each).
+        let total: u32 = ca_together.iter().sum();
+        assert!(
+            total >= 160,
+            "cache-aware together {ca_together:?} of 25 each"
+        );
         // ...and get more done.
         assert!(
             ca_releases > van_releases,

@@ -1542,3 +1542,44 @@ fn a_tick_taken_while_polling_counts_when_the_period_ends() {
     assert_eq!(s.rqs[3].menu.ptr, 1);
     assert_eq!(s.rqs[3].menu.intervals_us[0], 45_000);
 }
+
+#[test]
+fn a_second_newidle_pass_restarts_the_idle_period() {
+    // An idle CPU rescheduled with nothing to run passes through
+    // sched_balance_newidle() again, which stamps the idle period anew.
+    let mut s = bare("kunpeng920");
+    let cpu = 5;
+    s.now = 100;
+    s.idle_exit(cpu);
+    s.now = 200;
+    s.idle_enter(cpu);
+    assert_eq!(s.rqs[cpu as usize].idle_stamp, 200);
+    s.now = 900;
+    assert_eq!(s.sched_balance_newidle(cpu), 0);
+    assert_eq!(s.rqs[cpu as usize].idle_stamp, 900);
+}
+
+#[test]
+fn a_tick_behind_the_idle_task_with_work_queued_decides_the_nohz_kick() {
+    // sched_tick() on a CPU whose idle task is still current but which has
+    // tasks queued: idle_cpu() is false, so nohz_balancer_kick() runs and,
+    // with two tasks here and the idle CPUs' balance due, kicks an idle CPU.
+    let mut s = bare("kunpeng920");
+    let cpu = 5;
+    for _ in 0..2 {
+        let t = add_task(&mut s, cpu);
+        s.update_rq_clock(cpu);
+        s.enqueue_task(cpu, t, EnqueueKind::New);
+        s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+    }
+    assert!(s.rqs[cpu as usize].curr.is_none() && !s.is_idle_cpu(cpu));
+    s.now = 4_000_000;
+    s.nohz_next_balance = 0;
+    while s.q.pop().is_some() {}
+    s.idle_tick(cpu);
+    let mut kicked = false;
+    while let Some((_, ev)) = s.q.pop() {
+        kicked |= matches!(ev, EventKind::NohzBalance { .. });
+    }
+    assert!(kicked, "a nohz balance kick was sent");
+}
