@@ -39,6 +39,7 @@ features! {
     TTWU_QUEUE_IDLE = "TTWU_QUEUE_IDLE", true, "(with TTWU_QUEUE) a wakeup onto another CPU of the waker's LLC with nothing queued also goes through that CPU's wake list (ttwu_queue_cond()'s nr_running test); off = only into another LLC, as 3.10's ttwu_queue() did";
     TTWU_QUEUE = "TTWU_QUEUE", true, "a wakeup onto a CPU of another LLC, or onto another CPU with nothing queued, is put on that CPU's wake list and activated there when the IPI arrives (ttwu_queue_wakelist(), sched_ttwu_pending()): the wakee is on no runqueue meanwhile, and its preemption check is local to the target";
     HRTICK = "HRTICK", false, "with others queued, a high-resolution timer ends the current slice at its virtual deadline (hrtick_start_fair); on by default on x86 machines, off on arm64 and powerpc ones, as 7.3 builds have it (CONFIG_HRTIMER_REARM_DEFERRED)";
+    NEXT_BUDDY = "NEXT_BUDDY", false, "a waking task that does not preempt by PREEMPT_SHORT becomes the next buddy unless the buddy's deadline is earlier (set_preempt_buddy()); with WF_SYNC it then preempts only if its deadline is earlier and the waker ran migration_cost_ns since it was last charged (a quarter with WF_RQ_SELECTED; preempt_sync()), else not at all";
     PICK_BUDDY = "PICK_BUDDY", true, "the pick takes the next buddy (a wakee that preempted by PREEMPT_SHORT) while it is eligible";
     CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "the next buddy is cache hot: the balancer leaves it where it is";
     WA_IDLE = "WA_IDLE", true, "wake_affine prefers an idle waker or previous CPU";

@@ -23,6 +23,8 @@ pub const WF_EXEC: u32 = 1 << 1;
 pub const WF_TTWU: u32 = 1 << 3;
 pub const WF_FORK: u32 = 1 << 2;
 pub const WF_SYNC: u32 = 1 << 4;
+/// select_task_rq() chose the wakee's CPU (it may run on more than one).
+pub const WF_RQ_SELECTED: u32 = 1 << 7;
 /// Engine-only wake flag (no kernel counterpart): the wakeup comes from a
 /// timer interrupt that found the waking CPU idle, so whatever it starts
 /// waits for that CPU's idle exit first.
@@ -1495,11 +1497,17 @@ impl Sim {
             tk.stats.wait_start_ns = self.now;
             self.counters.wakeups_delayed += 1;
             self.trace_wakeup(waker_cpu, t, cpu, false);
-            self.wakeup_preempt(cpu, t, waker_cpu, wake_flags);
+            self.wakeup_preempt(cpu, t, waker_cpu, wake_flags | WF_TTWU);
             self.resched_lazy_honour(waker_cpu);
             return;
         }
         let cpu = self.select_task_rq(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
+        // try_to_wake_up() adds WF_TTWU, and select_task_rq() WF_RQ_SELECTED
+        // when the class chose among several CPUs.
+        let mut wake_flags = wake_flags | WF_TTWU;
+        if self.tasks[t as usize].affinity.weight() > 1 {
+            wake_flags |= WF_RQ_SELECTED;
+        }
         if cpu == waker_cpu {
             self.counters.wakeups_local += 1;
             self.tasks[t as usize].stats.wakeups_local += 1;

@@ -1583,3 +1583,53 @@ fn a_tick_behind_the_idle_task_with_work_queued_decides_the_nohz_kick() {
     }
     assert!(kicked, "a nohz balance kick was sent");
 }
+
+#[test]
+fn next_buddy_nominates_the_wakee_and_obeys_the_sync_hint() {
+    use crate::sim::{WF_RQ_SELECTED, WF_SYNC, WF_TTWU};
+    // A has run 0.5 ms of its 2.8 ms slice, protected to 1.4 ms; B wakes
+    // with the base slice (placed at V, eligible, deadline after A's).
+    for next_buddy in [false, true] {
+        let (mut s, _) = curr_ran_half_ms("NEXT_BUDDY", next_buddy);
+        let b = wake_with_slice(&mut s, 0, 0);
+        s.rqs[0].need_resched = false;
+        s.wakeup_preempt(0, b, 0, WF_TTWU | WF_RQ_SELECTED);
+        // Without NEXT_BUDDY A's protection holds; with it B is the next
+        // buddy, which the protected pick takes while eligible: preempt.
+        assert_eq!(s.rqs[0].need_resched, next_buddy, "NEXT_BUDDY {next_buddy}");
+        assert_eq!(s.rqs[0].cfs.next, next_buddy.then_some(b));
+    }
+    // A sync wakeup: the waker was just charged (update_curr()), so it has
+    // not run migration_cost_ns since: no preemption, not even by the
+    // pick, but B is the buddy for when A blocks.
+    let (mut s, _) = curr_ran_half_ms("NEXT_BUDDY", true);
+    let b = wake_with_slice(&mut s, 0, 0);
+    s.rqs[0].need_resched = false;
+    s.wakeup_preempt(0, b, 0, WF_TTWU | WF_SYNC | WF_RQ_SELECTED);
+    assert!(!s.rqs[0].need_resched);
+    assert_eq!(s.rqs[0].cfs.next, Some(b));
+    // With migration_cost_ns 0 the hint gives way, but only to an earlier
+    // deadline: B (deadline after A's) does not preempt, C, which slept
+    // with a lag of 2 ms and so has the earlier deadline, does.
+    let (mut s, a) = curr_ran_half_ms("NEXT_BUDDY", true);
+    s.cfg.tunables.migration_cost_ns = 0;
+    let b = wake_with_slice(&mut s, 0, 0);
+    s.rqs[0].need_resched = false;
+    s.wakeup_preempt(0, b, 0, WF_TTWU | WF_SYNC);
+    assert!(!s.rqs[0].need_resched, "B's deadline is later than A's");
+    let c = add_task(&mut s, 0);
+    s.tasks[c as usize].se.vlag = 2_000_000;
+    s.enqueue_task(0, c, EnqueueKind::Wakeup);
+    s.tasks[c as usize].state = crate::task::TaskState::Runnable;
+    let (ad, cd) = (
+        s.tasks[a as usize].se.deadline,
+        s.tasks[c as usize].se.deadline,
+    );
+    assert!((cd.wrapping_sub(ad) as i64) < 0, "{cd} {ad}");
+    s.wakeup_preempt(0, c, 0, WF_TTWU | WF_SYNC);
+    assert!(
+        s.rqs[0].need_resched,
+        "an earlier deadline preempts at once"
+    );
+    assert_eq!(s.rqs[0].cfs.next, Some(c), "C's deadline beats buddy B's");
+}

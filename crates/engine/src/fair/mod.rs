@@ -783,8 +783,20 @@ impl Sim {
         let preempt = if short {
             self.pick_next_entity_protect(cpu, false) == Some(wakee)
                 || self.vruntime_eligible(cpu, self.tasks[wakee as usize].se.vruntime)
+        } else if forked || !normal {
+            false
+        } else if self.feat(Feat::NEXT_BUDDY)
+            && self.set_preempt_buddy(cpu, wakee)
+            && wake_flags & crate::sim::WF_SYNC != 0
+        {
+            // preempt_sync(): a new buddy of a sync wakeup preempts at once
+            // or not at all (no pick, no protection update).
+            if !self.preempt_sync(wakee, curr, wake_flags) {
+                return;
+            }
+            true
         } else {
-            !forked && normal && self.pick_next_entity_protect(cpu, true) == Some(wakee)
+            self.pick_next_entity_protect(cpu, true) == Some(wakee)
         };
         if preempt {
             self.cancel_protect_slice(curr);
@@ -795,6 +807,48 @@ impl Sim {
         } else if self.feat(Feat::RUN_TO_PARITY) && self.rqs[cpu as usize].cfs.curr == Some(curr) {
             self.update_protect_slice(cpu, curr);
         }
+    }
+
+    /// NEXT_BUDDY: the wakee becomes the next buddy unless the current
+    /// buddy's deadline is earlier (mirrors set_preempt_buddy()); true when
+    /// it was nominated (set_next_buddy() may still refuse a delayed or
+    /// SCHED_IDLE task, as the kernel's does, and report true).
+    fn set_preempt_buddy(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        if let Some(n) = self.rqs[cpu as usize].cfs.next {
+            let (nd, td) = (
+                self.tasks[n as usize].se.deadline,
+                self.tasks[t as usize].se.deadline,
+            );
+            if (nd.wrapping_sub(td) as i64) < 0 {
+                return false;
+            }
+        }
+        let tk = &self.tasks[t as usize];
+        if tk.se.on_rq && !tk.se.sched_delayed && !tk.idle_policy {
+            self.rqs[cpu as usize].cfs.next = Some(t);
+        }
+        true
+    }
+
+    /// Whether a WF_SYNC wakeup's new buddy preempts `curr` now (mirrors
+    /// preempt_sync()): its deadline must be earlier and the waker must have
+    /// run migration_cost_ns (a quarter of it when select_task_rq() chose
+    /// the CPU, WF_RQ_SELECTED) since its runtime was last charged, which
+    /// update_curr() just did: unless migration_cost_ns is 0 the waker's
+    /// hint is obeyed and the buddy runs when the waker blocks.
+    fn preempt_sync(&self, wakee: TaskId, curr: TaskId, wake_flags: u32) -> bool {
+        let mut threshold = self.cfg.tunables.migration_cost_ns;
+        if wake_flags & crate::sim::WF_RQ_SELECTED != 0 {
+            threshold >>= 2;
+        }
+        let c = &self.tasks[curr as usize].se;
+        let delta = self.now.saturating_sub(c.exec_start);
+        let before = (self.tasks[wakee as usize]
+            .se
+            .deadline
+            .wrapping_sub(c.deadline) as i64)
+            < 0;
+        before && delta >= threshold
     }
 
     /// A short-slice wakee that preempted becomes the next buddy unless the
