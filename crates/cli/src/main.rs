@@ -79,7 +79,9 @@ enum Cmd {
         /// This computer, read from /sys.
         #[arg(long, conflicts_with = "machine")]
         host: bool,
-        /// Read a copy of a sysfs tree rooted here (as /sys).
+        /// Read a copy of a sysfs tree rooted here (as /sys); the
+        /// architecture comes from its cpuidle and cpufreq drivers and idle
+        /// states (--host takes this binary's).
         #[arg(long, conflicts_with = "machine")]
         sysfs_root: Option<PathBuf>,
         /// Print the machine as an editable machine file instead of its domains.
