@@ -230,6 +230,8 @@ struct SysCpu {
     node: u32,
     capacity: i64,
     freq_mhz: i64,
+    /// No cpufreq file: `freq_mhz` is the default.
+    freq_guessed: bool,
     prio: i64,
 }
 
@@ -572,9 +574,9 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             .unwrap_or(0);
         let capacity = read_int(root, &d.join("cpu_capacity"), 1, 1024)?.unwrap_or(1024);
         let max_khz = i64::from(MAX_FREQ_MHZ) * 1000;
-        let freq_mhz = read_int(root, &d.join("cpufreq/cpuinfo_max_freq"), 1, max_khz)?
-            .map(|khz| (khz / 1000).max(1))
-            .unwrap_or(2000);
+        let khz = read_int(root, &d.join("cpufreq/cpuinfo_max_freq"), 1, max_khz)?;
+        let freq_guessed = khz.is_none();
+        let freq_mhz = khz.map_or(2000, |khz| (khz / 1000).max(1));
         let prio = read_int(
             root,
             &d.join("acpi_cppc/highest_perf"),
@@ -655,6 +657,7 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             node,
             capacity,
             freq_mhz,
+            freq_guessed,
             prio,
         });
     }
@@ -691,9 +694,13 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         let has_smt = cpus
             .iter()
             .any(|c| (c.capacity, c.freq_mhz) == (*cap, *freq) && c.core.weight() > 1);
+        let freq_guessed = cpus
+            .iter()
+            .any(|c| (c.capacity, c.freq_mhz) == (*cap, *freq) && c.freq_guessed);
         let _ = writeln!(
             s,
-            "\n[[core_type]]\nname = \"type{k}\"\ncapacity = {cap}\nfreq_max_mhz = {freq}\nsmt_thread_speed = {}\ncore_bw_bytes_per_s = 15e9  # ESTIMATE (hardware.md section 8: 10-20 GB/s)",
+            "\n[[core_type]]\nname = \"type{k}\"\ncapacity = {cap}\nfreq_max_mhz = {freq}{}\nsmt_thread_speed = {}\ncore_bw_bytes_per_s = 15e9  # ESTIMATE (hardware.md section 8: 10-20 GB/s)",
+            if freq_guessed { "  # ESTIMATE: no cpufreq/cpuinfo_max_freq in the tree" } else { "" },
             if has_smt { "0.6  # ESTIMATE" } else { "1.0" }
         );
     }

@@ -88,6 +88,16 @@ fn x86_vm_with_cpu_capacity_files_is_x86() {
     assert!(m.wakeup.idle_states[0].poll_loop);
     assert!(m.wakeup.any_state_polls());
     round_trips(&m);
+    // No cpufreq: the 2000 MHz default is marked ESTIMATE, a read one is not.
+    let estimated = |root: &Path| {
+        let text = schedlab_topo::sysfs_machine_text(root).unwrap();
+        schedlab_topo::estimate_keys(&text)
+            .iter()
+            .any(|k| k.path == "core_type.0.freq_max_mhz")
+    };
+    assert_eq!(m.cpus[0].freq_max_mhz, 2000);
+    assert!(estimated(&fixture("x86-vm")));
+    assert!(!estimated(&fixture("x86-smt")));
 }
 
 /// The architecture evidence, strongest first (see `guess_arch`).
