@@ -608,9 +608,9 @@ fn topo(
         }
         return Ok(());
     }
-    // The machine, and the file --emit-machine prints: a preset's or a
-    // file's own text, sysfs's with its ESTIMATE marks, else the machine
-    // written out (a preset with some CPUs offline).
+    // The machine, and the file --emit-machine prints: a preset's, a
+    // file's or sysfs's own text with its ESTIMATE marks, or for a machine
+    // with some CPUs offline the machine written out with the same marks.
     let (m, text) =
         match source {
             None => return Err(input(
@@ -618,12 +618,10 @@ fn topo(
             )),
             Some(MachineSource::Named(name)) => {
                 let m = schedlab_topo::resolve_machine(&name).map_err(|e| input(e.to_string()))?;
-                let own = schedlab_topo::preset_text(&name).is_some()
-                    || std::path::Path::new(&name).is_file();
-                let text = if own {
-                    schedlab_topo::machine_text(&name).map_err(|e| input(e.to_string()))?
+                let text = if emit_machine {
+                    schedlab_topo::emit_machine_text(&name).map_err(|e| input(e.to_string()))?
                 } else {
-                    schedlab_topo::machine_to_toml(&m)
+                    String::new()
                 };
                 (m, text)
             }
