@@ -227,6 +227,50 @@ fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
     Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
+/// Checks, before anything runs or is created, that the output directory
+/// `path` given with `flag` can be made and written in: it is a directory,
+/// or its nearest existing ancestor is, and a file can be created there
+/// (tried with a probe file, removed at once).
+fn check_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
+    let shown = path.display();
+    if path.exists() && !path.is_dir() {
+        return Err(input(format!(
+            "{flag} {shown}: exists and is not a directory"
+        )));
+    }
+    let mut base = path;
+    while !base.exists() {
+        base = match base.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+    }
+    if !base.is_dir() {
+        return Err(input(format!(
+            "{flag} {shown}: cannot create: {} is not a directory",
+            base.display()
+        )));
+    }
+    let probe = base.join(format!(".schedlab-probe-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if base == path => Err(input(format!("{flag} {shown}: cannot write there: {e}"))),
+        Err(e) => Err(input(format!(
+            "{flag} {shown}: cannot create it in {}: {e}",
+            base.display()
+        ))),
+    }
+}
+
+/// A failed write of an output file after the run (the paths were checked
+/// before it): the error names the file once and the OS error once.
+fn write_failed(e: impl std::fmt::Display) -> Failure {
+    Failure::Internal(anyhow::anyhow!("writing {e}"))
+}
+
 /// Creates the output directory `path` given with `flag` before the run,
 /// so a bad path costs nothing.
 fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
@@ -439,11 +483,13 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
-    make_out_dir("--out", &out)?;
+    // Every output location is checked before anything is created.
+    check_out_dir("--out", &out)?;
     if let Some(j) = &json {
         check_out_file("--json", j)?;
     }
     let plan = sensitivity.plan(&defs, &machine_edits)?;
+    make_out_dir("--out", &out)?;
     let total: u64 = defs
         .iter()
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
@@ -526,12 +572,11 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
-        .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+        .map_err(write_failed)?;
     std::fs::write(out.join("tables.txt"), &text)
         .with_context(|| format!("writing {}/tables.txt", out.display()))?;
     if let Some(j) = json {
-        res.write_json(&j)
-            .with_context(|| format!("writing {}", j.display()))?;
+        res.write_json(&j).map_err(write_failed)?;
     }
     let n = write_plots(&res, &out.join("plots"), true)?;
     eprintln!("({n} plots in {})", out.join("plots").display());
@@ -1138,7 +1183,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let affinity = a.place.affinity(&m)?;
     let points = compare_points(&a, &m, affinity)?;
     if let Some(out) = &a.out {
-        make_out_dir("--out", out)?;
+        check_out_dir("--out", out)?;
     }
     let setup = format!(
         "{}{} on {}{}{}{}",
@@ -1170,6 +1215,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     };
     let defs = std::slice::from_ref(&def);
     let plan = a.sensitivity.plan(defs, &machine_edits)?;
+    if let Some(out) = &a.out {
+        make_out_dir("--out", out)?;
+    }
     let total = (def.points.len() * def.configs.len() * def.repetitions) as u64
         + plan.as_ref().map_or(0, |p| p.runs(defs));
     let pb = progress_bar(total);
@@ -1207,7 +1255,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
-            .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+            .map_err(write_failed)?;
         std::fs::write(out.join("tables.txt"), &text)
             .with_context(|| format!("writing {}/tables.txt", out.display()))?;
         let n = write_plots(&res, &out.join("plots"), true)?;

@@ -941,6 +941,34 @@ fn output_paths_and_cpu_lists_are_checked_before_the_run() {
         ],
         "not a directory",
     );
+    // A bad --json leaves no --out directory behind.
+    let out = dir.join("results");
+    assert_bad_input(
+        &[
+            "reproduce",
+            "kunpeng920-stream",
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+            missing.to_str().unwrap(),
+        ],
+        "does not exist",
+    );
+    assert!(!out.exists());
+    // A directory where no file can be created is refused before the runs
+    // (procfs refuses even root).
+    if std::path::Path::new("/proc/self").is_dir() {
+        for (out, want) in [
+            ("/proc", "--out /proc: cannot write there: "),
+            ("/proc/schedlab/x", "cannot create it in /proc: "),
+        ] {
+            assert_bad_input(
+                &["reproduce", "kunpeng920-stream", "--quick", "--out", out],
+                want,
+            );
+        }
+    }
     // CPUs the machine does not have are an error, not silently dropped.
     bad_run(&["--cpus", "0-200"], "has no CPU 8");
     // Nothing was written.
