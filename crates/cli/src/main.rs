@@ -284,8 +284,49 @@ fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
     })
 }
 
+/// A bad command line as one line (clap's message, the missing arguments
+/// it lists and its tip, without the usage and the --help hint), exit 2;
+/// help and version requests print as clap prints them.
+fn parse_args() -> Cli {
+    use clap::error::ErrorKind;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    eprintln!("schedlab: {}", one_line_clap_error(&e.render().to_string()));
+    std::process::exit(2);
+}
+
+/// clap's rendered error text as one line.
+fn one_line_clap_error(text: &str) -> String {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let (tips, items): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("tip:"));
+    if !items.is_empty() {
+        msg.push(' ');
+        msg.push_str(&items.join(", "));
+    }
+    for t in tips {
+        msg.push_str(&format!(" ({t})"));
+    }
+    msg
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_args();
     let res = match cli.cmd {
         Cmd::Reproduce(args) => reproduce(args),
         Cmd::Topo {

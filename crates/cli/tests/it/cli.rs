@@ -1155,3 +1155,32 @@ fn bad_tunables_exit_2_naming_the_tunable() {
         "config 'vanilla+migration_cost_ns=-1': tunable 'migration_cost_ns'",
     );
 }
+
+/// A bad command line is one line and exit 2, like any bad input; help and
+/// version print as before.
+#[test]
+fn argument_errors_are_one_line() {
+    for (args, want) in [
+        (
+            &["topo", "kunpeng920", "--cnfig", "x"][..],
+            "'--cnfig' found (tip: a similar argument exists: '--config')",
+        ),
+        (
+            &["run"][..],
+            "not provided: --machine <MACHINE>, --workload <WORKLOAD>",
+        ),
+        (
+            &["run", "--machine", "m", "--workload", "w", "--seed", "x"][..],
+            "invalid value 'x' for '--seed <SEED>'",
+        ),
+    ] {
+        assert_bad_input(args, want);
+        assert!(stderr(&schedlab(args)).starts_with("schedlab: "));
+    }
+    let o = schedlab(&["run", "--help"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("Usage: schedlab run"));
+    let o = schedlab(&["--version"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("schedlab "));
+}
