@@ -1159,7 +1159,9 @@ fn compare_points(
 ) -> Result<Vec<experiments::Point>, Failure> {
     let point = |spec: &str, params: schedlab_report::Params| {
         let workload = Builtin::resolve(spec, m).map_err(|e| input(e.to_string()))?;
-        workload.check_affinity(affinity).map_err(input)?;
+        workload
+            .check_affinity(affinity)
+            .map_err(|e| input(format!("{spec}: {e}")))?;
         Ok(experiments::Point {
             params,
             workload,
@@ -1361,7 +1363,8 @@ fn run(
     if let Some(t) = &trace {
         check_out_file("--trace", &t.path)?;
     }
-    w.check_affinity(affinity).map_err(input)?;
+    w.check_affinity(affinity)
+        .map_err(|e| input(format!("{workload}: {e}")))?;
     let spec = w.build(affinity, place.mem_node);
     let sim_cfg = SimConfig {
         seed,

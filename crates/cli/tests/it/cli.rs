@@ -1037,7 +1037,7 @@ fn an_rtapp_thread_pinned_outside_cpus_is_refused() {
             "--cpus",
             "0-3",
         ],
-        "are all outside --cpus 0-3",
+        &format!("{file}: tasks.t.cpus: CPUs 4-5 are all outside --cpus 0-3"),
     );
     // Overlapping lists run on the overlap.
     let o = schedlab(&[
@@ -1183,4 +1183,58 @@ fn argument_errors_are_one_line() {
     let o = schedlab(&["--version"]);
     assert!(o.status.success());
     assert!(stdout(&o).starts_with("schedlab "));
+}
+
+/// Bad input files are named with the field and the reason, briefly.
+#[test]
+fn file_errors_name_the_file_field_and_reason() {
+    let dir = tempdir("file-errors");
+    let write = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let json = write("m.json", "{\"machine\": 1}");
+    assert_bad_input(
+        &["run", "--machine", &json, "--workload", "stream"],
+        &format!("{json}: field `(file)`: not a TOML machine file"),
+    );
+    let task = |run: &str, duration: &str| {
+        format!(
+            r#"{{"global":{{"duration":{duration}}},"tasks":{{"t":{{"run":{run},"sleep":10}}}}}}"#
+        )
+    };
+    for (name, text, want) in [
+        ("huge.json", task("1e300", "1"), "tasks.t.run: 1e300 is outside 0..=1e12 µs"),
+        ("long.json", task("10", "1e9"), "global.duration: expected -1 (no limit) or a number of seconds above 0 and at most 1e6, found 1e9"),
+    ] {
+        let f = write(name, &text);
+        assert_bad_input(
+            &["run", "--machine", "exynos5422", "--workload", &f],
+            &format!("{f}: {want}"),
+        );
+    }
+    // A file without .json, and a path to no file.
+    write("rt.txt", &task("10", "1"));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "--machine", "exynos5422", "--workload", "rt.txt"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rt.txt: not a workload spec, and an rt-app file needs a .json name"),
+        "{}",
+        stderr(&o)
+    );
+    assert_bad_input(
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "./no-such-stream",
+        ],
+        "./no-such-stream: no such file",
+    );
 }
