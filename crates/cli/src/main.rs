@@ -1353,6 +1353,12 @@ fn run(
     for t in &tunables {
         configs::apply_switch(&mut cfg, t).map_err(input)?;
     }
+    // The configuration as run: --config with each --feature and --tunable
+    // appended in order (as `--config` itself would take them).
+    let config = std::iter::once(config.as_str())
+        .chain(features.iter().chain(&tunables).map(|x| x.trim()))
+        .collect::<Vec<_>>()
+        .join("+");
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;

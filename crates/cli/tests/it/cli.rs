@@ -1099,6 +1099,21 @@ fn tunables_change_the_run_and_are_recorded() {
     ]);
     assert_eq!(v["tunables"]["domains"][0], "domains/MC/imbalance_pct=130");
     assert_eq!(v["tunables"]["nr_migrate"], 8);
+    // The recorded configuration is the one run: --feature and --tunable
+    // switches appended in order.
+    let (_, v) = newidle(&[
+        "--config",
+        "cluster+CLUSTER_SCAN=off",
+        "--feature",
+        "CLUSTER_SCAN=on",
+        "--tunable",
+        "nr_migrate=8",
+    ]);
+    assert_eq!(
+        v["config"],
+        "cluster+CLUSTER_SCAN=off+CLUSTER_SCAN=on+nr_migrate=8"
+    );
+    assert_eq!(v["features"]["CLUSTER_SCAN"], true);
 
     let o = schedlab(&["tunables"]);
     assert!(o.status.success());
