@@ -15,8 +15,22 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Writes to stdout; a closed pipe (`schedlab topo ... | head`) ends the program quietly.
+/// Set when stdout carries a JSON report (`run --json -`): the text report
+/// then goes to stderr.
+static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes the text report to stdout (to stderr under `run --json -`); a
+/// closed pipe (`schedlab topo ... | head`) ends the program quietly.
 pub(crate) fn emit(text: &str) {
+    if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        eprint!("{text}");
+        return;
+    }
+    emit_stdout(text);
+}
+
+/// Writes to stdout; a closed pipe ends the program quietly.
+fn emit_stdout(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
@@ -132,7 +146,8 @@ enum Cmd {
         seed: u64,
         #[command(flatten)]
         place: Placement,
-        /// Write the run's JSON report here.
+        /// Write the run's JSON report here; `-` writes it to standard
+        /// output (the text report then goes to standard error).
         #[arg(long)]
         json: Option<PathBuf>,
         /// Check invariants after every event.
@@ -1363,7 +1378,8 @@ fn run(
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
-    if let Some(j) = &json {
+    let json_to_stdout = json.as_deref() == Some(Path::new("-"));
+    if let Some(j) = json.as_deref().filter(|_| !json_to_stdout) {
         check_out_file("--json", j)?;
     }
     if let Some(t) = &trace {
@@ -1380,6 +1396,9 @@ fn run(
         checked: checked || cfg!(debug_assertions),
         ..SimConfig::default()
     };
+    if json_to_stdout {
+        REPORT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     if let Some(t) = &trace {
         sim.enable_trace_window(t.limit, t.from_ns, t.to_ns);
@@ -1550,8 +1569,14 @@ fn run(
             v["machine_edits"] = edit_texts(&machine_edits).into();
         }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
-        schedlab_report::write_atomically(&path, |f| std::io::Write::write_all(f, text.as_bytes()))
+        if json_to_stdout {
+            emit_stdout(&format!("{text}\n"));
+        } else {
+            schedlab_report::write_atomically(&path, |f| {
+                std::io::Write::write_all(f, text.as_bytes())
+            })
             .map_err(written)?;
+        }
     }
     Ok(())
 }

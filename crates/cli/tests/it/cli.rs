@@ -1253,3 +1253,28 @@ fn file_errors_name_the_file_field_and_reason() {
         "./no-such-stream: no such file",
     );
 }
+
+/// `run --json -` writes the JSON report to stdout (the text report to
+/// stderr) and no file named `-`.
+#[test]
+fn run_json_dash_is_stdout() {
+    let dir = tempdir("json-dash");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "hackbench:groups=1,fds=2,loops=10",
+            "--json",
+            "-",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "schedlab.run/1");
+    assert!(stderr(&o).contains("schedlab: hackbench on exynos5422"));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
