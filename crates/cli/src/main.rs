@@ -673,6 +673,12 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
         .map_err(|e| input(format!("{}: cannot read: {e}", results.display())))?;
     let res =
         Results::from_json(&text).map_err(|e| input(format!("{}: {e}", results.display())))?;
+    if res.experiments.is_empty() {
+        return Err(input(format!(
+            "{}: field `experiments`: empty list, nothing to plot",
+            results.display()
+        )));
+    }
     let dir = out.unwrap_or_else(|| {
         results
             .parent()
@@ -1584,8 +1590,10 @@ fn run(
 fn bench(quick: bool) -> Result<(), Failure> {
     let rows =
         schedlab_exp::bench::run(quick).map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    // The widest run name sets the first column.
+    let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(28);
     outln!(
-        "{:<28} {:>10} {:>10} {:>13} {:>10} {:>9} {:>9}",
+        "{:<w$} {:>10} {:>10} {:>13} {:>10} {:>9} {:>9}",
         "run",
         "events",
         "sim ms",
@@ -1599,7 +1607,7 @@ fn bench(quick: bool) -> Result<(), Failure> {
         events += r.events;
         run_s += r.run_s;
         outln!(
-            "{:<28} {:>10} {:>10.1} {:>13.0} {:>10.1} {:>9.1} {:>9.1}",
+            "{:<w$} {:>10} {:>10.1} {:>13.0} {:>10.1} {:>9.1} {:>9.1}",
             r.name,
             r.events,
             r.sim_ns as f64 / 1e6,

@@ -1278,3 +1278,21 @@ fn run_json_dash_is_stdout() {
     assert!(stderr(&o).contains("schedlab: hackbench on exynos5422"));
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
+
+/// `plot` of a results file without experiments is bad input, and creates
+/// no plots/ directory.
+#[test]
+fn plot_of_no_experiments_is_refused() {
+    let dir = tempdir("plot-empty");
+    let f = dir.join("results.json");
+    std::fs::write(
+        &f,
+        r#"{"schema": "schedlab.results/1", "version": "0.1.0", "experiments": []}"#,
+    )
+    .unwrap();
+    assert_bad_input(
+        &["plot", f.to_str().unwrap()],
+        "field `experiments`: empty list, nothing to plot",
+    );
+    assert!(!dir.join("plots").exists());
+}
