@@ -15,8 +15,22 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Writes to stdout; a closed pipe (`schedlab topo ... | head`) ends the program quietly.
+/// Set when stdout carries a JSON report (`run --json -`): the text report
+/// then goes to stderr.
+static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes the text report to stdout (to stderr under `run --json -`); a
+/// closed pipe (`schedlab topo ... | head`) ends the program quietly.
 pub(crate) fn emit(text: &str) {
+    if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        eprint!("{text}");
+        return;
+    }
+    emit_stdout(text);
+}
+
+/// Writes to stdout; a closed pipe ends the program quietly.
+fn emit_stdout(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
@@ -79,7 +93,9 @@ enum Cmd {
         /// This computer, read from /sys.
         #[arg(long, conflicts_with = "machine")]
         host: bool,
-        /// Read a copy of a sysfs tree rooted here (as /sys).
+        /// Read a copy of a sysfs tree rooted here (as /sys); the
+        /// architecture comes from its cpuidle and cpufreq drivers and idle
+        /// states (--host takes this binary's).
         #[arg(long, conflicts_with = "machine")]
         sysfs_root: Option<PathBuf>,
         /// Print the machine as an editable machine file instead of its domains.
@@ -130,7 +146,8 @@ enum Cmd {
         seed: u64,
         #[command(flatten)]
         place: Placement,
-        /// Write the run's JSON report here.
+        /// Write the run's JSON report here; `-` writes it to standard
+        /// output (the text report then goes to standard error).
         #[arg(long)]
         json: Option<PathBuf>,
         /// Check invariants after every event.
@@ -225,6 +242,50 @@ fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
     Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
+/// Checks, before anything runs or is created, that the output directory
+/// `path` given with `flag` can be made and written in: it is a directory,
+/// or its nearest existing ancestor is, and a file can be created there
+/// (tried with a probe file, removed at once).
+fn check_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
+    let shown = path.display();
+    if path.exists() && !path.is_dir() {
+        return Err(input(format!(
+            "{flag} {shown}: exists and is not a directory"
+        )));
+    }
+    let mut base = path;
+    while !base.exists() {
+        base = match base.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+    }
+    if !base.is_dir() {
+        return Err(input(format!(
+            "{flag} {shown}: cannot create: {} is not a directory",
+            base.display()
+        )));
+    }
+    let probe = base.join(format!(".schedlab-probe-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if base == path => Err(input(format!("{flag} {shown}: cannot write there: {e}"))),
+        Err(e) => Err(input(format!(
+            "{flag} {shown}: cannot create it in {}: {e}",
+            base.display()
+        ))),
+    }
+}
+
+/// A failed write of an output file after the run (the paths were checked
+/// before it): the error names the file once and the OS error once.
+fn write_failed(e: impl std::fmt::Display) -> Failure {
+    Failure::Internal(anyhow::anyhow!("writing {e}"))
+}
+
 /// Creates the output directory `path` given with `flag` before the run,
 /// so a bad path costs nothing.
 fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
@@ -238,8 +299,49 @@ fn make_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
     })
 }
 
+/// A bad command line as one line (clap's message, the missing arguments
+/// it lists and its tip, without the usage and the --help hint), exit 2;
+/// help and version requests print as clap prints them.
+fn parse_args() -> Cli {
+    use clap::error::ErrorKind;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    eprintln!("schedlab: {}", one_line_clap_error(&e.render().to_string()));
+    std::process::exit(2);
+}
+
+/// clap's rendered error text as one line.
+fn one_line_clap_error(text: &str) -> String {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let (tips, items): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("tip:"));
+    if !items.is_empty() {
+        msg.push(' ');
+        msg.push_str(&items.join(", "));
+    }
+    for t in tips {
+        msg.push_str(&format!(" ({t})"));
+    }
+    msg
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_args();
     let res = match cli.cmd {
         Cmd::Reproduce(args) => reproduce(args),
         Cmd::Topo {
@@ -437,11 +539,13 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
-    make_out_dir("--out", &out)?;
+    // Every output location is checked before anything is created.
+    check_out_dir("--out", &out)?;
     if let Some(j) = &json {
         check_out_file("--json", j)?;
     }
     let plan = sensitivity.plan(&defs, &machine_edits)?;
+    make_out_dir("--out", &out)?;
     let total: u64 = defs
         .iter()
         .map(|d| (d.points.len() * d.configs.len() * d.repetitions) as u64)
@@ -524,12 +628,11 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
-        .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+        .map_err(write_failed)?;
     std::fs::write(out.join("tables.txt"), &text)
         .with_context(|| format!("writing {}/tables.txt", out.display()))?;
     if let Some(j) = json {
-        res.write_json(&j)
-            .with_context(|| format!("writing {}", j.display()))?;
+        res.write_json(&j).map_err(write_failed)?;
     }
     let n = write_plots(&res, &out.join("plots"), true)?;
     eprintln!("({n} plots in {})", out.join("plots").display());
@@ -570,6 +673,12 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
         .map_err(|e| input(format!("{}: cannot read: {e}", results.display())))?;
     let res =
         Results::from_json(&text).map_err(|e| input(format!("{}: {e}", results.display())))?;
+    if res.experiments.is_empty() {
+        return Err(input(format!(
+            "{}: field `experiments`: empty list, nothing to plot",
+            results.display()
+        )));
+    }
     let dir = out.unwrap_or_else(|| {
         results
             .parent()
@@ -606,9 +715,9 @@ fn topo(
         }
         return Ok(());
     }
-    // The machine, and the file --emit-machine prints: a preset's or a
-    // file's own text, sysfs's with its ESTIMATE marks, else the machine
-    // written out (a preset with some CPUs offline).
+    // The machine, and the file --emit-machine prints: a preset's, a
+    // file's or sysfs's own text with its ESTIMATE marks, or for a machine
+    // with some CPUs offline the machine written out with the same marks.
     let (m, text) =
         match source {
             None => return Err(input(
@@ -616,12 +725,10 @@ fn topo(
             )),
             Some(MachineSource::Named(name)) => {
                 let m = schedlab_topo::resolve_machine(&name).map_err(|e| input(e.to_string()))?;
-                let own = schedlab_topo::preset_text(&name).is_some()
-                    || std::path::Path::new(&name).is_file();
-                let text = if own {
-                    schedlab_topo::machine_text(&name).map_err(|e| input(e.to_string()))?
+                let text = if emit_machine {
+                    schedlab_topo::emit_machine_text(&name).map_err(|e| input(e.to_string()))?
                 } else {
-                    schedlab_topo::machine_to_toml(&m)
+                    String::new()
                 };
                 (m, text)
             }
@@ -1073,7 +1180,9 @@ fn compare_points(
 ) -> Result<Vec<experiments::Point>, Failure> {
     let point = |spec: &str, params: schedlab_report::Params| {
         let workload = Builtin::resolve(spec, m).map_err(|e| input(e.to_string()))?;
-        workload.check_affinity(affinity).map_err(input)?;
+        workload
+            .check_affinity(affinity)
+            .map_err(|e| input(format!("{spec}: {e}")))?;
         Ok(experiments::Point {
             params,
             workload,
@@ -1138,7 +1247,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let affinity = a.place.affinity(&m)?;
     let points = compare_points(&a, &m, affinity)?;
     if let Some(out) = &a.out {
-        make_out_dir("--out", out)?;
+        check_out_dir("--out", out)?;
     }
     let setup = format!(
         "{}{} on {}{}{}{}",
@@ -1170,6 +1279,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     };
     let defs = std::slice::from_ref(&def);
     let plan = a.sensitivity.plan(defs, &machine_edits)?;
+    if let Some(out) = &a.out {
+        make_out_dir("--out", out)?;
+    }
     let total = (def.points.len() * def.configs.len() * def.repetitions) as u64
         + plan.as_ref().map_or(0, |p| p.runs(defs));
     let pb = progress_bar(total);
@@ -1207,7 +1319,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
-            .with_context(|| format!("writing {}", out.join("results.json").display()))?;
+            .map_err(write_failed)?;
         std::fs::write(out.join("tables.txt"), &text)
             .with_context(|| format!("writing {}/tables.txt", out.display()))?;
         let n = write_plots(&res, &out.join("plots"), true)?;
@@ -1262,17 +1374,25 @@ fn run(
     for t in &tunables {
         configs::apply_switch(&mut cfg, t).map_err(input)?;
     }
+    // The configuration as run: --config with each --feature and --tunable
+    // appended in order (as `--config` itself would take them).
+    let config = std::iter::once(config.as_str())
+        .chain(features.iter().chain(&tunables).map(|x| x.trim()))
+        .collect::<Vec<_>>()
+        .join("+");
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| input(e.to_string()))?;
-    if let Some(j) = &json {
+    let json_to_stdout = json.as_deref() == Some(Path::new("-"));
+    if let Some(j) = json.as_deref().filter(|_| !json_to_stdout) {
         check_out_file("--json", j)?;
     }
     if let Some(t) = &trace {
         check_out_file("--trace", &t.path)?;
     }
-    w.check_affinity(affinity).map_err(input)?;
+    w.check_affinity(affinity)
+        .map_err(|e| input(format!("{workload}: {e}")))?;
     let spec = w.build(affinity, place.mem_node);
     let sim_cfg = SimConfig {
         seed,
@@ -1282,6 +1402,9 @@ fn run(
         checked: checked || cfg!(debug_assertions),
         ..SimConfig::default()
     };
+    if json_to_stdout {
+        REPORT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     if let Some(t) = &trace {
         sim.enable_trace_window(t.limit, t.from_ns, t.to_ns);
@@ -1452,8 +1575,14 @@ fn run(
             v["machine_edits"] = edit_texts(&machine_edits).into();
         }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
-        schedlab_report::write_atomically(&path, |f| std::io::Write::write_all(f, text.as_bytes()))
+        if json_to_stdout {
+            emit_stdout(&format!("{text}\n"));
+        } else {
+            schedlab_report::write_atomically(&path, |f| {
+                std::io::Write::write_all(f, text.as_bytes())
+            })
             .map_err(written)?;
+        }
     }
     Ok(())
 }
@@ -1461,8 +1590,10 @@ fn run(
 fn bench(quick: bool) -> Result<(), Failure> {
     let rows =
         schedlab_exp::bench::run(quick).map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    // The widest run name sets the first column.
+    let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(28);
     outln!(
-        "{:<28} {:>10} {:>10} {:>13} {:>10} {:>9} {:>9}",
+        "{:<w$} {:>10} {:>10} {:>13} {:>10} {:>9} {:>9}",
         "run",
         "events",
         "sim ms",
@@ -1476,7 +1607,7 @@ fn bench(quick: bool) -> Result<(), Failure> {
         events += r.events;
         run_s += r.run_s;
         outln!(
-            "{:<28} {:>10} {:>10.1} {:>13.0} {:>10.1} {:>9.1} {:>9.1}",
+            "{:<w$} {:>10} {:>10.1} {:>13.0} {:>10.1} {:>9.1} {:>9.1}",
             r.name,
             r.events,
             r.sim_ns as f64 / 1e6,

@@ -231,7 +231,26 @@ impl Builtin {
         let is_file =
             w.ends_with(".json") || (w.contains('/') && std::path::Path::new(w).is_file());
         if !is_file {
-            let mut b = Builtin::parse(w)?;
+            let mut b = Builtin::parse(w).map_err(|e| {
+                // A file name that is not a spec: say what is wrong with
+                // it as a file.
+                let path = std::path::Path::new(w);
+                if path.is_file() {
+                    WorkloadError::Io {
+                        file: w.to_string(),
+                        err: format!(
+                            "not a workload spec, and an rt-app file needs a .json name (or a path with a /, e.g. ./{w})"
+                        ),
+                    }
+                } else if w.contains('/') {
+                    WorkloadError::Io {
+                        file: w.to_string(),
+                        err: "no such file (a workload is a built-in spec such as stream:threads=4, or an rt-app .json file)".to_string(),
+                    }
+                } else {
+                    WorkloadError::Spec(e)
+                }
+            })?;
             b.fill_machine_defaults(nr_cpus);
             return Ok(b);
         }
@@ -278,19 +297,27 @@ impl Builtin {
     /// Checks that every rt-app thread pinned to CPUs of its own (`cpus`)
     /// keeps some of them under the run's `affinity` (`--cpus`), as a
     /// cpuset would refuse sched_setaffinity() to CPUs outside it; the
-    /// error names the thread and both lists.
+    /// error names the task's `cpus` path, both lists and the thread (the
+    /// caller adds the file's name).
     pub fn check_affinity(&self, affinity: Option<CpuMask>) -> Result<(), String> {
         let (Builtin::RtApp(r), Some(a)) = (self, affinity) else {
             return Ok(());
         };
-        for t in &r.spec.templates {
+        for (id, t) in r.spec.templates.iter().enumerate() {
             if let Some(own) = t.affinity {
                 if own.and(&a).is_empty() {
+                    // rt-app names a task's instances `<task>-<idx>`; a
+                    // fork-only task's one template keeps the task's name.
+                    let started = r.spec.initial.iter().any(|&i| i as usize == id);
+                    let task = match t.name.rsplit_once('-') {
+                        Some((task, idx)) if started && idx.parse::<u32>().is_ok() => task,
+                        _ => &t.name,
+                    };
                     return Err(format!(
-                        "rt-app thread {}: its cpus {} are all outside --cpus {}",
-                        t.name,
+                        "tasks.{task}.cpus: CPUs {} are all outside --cpus {} (thread {} could run nowhere)",
                         own.to_list_string(),
-                        a.to_list_string()
+                        a.to_list_string(),
+                        t.name
                     ));
                 }
             }

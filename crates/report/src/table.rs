@@ -491,8 +491,9 @@ pub fn render_summary(exps: &[ExperimentResult], opts: &SummaryOptions) -> Strin
         let _ = writeln!(
             out,
             "{agreeing}/{with_published} rows agree with the published change \
-             (within {:.1} points, or same direction beyond that); * = significant",
-            opts.tolerance_pct
+             (within {t:.1} points of it, or both beyond ±{t:.1} in the same direction); \
+             * = significant",
+            t = opts.tolerance_pct
         );
     } else {
         out.push_str("* = significant (mean ± 1.96·stddev intervals do not overlap)\n");

@@ -36,7 +36,9 @@ pub use machine::{
 };
 pub use online::{split_online, with_online_cpus};
 pub use presets::{
-    machine_text, preset, preset_text, resolve_machine, resolve_machine_edited, HOST_NAMES,
-    PRESET_NAMES,
+    emit_machine_text, machine_text, preset, preset_text, resolve_machine, resolve_machine_edited,
+    HOST_NAMES, PRESET_NAMES,
 };
-pub use sysfs::{host_machine_text, machine_from_sysfs, machine_to_toml, sysfs_machine_text};
+pub use sysfs::{
+    guess_arch, host_machine_text, machine_from_sysfs, machine_to_toml, sysfs_machine_text,
+};

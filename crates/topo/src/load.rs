@@ -298,6 +298,18 @@ pub fn load_machine_file(path: &Path) -> Result<Machine, TopoError> {
 /// covers a key or value; for a missing key, the table that lacks it and the key),
 /// the line number and toml's own message.
 fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
+    // No TOML document starts with `{`; a JSON one (a run report, an
+    // rt-app file) does.
+    if text.trim_start().starts_with('{') {
+        return TopoError::Parse {
+            origin: origin.to_string(),
+            field: "(file)".to_string(),
+            reason: "not a TOML machine file: it starts with `{` like JSON (machine files \
+                     are TOML, docs/machine-format.md; `schedlab topo PRESET --emit-machine` \
+                     writes one)"
+                .to_string(),
+        };
+    }
     let msg = one_line(e.message());
     let (field, line) = match e.span() {
         Some(span) => {

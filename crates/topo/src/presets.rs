@@ -103,6 +103,66 @@ pub fn machine_text(name_or_path: &str) -> Result<String, TopoError> {
     Err(unknown(name_or_path))
 }
 
+/// The machine file `topo --emit-machine` prints for a name
+/// [`resolve_machine`] accepts: a preset's, a file's or the host's own text;
+/// for `NAME:online=LIST`, the smaller machine written out
+/// ([`crate::machine_to_toml`]), with every line that holds a number NAME's
+/// text marks ESTIMATE marked ESTIMATE again (so `--sensitivity` still finds
+/// them in an edited copy).
+pub fn emit_machine_text(name_or_path: &str) -> Result<String, TopoError> {
+    if let Some((text, _)) = source(name_or_path)? {
+        return Ok(text);
+    }
+    let Some((name, online)) = crate::online::split_online(name_or_path)? else {
+        return Err(unknown(name_or_path));
+    };
+    let text = emit_machine_text(name)?;
+    let written = |edits: &[MachineEdit]| -> Result<Option<String>, TopoError> {
+        let (m, counts) = load_edited(&text, name, edits, false)?;
+        if counts.iter().any(|n| n.changed == 0) {
+            return Ok(None);
+        }
+        let m = crate::online::with_online_cpus(&m, &online)?;
+        Ok(Some(crate::sysfs::machine_to_toml(&m)))
+    };
+    let Some(out) = written(&[])? else {
+        return Err(unknown(name_or_path));
+    };
+    let lines: Vec<&str> = out.lines().collect();
+    let mut marked = vec![false; lines.len()];
+    // A line holds an estimated number when changing that number changes
+    // the line (and nothing changes the shape of the written file).
+    for k in crate::edit::estimate_keys(&text) {
+        let v = k.value;
+        for other in [v * 2.0, v / 2.0, v + 1.0, v - 1.0] {
+            let Ok(edit) = MachineEdit::parse(&format!("{}={other}", k.path)) else {
+                continue;
+            };
+            // An edit that makes the machine impossible tells nothing.
+            let Ok(Some(changed)) = written(&[edit]) else {
+                continue;
+            };
+            let changed: Vec<&str> = changed.lines().collect();
+            if changed.len() != lines.len() {
+                continue;
+            }
+            for (i, (a, b)) in lines.iter().zip(&changed).enumerate() {
+                marked[i] |= a != b;
+            }
+            break;
+        }
+    }
+    let mut s = String::with_capacity(out.len());
+    for (line, estimate) in lines.iter().zip(marked) {
+        s.push_str(line);
+        if estimate {
+            s.push_str("  # ESTIMATE");
+        }
+        s.push('\n');
+    }
+    Ok(s)
+}
+
 /// [`resolve_machine`] with machine edits applied to the machine file's
 /// text before loading (see [`crate::edit`]); with `require_match`, an edit
 /// that changes no number of the machine is an error. Returns the machine
@@ -142,6 +202,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no such file") && e.contains("genoa"), "{e}");
+    }
+
+    /// A machine with CPUs offline keeps the ESTIMATE marks of its file.
+    #[test]
+    fn emitted_online_machines_keep_estimate_marks() {
+        use crate::edit::estimate_keys;
+        let full = emit_machine_text("power10").unwrap();
+        let part = emit_machine_text("power10:online=0-63").unwrap();
+        let paths = |t: &str| -> Vec<String> {
+            estimate_keys(t)
+                .into_iter()
+                .map(|k| k.path.replace("memory.", "node.0."))
+                .collect()
+        };
+        let (full, part) = (paths(&full), paths(&part));
+        assert!(full.len() > 10, "{full:?}");
+        for p in ["c2c.die_ns", "wakeup.ipi_ns", "node.0.mem_latency_ns"] {
+            assert!(part.contains(&p.to_string()), "{p}: {part:?}");
+        }
+        // Every number marked in the file is marked in the smaller machine.
+        for p in &full {
+            assert!(part.contains(p), "{p} lost: {part:?}");
+        }
+        let m = load_machine_str(&emit_machine_text("power10:online=0-63").unwrap(), "t");
+        assert_eq!(m.unwrap(), resolve_machine("power10:online=0-63").unwrap());
     }
 
     #[test]

@@ -230,6 +230,8 @@ struct SysCpu {
     node: u32,
     capacity: i64,
     freq_mhz: i64,
+    /// No cpufreq file: `freq_mhz` is the default.
+    freq_guessed: bool,
     prio: i64,
 }
 
@@ -243,8 +245,7 @@ struct SysCpu {
 /// a file whose read fails. A file that is present but not text, unparsable or
 /// out of range (cache level
 /// outside 1..=8, capacity outside 1..=1024, a size of 0, ...) is an error naming
-/// the file. Architecture: `cpu_capacity` files mean arm64, a `purr` file
-/// powerpc, else x86.
+/// the file. Architecture: see [`guess_arch`].
 pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
     load_machine_str(&sysfs_machine_text(root)?, &root.display().to_string())
 }
@@ -368,6 +369,75 @@ fn idle_states_of(
     ))
 }
 
+/// The architecture of the kernel that wrote the sysfs tree at `root`
+/// (`x86`, `arm64` or `powerpc`), from files only that architecture's
+/// kernel writes, in this order:
+///
+/// 1. `cpu0/regs/identification/midr_el1` (arm64's MIDR_EL1), `cpu0/purr`
+///    (powerpc's PURR register);
+/// 2. the cpuidle driver (`cpuidle/current_driver`): intel_idle, haltpoll:
+///    x86; pseries_idle, powernv_idle: powerpc; psci_idle, arm_idle: arm64
+///    (acpi_idle runs on x86 and on arm64 servers alike: no evidence);
+/// 3. the cpufreq driver (`cpufreq/policy0/scaling_driver`, or an
+///    `intel_pstate` or `amd_pstate` directory): intel_pstate,
+///    intel_cpufreq, amd-pstate, acpi-cpufreq: x86; powernv-cpufreq: powerpc;
+/// 4. cpu0's idle states: a first state POLL, or a state whose description
+///    names MWAIT: x86; snooze: powerpc; WFI: arm64;
+/// 5. CPUs of different `capacities` (`cpu_capacity`): arm64's big.LITTLE;
+///
+/// else x86. A `cpu_capacity` file alone is no evidence: x86 kernels write
+/// one too (1024 on every CPU of a machine without hybrid cores).
+/// `topo --host` takes the architecture the binary was built for instead
+/// (a virtual machine can fool these files).
+pub fn guess_arch(root: &Path, capacities: &[i64]) -> Result<&'static str, TopoError> {
+    let cpu = root.join("devices/system/cpu");
+    let cpu0 = cpu.join("cpu0");
+    if cpu0.join("regs/identification/midr_el1").exists() {
+        return Ok("arm64");
+    }
+    if cpu0.join("purr").exists() {
+        return Ok("powerpc");
+    }
+    match read(root, &cpu.join("cpuidle/current_driver"))?.as_deref() {
+        Some("intel_idle" | "haltpoll") => return Ok("x86"),
+        Some("pseries_idle" | "powernv_idle") => return Ok("powerpc"),
+        Some("psci_idle" | "arm_idle") => return Ok("arm64"),
+        _ => {}
+    }
+    if cpu.join("intel_pstate").is_dir() || cpu.join("amd_pstate").is_dir() {
+        return Ok("x86");
+    }
+    let driver = match read(root, &cpu.join("cpufreq/policy0/scaling_driver"))? {
+        Some(d) => Some(d),
+        None => read(root, &cpu0.join("cpufreq/scaling_driver"))?,
+    };
+    match driver.as_deref() {
+        Some(
+            "intel_pstate" | "intel_cpufreq" | "amd-pstate" | "amd-pstate-epp" | "acpi-cpufreq",
+        ) => return Ok("x86"),
+        Some("powernv-cpufreq") => return Ok("powerpc"),
+        _ => {}
+    }
+    for i in 0..10 {
+        let st = cpu0.join(format!("cpuidle/state{i}"));
+        let Some(name) = read(root, &st.join("name"))? else {
+            break;
+        };
+        let desc = read(root, &st.join("desc"))?.unwrap_or_default();
+        match name.as_str() {
+            "POLL" if i == 0 => return Ok("x86"),
+            "snooze" if i == 0 => return Ok("powerpc"),
+            "WFI" => return Ok("arm64"),
+            _ if desc.contains("MWAIT") => return Ok("x86"),
+            _ => {}
+        }
+    }
+    if capacities.windows(2).any(|w| w[0] != w[1]) {
+        return Ok("arm64");
+    }
+    Ok("x86")
+}
+
 fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, TopoError> {
     let origin = root.display().to_string();
     let cpu_dir = root.join("devices/system/cpu");
@@ -481,7 +551,6 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     // Kernel ids are ints; -1 is the generic "not reported" of
     // include/linux/topology.h (package, die, cluster; core ids default to 0).
     let id_max = i64::from(i32::MAX);
-    let mut arch = "x86";
     let mut cpus: Vec<SysCpu> = Vec::with_capacity(n);
     let mut caches: Vec<(u8, String, u64, u32, CpuMask)> = Vec::new();
     for (i, &node) in node_of.iter().enumerate() {
@@ -503,16 +572,11 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         let die = read_int(root, &t.join("die_id"), -1, id_max)?
             .filter(|&v| v >= 0)
             .unwrap_or(0);
-        if d.join("cpu_capacity").exists() {
-            arch = "arm64";
-        } else if d.join("purr").exists() && arch != "arm64" {
-            arch = "powerpc";
-        }
         let capacity = read_int(root, &d.join("cpu_capacity"), 1, 1024)?.unwrap_or(1024);
         let max_khz = i64::from(MAX_FREQ_MHZ) * 1000;
-        let freq_mhz = read_int(root, &d.join("cpufreq/cpuinfo_max_freq"), 1, max_khz)?
-            .map(|khz| (khz / 1000).max(1))
-            .unwrap_or(2000);
+        let khz = read_int(root, &d.join("cpufreq/cpuinfo_max_freq"), 1, max_khz)?;
+        let freq_guessed = khz.is_none();
+        let freq_mhz = khz.map_or(2000, |khz| (khz / 1000).max(1));
         let prio = read_int(
             root,
             &d.join("acpi_cppc/highest_perf"),
@@ -593,6 +657,7 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             node,
             capacity,
             freq_mhz,
+            freq_guessed,
             prio,
         });
     }
@@ -617,17 +682,25 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         "description = {}",
         q(&format!("imported from sysfs at {origin}; bandwidths, latencies and costs are ESTIMATE defaults"))
     );
-    if let Some(a) = arch_override {
-        arch = a;
-    }
+    let arch = match arch_override {
+        Some(a) => a,
+        None => {
+            let capacities: Vec<i64> = cpus.iter().map(|c| c.capacity).collect();
+            guess_arch(root, &capacities)?
+        }
+    };
     let _ = writeln!(s, "arch = {}", q(arch));
     for (k, (cap, freq)) in types.iter().enumerate() {
         let has_smt = cpus
             .iter()
             .any(|c| (c.capacity, c.freq_mhz) == (*cap, *freq) && c.core.weight() > 1);
+        let freq_guessed = cpus
+            .iter()
+            .any(|c| (c.capacity, c.freq_mhz) == (*cap, *freq) && c.freq_guessed);
         let _ = writeln!(
             s,
-            "\n[[core_type]]\nname = \"type{k}\"\ncapacity = {cap}\nfreq_max_mhz = {freq}\nsmt_thread_speed = {}\ncore_bw_bytes_per_s = 15e9  # ESTIMATE (hardware.md section 8: 10-20 GB/s)",
+            "\n[[core_type]]\nname = \"type{k}\"\ncapacity = {cap}\nfreq_max_mhz = {freq}{}\nsmt_thread_speed = {}\ncore_bw_bytes_per_s = 15e9  # ESTIMATE (hardware.md section 8: 10-20 GB/s)",
+            if freq_guessed { "  # ESTIMATE: no cpufreq/cpuinfo_max_freq in the tree" } else { "" },
             if has_smt { "0.6  # ESTIMATE" } else { "1.0" }
         );
     }

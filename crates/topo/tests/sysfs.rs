@@ -78,6 +78,65 @@ fn arm64_big_little() {
     round_trips(&m);
 }
 
+/// A copy of an x86 guest's /sys has `cpu_capacity` files (x86 kernels
+/// write them too): they do not make it arm64; the haltpoll driver and the
+/// POLL state say x86, so the polling flag stays.
+#[test]
+fn x86_vm_with_cpu_capacity_files_is_x86() {
+    let m = machine_from_sysfs(&fixture("x86-vm")).unwrap();
+    assert_eq!(m.arch, Arch::X86);
+    assert!(m.wakeup.idle_states[0].poll_loop);
+    assert!(m.wakeup.any_state_polls());
+    round_trips(&m);
+    // No cpufreq: the 2000 MHz default is marked ESTIMATE, a read one is not.
+    let estimated = |root: &Path| {
+        let text = schedlab_topo::sysfs_machine_text(root).unwrap();
+        schedlab_topo::estimate_keys(&text)
+            .iter()
+            .any(|k| k.path == "core_type.0.freq_max_mhz")
+    };
+    assert_eq!(m.cpus[0].freq_max_mhz, 2000);
+    assert!(estimated(&fixture("x86-vm")));
+    assert!(!estimated(&fixture("x86-smt")));
+}
+
+/// The architecture evidence, strongest first (see `guess_arch`).
+#[test]
+fn arch_evidence() {
+    let arch = |root: &Path| machine_from_sysfs(root).unwrap().arch;
+    let vm = Copy::of("x86-vm", "arch");
+    // Without the driver and the idle states: equal capacities, x86.
+    std::fs::remove_file(vm.file("cpu/cpuidle/current_driver")).unwrap();
+    std::fs::remove_dir_all(vm.file("cpu/cpu0/cpuidle")).unwrap();
+    assert_eq!(arch(&vm.0), Arch::X86);
+    // arm64's MIDR_EL1 register file decides.
+    let midr = vm.file("cpu/cpu0/regs/identification/midr_el1");
+    std::fs::create_dir_all(midr.parent().unwrap()).unwrap();
+    std::fs::write(&midr, "0x00000000410fd0c0\n").unwrap();
+    assert_eq!(arch(&vm.0), Arch::Arm64);
+    std::fs::remove_file(&midr).unwrap();
+    // So do the cpuidle and cpufreq drivers.
+    for (file, driver, want) in [
+        ("cpu/cpuidle/current_driver", "psci_idle", Arch::Arm64),
+        ("cpu/cpuidle/current_driver", "pseries_idle", Arch::PowerPc),
+        (
+            "cpu/cpufreq/policy0/scaling_driver",
+            "intel_pstate",
+            Arch::X86,
+        ),
+    ] {
+        let path = vm.file(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("{driver}\n")).unwrap();
+        assert_eq!(arch(&vm.0), want, "{driver}");
+        std::fs::remove_file(&path).unwrap();
+    }
+    // big.LITTLE capacities without other evidence: arm64.
+    let bl = Copy::of("arm64-biglittle", "arch");
+    std::fs::remove_dir_all(bl.file("cpu/cpu0/cpuidle")).unwrap();
+    assert_eq!(arch(&bl.0), Arch::Arm64);
+}
+
 #[test]
 fn x86_two_nodes_and_a_memory_only_node() {
     let m = machine_from_sysfs(&fixture("x86-2node")).unwrap();

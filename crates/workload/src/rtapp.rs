@@ -159,11 +159,21 @@ fn num(v: &Json, path: &str) -> Result<f64, RtAppError> {
     }
 }
 
+/// A number as an error message shows it: as written for ordinary
+/// magnitudes, in exponent form (`1e300`) for huge or tiny ones.
+fn shown(n: f64) -> String {
+    if n != 0.0 && !(1e-6..1e9).contains(&n.abs()) {
+        format!("{n:e}")
+    } else {
+        format!("{n}")
+    }
+}
+
 /// A non-negative time in µs, converted to ns.
 fn us(v: &Json, path: &str) -> Result<u64, RtAppError> {
     let n = num(v, path)?;
     if !(0.0..=1e12).contains(&n) {
-        return err(path, format!("{n} is outside 0..=1e12 µs"));
+        return err(path, format!("{} is outside 0..=1e12 µs", shown(n)));
     }
     Ok((n * 1000.0).round() as u64)
 }
@@ -173,7 +183,7 @@ fn int(v: &Json, path: &str, min: i64, max: i64) -> Result<i64, RtAppError> {
     if n.fract() != 0.0 || n < min as f64 || n > max as f64 {
         return err(
             path,
-            format!("expected an integer in {min}..={max}, found {n}"),
+            format!("expected an integer in {min}..={max}, found {}", shown(n)),
         );
     }
     Ok(n as i64)
@@ -358,7 +368,13 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                             } else if d > 0.0 && d <= 1e6 {
                                 max_time_ns = Some((d * 1e9) as u64);
                             } else {
-                                return err(&path, "expected -1 or a positive number of seconds");
+                                return err(
+                                    &path,
+                                    format!(
+                                        "expected -1 (no limit) or a number of seconds above 0 and at most 1e6, found {}",
+                                        shown(d)
+                                    ),
+                                );
                             }
                         }
                         "default_policy" => {
@@ -567,7 +583,10 @@ fn calibration(
         }
         Json::Num(n) if *n <= 0.0 => err(
             path,
-            format!("ns per loop must be > 0, found {n} (\"CPUn\" calibrates on CPU n)"),
+            format!(
+                "ns per loop must be > 0, found {} (\"CPUn\" calibrates on CPU n)",
+                shown(*n)
+            ),
         ),
         Json::Num(_) => {
             notes.push(format!(

@@ -941,6 +941,34 @@ fn output_paths_and_cpu_lists_are_checked_before_the_run() {
         ],
         "not a directory",
     );
+    // A bad --json leaves no --out directory behind.
+    let out = dir.join("results");
+    assert_bad_input(
+        &[
+            "reproduce",
+            "kunpeng920-stream",
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+            missing.to_str().unwrap(),
+        ],
+        "does not exist",
+    );
+    assert!(!out.exists());
+    // A directory where no file can be created is refused before the runs
+    // (procfs refuses even root).
+    if std::path::Path::new("/proc/self").is_dir() {
+        for (out, want) in [
+            ("/proc", "--out /proc: cannot write there: "),
+            ("/proc/schedlab/x", "cannot create it in /proc: "),
+        ] {
+            assert_bad_input(
+                &["reproduce", "kunpeng920-stream", "--quick", "--out", out],
+                want,
+            );
+        }
+    }
     // CPUs the machine does not have are an error, not silently dropped.
     bad_run(&["--cpus", "0-200"], "has no CPU 8");
     // Nothing was written.
@@ -1009,7 +1037,7 @@ fn an_rtapp_thread_pinned_outside_cpus_is_refused() {
             "--cpus",
             "0-3",
         ],
-        "are all outside --cpus 0-3",
+        &format!("{file}: tasks.t.cpus: CPUs 4-5 are all outside --cpus 0-3"),
     );
     // Overlapping lists run on the overlap.
     let o = schedlab(&[
@@ -1071,6 +1099,21 @@ fn tunables_change_the_run_and_are_recorded() {
     ]);
     assert_eq!(v["tunables"]["domains"][0], "domains/MC/imbalance_pct=130");
     assert_eq!(v["tunables"]["nr_migrate"], 8);
+    // The recorded configuration is the one run: --feature and --tunable
+    // switches appended in order.
+    let (_, v) = newidle(&[
+        "--config",
+        "cluster+CLUSTER_SCAN=off",
+        "--feature",
+        "CLUSTER_SCAN=on",
+        "--tunable",
+        "nr_migrate=8",
+    ]);
+    assert_eq!(
+        v["config"],
+        "cluster+CLUSTER_SCAN=off+CLUSTER_SCAN=on+nr_migrate=8"
+    );
+    assert_eq!(v["features"]["CLUSTER_SCAN"], true);
 
     let o = schedlab(&["tunables"]);
     assert!(o.status.success());
@@ -1126,4 +1169,130 @@ fn bad_tunables_exit_2_naming_the_tunable() {
         ],
         "config 'vanilla+migration_cost_ns=-1': tunable 'migration_cost_ns'",
     );
+}
+
+/// A bad command line is one line and exit 2, like any bad input; help and
+/// version print as before.
+#[test]
+fn argument_errors_are_one_line() {
+    for (args, want) in [
+        (
+            &["topo", "kunpeng920", "--cnfig", "x"][..],
+            "'--cnfig' found (tip: a similar argument exists: '--config')",
+        ),
+        (
+            &["run"][..],
+            "not provided: --machine <MACHINE>, --workload <WORKLOAD>",
+        ),
+        (
+            &["run", "--machine", "m", "--workload", "w", "--seed", "x"][..],
+            "invalid value 'x' for '--seed <SEED>'",
+        ),
+    ] {
+        assert_bad_input(args, want);
+        assert!(stderr(&schedlab(args)).starts_with("schedlab: "));
+    }
+    let o = schedlab(&["run", "--help"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("Usage: schedlab run"));
+    let o = schedlab(&["--version"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("schedlab "));
+}
+
+/// Bad input files are named with the field and the reason, briefly.
+#[test]
+fn file_errors_name_the_file_field_and_reason() {
+    let dir = tempdir("file-errors");
+    let write = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let json = write("m.json", "{\"machine\": 1}");
+    assert_bad_input(
+        &["run", "--machine", &json, "--workload", "stream"],
+        &format!("{json}: field `(file)`: not a TOML machine file"),
+    );
+    let task = |run: &str, duration: &str| {
+        format!(
+            r#"{{"global":{{"duration":{duration}}},"tasks":{{"t":{{"run":{run},"sleep":10}}}}}}"#
+        )
+    };
+    for (name, text, want) in [
+        ("huge.json", task("1e300", "1"), "tasks.t.run: 1e300 is outside 0..=1e12 µs"),
+        ("long.json", task("10", "1e9"), "global.duration: expected -1 (no limit) or a number of seconds above 0 and at most 1e6, found 1e9"),
+    ] {
+        let f = write(name, &text);
+        assert_bad_input(
+            &["run", "--machine", "exynos5422", "--workload", &f],
+            &format!("{f}: {want}"),
+        );
+    }
+    // A file without .json, and a path to no file.
+    write("rt.txt", &task("10", "1"));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "--machine", "exynos5422", "--workload", "rt.txt"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rt.txt: not a workload spec, and an rt-app file needs a .json name"),
+        "{}",
+        stderr(&o)
+    );
+    assert_bad_input(
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "./no-such-stream",
+        ],
+        "./no-such-stream: no such file",
+    );
+}
+
+/// `run --json -` writes the JSON report to stdout (the text report to
+/// stderr) and no file named `-`.
+#[test]
+fn run_json_dash_is_stdout() {
+    let dir = tempdir("json-dash");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "hackbench:groups=1,fds=2,loops=10",
+            "--json",
+            "-",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "schedlab.run/1");
+    assert!(stderr(&o).contains("schedlab: hackbench on exynos5422"));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+/// `plot` of a results file without experiments is bad input, and creates
+/// no plots/ directory.
+#[test]
+fn plot_of_no_experiments_is_refused() {
+    let dir = tempdir("plot-empty");
+    let f = dir.join("results.json");
+    std::fs::write(
+        &f,
+        r#"{"schema": "schedlab.results/1", "version": "0.1.0", "experiments": []}"#,
+    )
+    .unwrap();
+    assert_bad_input(
+        &["plot", f.to_str().unwrap()],
+        "field `experiments`: empty list, nothing to plot",
+    );
+    assert!(!dir.join("plots").exists());
 }
