@@ -49,6 +49,16 @@ enum Obj {
         /// CPU of the last write: a reader elsewhere pulls the lines over.
         writer_cpu: Option<schedlab_topo::CpuId>,
     },
+    /// An anonymous pipe (fs/pipe.c): its ring of page slots, oldest first.
+    Pipe {
+        buffers: usize,
+        page_bytes: u64,
+        bufs: VecDeque<PipeBuf>,
+        readers: VecDeque<TaskId>,
+        writers: VecDeque<TaskId>,
+        /// CPU of the last write: a reader elsewhere pulls the lines over.
+        writer_cpu: Option<schedlab_topo::CpuId>,
+    },
     Sem {
         count: u64,
         waiters: VecDeque<TaskId>,
@@ -59,6 +69,15 @@ enum Obj {
         /// the value equals the one it holds here.
         pollers: Vec<(TaskId, u32)>,
     },
+}
+
+/// One slot of a pipe's ring (`struct pipe_buffer`): `len` unread bytes
+/// that end `end` bytes into the slot's page (`offset + len`; a read moves
+/// the offset up, so a read does not make room for merged writes).
+#[derive(Clone, Copy, Debug)]
+struct PipeBuf {
+    len: u64,
+    end: u64,
 }
 
 impl Ipc {
@@ -79,6 +98,17 @@ impl Ipc {
                 SyncObject::Channel { capacity } => Obj::Chan {
                     capacity: capacity.max(1),
                     used: 0,
+                    readers: VecDeque::new(),
+                    writers: VecDeque::new(),
+                    writer_cpu: None,
+                },
+                SyncObject::Pipe {
+                    buffers,
+                    page_bytes,
+                } => Obj::Pipe {
+                    buffers: buffers.max(1) as usize,
+                    page_bytes: page_bytes.max(1),
+                    bufs: VecDeque::new(),
                     readers: VecDeque::new(),
                     writers: VecDeque::new(),
                     writer_cpu: None,
@@ -131,6 +161,9 @@ impl Ipc {
                 } => waiters.len() + spinners.len(),
                 Obj::Cond { waiters } | Obj::Sem { waiters, .. } => waiters.len(),
                 Obj::Chan {
+                    readers, writers, ..
+                }
+                | Obj::Pipe {
                     readers, writers, ..
                 } => readers.len() + writers.len(),
             })
@@ -630,8 +663,9 @@ impl Sim {
         self.ipc.objs.get_mut(id as usize)
     }
 
-    /// pipe_write() / unix_stream_sendmsg(): copy what fits, wake a reader
-    /// with WF_SYNC, sleep while the buffer is full.
+    /// `Send` on a generic `Channel`: copy what fits, wake a reader with
+    /// WF_SYNC, sleep while the buffer is full. A `Pipe` goes to
+    /// [`Sim::pipe_write`].
     fn chan_send(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -639,6 +673,9 @@ impl Sim {
         };
         if left == 0 {
             return Flow::Next;
+        }
+        if let Some(Obj::Pipe { .. }) = self.obj(chan) {
+            return self.pipe_write(t, chan, left);
         }
         let cpu = self.tasks[t as usize].cpu;
         let Some(Obj::Chan {
@@ -679,8 +716,9 @@ impl Sim {
         Flow::Next
     }
 
-    /// pipe_read() / unix_stream_recvmsg() in a loop until `bytes` arrived:
-    /// take what is there, wake a writer with WF_SYNC, sleep while empty.
+    /// `Recv` on a generic `Channel`, in a loop until `bytes` arrived: take
+    /// what is there, wake a writer with WF_SYNC, sleep while empty. A `Pipe`
+    /// goes to [`Sim::pipe_read`].
     fn chan_recv(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -688,6 +726,9 @@ impl Sim {
         };
         if left == 0 {
             return Flow::Next;
+        }
+        if let Some(Obj::Pipe { .. }) = self.obj(chan) {
+            return self.pipe_read(t, chan, bytes, left);
         }
         let Some(Obj::Chan {
             used,
@@ -722,9 +763,20 @@ impl Sim {
         if left > 0 {
             return self.sleep_on_step(t);
         }
-        // The data and the pipe's bookkeeping come from the writer's CPU:
-        // the whole message, also the bytes earlier passes took before the
-        // reader slept for the rest (each read() copies what it gets).
+        self.pull_message(t, from, n, bytes)
+    }
+
+    /// A read completed `bytes`, `n` of them in its last pass: the data and
+    /// the pipe's bookkeeping come from the writer's CPU, the whole message,
+    /// also the bytes earlier passes took before the reader slept for the
+    /// rest (each read() copies what it gets).
+    fn pull_message(
+        &mut self,
+        t: TaskId,
+        from: Option<schedlab_topo::CpuId>,
+        n: u64,
+        bytes: u64,
+    ) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
         match from {
             Some(f) if f != cpu && n > 0 => {
@@ -736,6 +788,140 @@ impl Sim {
             }
             _ => Flow::Next,
         }
+    }
+
+    /// anon_pipe_write() (fs/pipe.c) of the `left` bytes a write still has to
+    /// copy. A write that has not slept yet first appends the part of its
+    /// length that is not a whole number of pages to the last slot's page,
+    /// if the pipe is not empty and that page has room; then it copies page
+    /// after page into free slots. While every slot is in use it sleeps
+    /// (exclusively, at the tail of the queue) with the rest. Into a pipe
+    /// that was empty when it started (or woke) it wakes a sleeping reader;
+    /// after having slept, if it leaves a slot free it wakes the next
+    /// sleeping writer (`wake_next_writer`); both with WF_SYNC
+    /// (wake_up_interruptible_sync_poll()).
+    fn pipe_write(&mut self, t: TaskId, chan: u32, left: u64) -> Flow {
+        // The step runs again after each sleep with what is left in io_left.
+        let resumed = self.tasks[t as usize].io_left > 0;
+        let cpu = self.tasks[t as usize].cpu;
+        let Some(Obj::Pipe {
+            buffers,
+            page_bytes,
+            bufs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let (buffers, page) = (*buffers, *page_bytes);
+        let was_empty = bufs.is_empty();
+        let mut rest = left;
+        let chars = rest % page;
+        if !resumed && !was_empty && chars > 0 {
+            if let Some(last) = bufs.back_mut() {
+                if last.end + chars <= page {
+                    last.len += chars;
+                    last.end += chars;
+                    rest -= chars;
+                }
+            }
+        }
+        while rest > 0 && bufs.len() < buffers {
+            let c = rest.min(page);
+            bufs.push_back(PipeBuf { len: c, end: c });
+            rest -= c;
+        }
+        if rest < left {
+            *writer_cpu = Some(cpu);
+        }
+        let reader = if was_empty && rest < left {
+            readers.pop_front()
+        } else {
+            None
+        };
+        let next_writer = if rest == 0 && resumed && bufs.len() < buffers {
+            writers.pop_front()
+        } else {
+            None
+        };
+        if rest > 0 {
+            writers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        if let Some(r) = reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if let Some(w) = next_writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        Flow::Next
+    }
+
+    /// anon_pipe_read() in a loop until the message's `bytes` arrived (`left`
+    /// of them still to come): take what the slots hold, oldest first; a
+    /// slot emptied while every slot was in use makes the read wake one
+    /// sleeping writer with WF_SYNC (`wake_writer`: a read from a pipe that
+    /// was not full wakes nobody). With nothing to take it sleeps; a read
+    /// that slept and leaves data behind wakes the next sleeping reader.
+    fn pipe_read(&mut self, t: TaskId, chan: u32, bytes: u64, left: u64) -> Flow {
+        let resumed = self.tasks[t as usize].io_left > 0;
+        let Some(Obj::Pipe {
+            buffers,
+            bufs,
+            readers,
+            writers,
+            writer_cpu,
+            ..
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let from = *writer_cpu;
+        let mut rest = left;
+        let mut wake_writer = false;
+        while rest > 0 {
+            let full = bufs.len() >= *buffers;
+            let Some(b) = bufs.front_mut() else {
+                break;
+            };
+            let c = b.len.min(rest);
+            b.len -= c;
+            rest -= c;
+            if b.len == 0 {
+                wake_writer |= full;
+                bufs.pop_front();
+            }
+        }
+        let n = left - rest;
+        let writer = if wake_writer {
+            writers.pop_front()
+        } else {
+            None
+        };
+        let next_reader = if rest == 0 && resumed && !bufs.is_empty() {
+            readers.pop_front()
+        } else {
+            None
+        };
+        if rest > 0 {
+            readers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        if let Some(w) = writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if let Some(r) = next_reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        self.pull_message(t, from, n, bytes)
     }
 
     /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
@@ -1512,6 +1698,35 @@ mod tests {
                 }
                 ts.push(tpl("rd", s));
             }
+            // The same over a kernel-style pipe of 4 slots of 1 KiB pages:
+            // writes merge into a page, span several, and wait for slots.
+            // Each writer passes 60000 B in all.
+            for _ in 0..3 {
+                let mut s = Vec::new();
+                let mut sent = 0;
+                for _ in 0..20 {
+                    let bytes = r.gen_range(1..3000);
+                    sent += bytes;
+                    s.push(work(&mut r, 30));
+                    s.push(Step::Send { chan: 3, bytes });
+                }
+                s.push(Step::Send {
+                    chan: 3,
+                    bytes: 60_000 - sent,
+                });
+                ts.push(tpl("pw", s));
+            }
+            for _ in 0..4 {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv {
+                        chan: 3,
+                        bytes: 5000,
+                    });
+                    s.push(work(&mut r, 30));
+                }
+                ts.push(tpl("pr", s));
+            }
             // A ping-pong pair over two small pipes.
             for i in 0..2u32 {
                 let mut s = Vec::new();
@@ -1534,12 +1749,134 @@ mod tests {
                         SyncObject::Channel { capacity: 4096 },
                         SyncObject::Channel { capacity: 64 },
                         SyncObject::Channel { capacity: 64 },
+                        SyncObject::Pipe {
+                            buffers: 4,
+                            page_bytes: 1024,
+                        },
                     ],
                 ),
                 seed,
             );
             assert!(sim.counters.wakeups > 100);
         }
+    }
+
+    /// A kernel pipe of 16 slots of a 4 KiB page (fs/pipe.c): a writer far
+    /// ahead of a slow reader merges 40 messages of 100 bytes into each page,
+    /// so 640 fill the pipe, and then sleeps. The reader wakes it only when
+    /// it empties a slot of the full pipe (every 40th read), not on every
+    /// read; the woken writer's message takes a slot of its own (no merge
+    /// after a sleep) and the next 39 merge into it: 700 messages cost the
+    /// writer two sleeps, and the reader, never short of data, none.
+    #[test]
+    fn a_pipe_wakes_its_writer_only_when_a_slot_of_a_full_pipe_frees() {
+        let n = 700;
+        let w = pinned(
+            "w",
+            0,
+            vec![
+                Step::Compute { work_ns: 1_000 },
+                Step::Send {
+                    chan: 0,
+                    bytes: 100,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let r = pinned(
+            "r",
+            1,
+            vec![
+                Step::Compute { work_ns: 20_000 },
+                Step::Recv {
+                    chan: 0,
+                    bytes: 100,
+                },
+                Step::Compute { work_ns: 50_000 },
+                Step::Loop {
+                    start: 1,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let wakeups = |pipe: SyncObject| {
+            let s = spec(vec![w.clone(), r.clone()], vec![pipe]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            assert_eq!(sim.ipc.nr_waiters(), 0);
+            let wakeups = |name: &str| {
+                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+                t.stats.wakeups
+            };
+            (wakeups("w"), wakeups("r"))
+        };
+        let pipe = SyncObject::Pipe {
+            buffers: 16,
+            page_bytes: 4096,
+        };
+        assert_eq!(wakeups(pipe), (2, 0));
+        // A byte buffer of the same 64 KiB wakes the writer on every read
+        // that finds it asleep.
+        let (w_bytes, _) = wakeups(SyncObject::Channel { capacity: 65536 });
+        assert!(w_bytes > 20, "{w_bytes}");
+    }
+
+    /// anon_pipe_read() wakes one writer, and only for the slot it freed
+    /// while every slot was in use: a read that empties both slots of a full
+    /// 2-slot pipe wakes the first sleeping writer; that writer, having
+    /// slept, finds a slot still free after its write and wakes the next one
+    /// (`wake_next_writer`), with the sync flag.
+    #[test]
+    fn a_woken_pipe_writer_that_leaves_a_slot_free_wakes_the_next() {
+        // Pages of 100 bytes: a 100-byte message fills a slot, no merging.
+        let send = Step::Send {
+            chan: 0,
+            bytes: 100,
+        };
+        let late = |name: &str, cpu: CpuId, ns: u64| {
+            pinned(
+                name,
+                cpu,
+                vec![Step::Compute { work_ns: ns }, send.clone(), Step::Exit],
+            )
+        };
+        let fill = pinned("fill", 0, vec![send.clone(), send.clone(), Step::Exit]);
+        let recv = Step::Recv {
+            chan: 0,
+            bytes: 200,
+        };
+        let reader = pinned(
+            "r",
+            3,
+            vec![
+                Step::Sleep { ns: 1_000_000 },
+                recv.clone(),
+                recv,
+                Step::Exit,
+            ],
+        );
+        let s = spec(
+            vec![fill, late("w1", 1, 10_000), late("w2", 2, 20_000), reader],
+            vec![SyncObject::Pipe {
+                buffers: 2,
+                page_bytes: 100,
+            }],
+        );
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
+        let task = |name: &str| sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+        assert_eq!(task("w1").stats.wakeups, 1);
+        assert_eq!(task("w1").last_waker_cpu, Some(3));
+        assert_eq!(task("w2").stats.wakeups, 1);
+        assert_eq!(task("w2").last_waker_cpu, Some(1));
     }
 
     /// lat_pipe between two pinned CPUs: µs per round trip.

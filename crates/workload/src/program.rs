@@ -61,11 +61,13 @@ pub enum Step {
     Exit,
     /// Busy for `ns` of wall time whatever the CPU's speed (rt-app `runtime`).
     RunWall { ns: u64 },
-    /// Write `bytes` into a [`SyncObject::Channel`] (pipe_write / unix stream
-    /// socket): blocks while the buffer is full, wakes a reader with WF_SYNC.
+    /// Write `bytes` into a [`SyncObject::Channel`] or [`SyncObject::Pipe`]:
+    /// blocks while there is no room, wakes a
+    /// sleeping reader with WF_SYNC (each object's rules say when).
     Send { chan: SyncId, bytes: u64 },
-    /// Read exactly `bytes` from a channel (a read loop until the message is
-    /// complete): blocks while the buffer is empty, wakes a blocked writer.
+    /// Read exactly `bytes` from a channel or pipe (a read loop until
+    /// the message is complete): blocks while it is empty, wakes blocked
+    /// writers when the object's rules say the read made room for them.
     Recv { chan: SyncId, bytes: u64 },
     /// Acquire a [`SyncObject::Mutex`] (futex semantics: a contended lock
     /// sleeps; a woken waiter retries and may lose to a lock stealer).
@@ -233,8 +235,22 @@ pub enum SyncObject {
     Mutex,
     /// A condition variable (or a bare futex wait queue).
     Cond,
-    /// A byte stream with a bounded buffer: a pipe or a unix socket.
+    /// A byte stream with a bounded buffer of `capacity` bytes: a writer
+    /// copies what fits and sleeps while it is full; a read that takes bytes
+    /// wakes the first sleeping writer. A generic stream; [`SyncObject::Pipe`]
+    /// follows the kernel's own rules.
     Channel { capacity: u64 },
+    /// An anonymous pipe as fs/pipe.c keeps it: a ring of `buffers` slots
+    /// (`struct pipe_buffer`), each holding part of one page of `page_bytes`.
+    /// A write first appends to the last slot's page while that page has room
+    /// and the pipe is not empty (anon_pipe_write()'s merge of small writes),
+    /// then fills new pages in free slots; it sleeps (exclusively) only while
+    /// every slot is in use. A read wakes one sleeping writer, with WF_SYNC,
+    /// only when it emptied a slot of a pipe whose slots were all in use
+    /// (anon_pipe_read()'s `wake_writer`); a writer that slept, wrote and
+    /// leaves a slot free wakes the next one. A write into an empty pipe wakes
+    /// a sleeping reader with WF_SYNC.
+    Pipe { buffers: u32, page_bytes: u64 },
     /// A counting semaphore.
     Semaphore { initial: u32 },
     /// A shared atomic counter (work tickets), starting at 0.
@@ -245,8 +261,13 @@ pub enum SyncObject {
     Shared { chunks: u32 },
 }
 
+/// Slots of a new pipe (`PIPE_DEF_BUFFERS`, include/linux/pipe_fs_i.h).
+pub const PIPE_DEF_BUFFERS: u32 = 16;
+/// The page a pipe slot holds: `PAGE_SIZE` of x86-64 and of arm64's default
+/// 4 KiB granule (ppc64 distribution kernels use 64 KiB pages).
+pub const PAGE_BYTES: u64 = 4096;
 /// The kernel's default pipe buffer: 16 pages (`PIPE_DEF_BUFFERS`).
-pub const PIPE_CAPACITY: u64 = 64 * 1024;
+pub const PIPE_CAPACITY: u64 = PIPE_DEF_BUFFERS as u64 * PAGE_BYTES;
 /// A unix stream socket's send buffer: `net.core.wmem_default` (208 KiB).
 /// The limit counts each message's skb truesize, not its payload: see
 /// [`SKB_OVERHEAD`].
