@@ -59,6 +59,17 @@ enum Obj {
         /// CPU of the last write: a reader elsewhere pulls the lines over.
         writer_cpu: Option<schedlab_topo::CpuId>,
     },
+    /// One direction of an AF_UNIX stream socket (net/unix/af_unix.c).
+    Sock {
+        sndbuf: u64,
+        /// Truesize of the queued messages (`sk_wmem_alloc` less its base).
+        queued: u64,
+        skbs: VecDeque<Skb>,
+        readers: VecDeque<TaskId>,
+        writers: VecDeque<TaskId>,
+        /// CPU of the last write: a reader elsewhere pulls the lines over.
+        writer_cpu: Option<schedlab_topo::CpuId>,
+    },
     Sem {
         count: u64,
         waiters: VecDeque<TaskId>,
@@ -78,6 +89,15 @@ enum Obj {
 struct PipeBuf {
     len: u64,
     end: u64,
+}
+
+/// A queued message of a unix stream socket: `left` unread bytes of an skb
+/// charged `truesize` to the writer's send buffer until the reader has
+/// consumed it all.
+#[derive(Clone, Copy, Debug)]
+struct Skb {
+    left: u64,
+    truesize: u64,
 }
 
 impl Ipc {
@@ -109,6 +129,14 @@ impl Ipc {
                     buffers: buffers.max(1) as usize,
                     page_bytes: page_bytes.max(1),
                     bufs: VecDeque::new(),
+                    readers: VecDeque::new(),
+                    writers: VecDeque::new(),
+                    writer_cpu: None,
+                },
+                SyncObject::UnixStream { sndbuf } => Obj::Sock {
+                    sndbuf: sndbuf.max(1),
+                    queued: 0,
+                    skbs: VecDeque::new(),
                     readers: VecDeque::new(),
                     writers: VecDeque::new(),
                     writer_cpu: None,
@@ -164,6 +192,9 @@ impl Ipc {
                     readers, writers, ..
                 }
                 | Obj::Pipe {
+                    readers, writers, ..
+                }
+                | Obj::Sock {
                     readers, writers, ..
                 } => readers.len() + writers.len(),
             })
@@ -665,7 +696,7 @@ impl Sim {
 
     /// `Send` on a generic `Channel`: copy what fits, wake a reader with
     /// WF_SYNC, sleep while the buffer is full. A `Pipe` goes to
-    /// [`Sim::pipe_write`].
+    /// [`Sim::pipe_write`], a `UnixStream` to [`Sim::unix_stream_send`].
     fn chan_send(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -674,8 +705,10 @@ impl Sim {
         if left == 0 {
             return Flow::Next;
         }
-        if let Some(Obj::Pipe { .. }) = self.obj(chan) {
-            return self.pipe_write(t, chan, left);
+        match self.obj(chan) {
+            Some(Obj::Pipe { .. }) => return self.pipe_write(t, chan, left),
+            Some(Obj::Sock { .. }) => return self.unix_stream_send(t, chan, left),
+            _ => {}
         }
         let cpu = self.tasks[t as usize].cpu;
         let Some(Obj::Chan {
@@ -718,7 +751,8 @@ impl Sim {
 
     /// `Recv` on a generic `Channel`, in a loop until `bytes` arrived: take
     /// what is there, wake a writer with WF_SYNC, sleep while empty. A `Pipe`
-    /// goes to [`Sim::pipe_read`].
+    /// goes to [`Sim::pipe_read`], a `UnixStream` to
+    /// [`Sim::unix_stream_recv`].
     fn chan_recv(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -727,8 +761,10 @@ impl Sim {
         if left == 0 {
             return Flow::Next;
         }
-        if let Some(Obj::Pipe { .. }) = self.obj(chan) {
-            return self.pipe_read(t, chan, bytes, left);
+        match self.obj(chan) {
+            Some(Obj::Pipe { .. }) => return self.pipe_read(t, chan, bytes, left),
+            Some(Obj::Sock { .. }) => return self.unix_stream_recv(t, chan, bytes, left),
+            _ => {}
         }
         let Some(Obj::Chan {
             used,
@@ -917,6 +953,114 @@ impl Sim {
         }
         if let Some(r) = next_reader {
             self.wake_waiter(r, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        self.pull_message(t, from, n, bytes)
+    }
+
+    /// unix_stream_sendmsg() of the `left` bytes (skb truesize) a write still
+    /// has to queue: while the queued truesize is below the send buffer
+    /// (sock_alloc_send_pskb()'s test) it queues a message, at most
+    /// `sndbuf / 2 - 64` bytes ("keep two messages in the pipe"), whole even
+    /// if that overshoots the buffer, and each one wakes every sleeping
+    /// reader (sk_data_ready = sock_def_readable(), WF_SYNC; readers wait
+    /// non-exclusively in unix_stream_data_wait()). With the buffer full it
+    /// sleeps in sock_wait_for_wmem(), a non-exclusive wait: every such
+    /// writer is woken together by [`Sim::unix_stream_recv`].
+    fn unix_stream_send(&mut self, t: TaskId, chan: u32, left: u64) -> Flow {
+        let cpu = self.tasks[t as usize].cpu;
+        let Some(Obj::Sock {
+            sndbuf,
+            queued,
+            skbs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let max_skb = (*sndbuf / 2).saturating_sub(64).max(1);
+        let mut rest = left;
+        while rest > 0 && *queued < *sndbuf {
+            let c = rest.min(max_skb);
+            skbs.push_back(Skb {
+                left: c,
+                truesize: c,
+            });
+            *queued += c;
+            rest -= c;
+        }
+        let readers: Vec<TaskId> = if rest < left {
+            *writer_cpu = Some(cpu);
+            readers.drain(..).collect()
+        } else {
+            Vec::new()
+        };
+        if rest > 0 {
+            writers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        for r in readers {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        Flow::Next
+    }
+
+    /// unix_stream_read_generic() in a loop until the message's `bytes`
+    /// arrived (`left` still to come): take the queued messages' bytes,
+    /// oldest first; a message read to its end is freed (consume_skb() →
+    /// sock_wfree()), and unix_write_space() then wakes every sleeping
+    /// writer, with WF_SYNC, if the socket is writable: unix_writable(),
+    /// 4 × `sk_wmem_alloc` ≤ `sk_sndbuf`, where the counter holds the
+    /// queued truesize plus its base of 1 and the 1 sock_wfree() keeps
+    /// until the call returns. Until then a read wakes no writer. With
+    /// nothing queued the reader sleeps (non-exclusively).
+    fn unix_stream_recv(&mut self, t: TaskId, chan: u32, bytes: u64, left: u64) -> Flow {
+        let Some(Obj::Sock {
+            sndbuf,
+            queued,
+            skbs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let from = *writer_cpu;
+        let mut rest = left;
+        let mut writable = false;
+        while rest > 0 {
+            let Some(skb) = skbs.front_mut() else {
+                break;
+            };
+            let c = skb.left.min(rest);
+            skb.left -= c;
+            rest -= c;
+            if skb.left == 0 {
+                *queued -= skb.truesize;
+                skbs.pop_front();
+                writable |= 4 * (*queued + 2) <= *sndbuf;
+            }
+        }
+        let n = left - rest;
+        let writers: Vec<TaskId> = if writable {
+            writers.drain(..).collect()
+        } else {
+            Vec::new()
+        };
+        if rest > 0 {
+            readers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        for w in writers {
+            self.wake_waiter(w, t, WF_SYNC);
         }
         if rest > 0 {
             return self.sleep_on_step(t);
@@ -1727,6 +1871,34 @@ mod tests {
                 }
                 ts.push(tpl("pr", s));
             }
+            // And over a unix stream socket of an 8 KiB send buffer: skbs
+            // of at most 4032 B, writers woken all at once.
+            for _ in 0..3 {
+                let mut s = Vec::new();
+                let mut sent = 0;
+                for _ in 0..20 {
+                    let bytes = r.gen_range(1..3000);
+                    sent += bytes;
+                    s.push(work(&mut r, 30));
+                    s.push(Step::Send { chan: 4, bytes });
+                }
+                s.push(Step::Send {
+                    chan: 4,
+                    bytes: 60_000 - sent,
+                });
+                ts.push(tpl("sw", s));
+            }
+            for _ in 0..4 {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv {
+                        chan: 4,
+                        bytes: 5000,
+                    });
+                    s.push(work(&mut r, 30));
+                }
+                ts.push(tpl("sr", s));
+            }
             // A ping-pong pair over two small pipes.
             for i in 0..2u32 {
                 let mut s = Vec::new();
@@ -1753,6 +1925,7 @@ mod tests {
                             buffers: 4,
                             page_bytes: 1024,
                         },
+                        SyncObject::UnixStream { sndbuf: 8192 },
                     ],
                 ),
                 seed,
@@ -1877,6 +2050,133 @@ mod tests {
         assert_eq!(task("w1").last_waker_cpu, Some(3));
         assert_eq!(task("w2").stats.wakeups, 1);
         assert_eq!(task("w2").last_waker_cpu, Some(1));
+    }
+
+    /// A unix stream socket (net/unix/af_unix.c) with hackbench's messages
+    /// (100 bytes charged 740 of truesize) and `wmem_default`'s 212992-byte
+    /// send buffer: a writer far ahead of a slow reader queues 288 messages
+    /// (until 287 × 740 B is below the buffer and the 288th overshoots it)
+    /// and sleeps; unix_write_space() wakes it only once the reader has
+    /// brought the queue down to 71 messages (4 × (71 × 740 + 2) ≤ 212992),
+    /// 217 reads later. 600 messages cost the writer two sleeps.
+    #[test]
+    fn a_unix_socket_wakes_its_writer_once_a_quarter_of_the_buffer_is_left() {
+        let n = 600;
+        let msg = 740;
+        let w = pinned(
+            "w",
+            0,
+            vec![
+                Step::Compute { work_ns: 1_000 },
+                Step::Send {
+                    chan: 0,
+                    bytes: msg,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let r = pinned(
+            "r",
+            1,
+            vec![
+                Step::Compute { work_ns: 20_000 },
+                Step::Recv {
+                    chan: 0,
+                    bytes: msg,
+                },
+                Step::Compute { work_ns: 50_000 },
+                Step::Loop {
+                    start: 1,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let wakeups = |sock: SyncObject| {
+            let s = spec(vec![w.clone(), r.clone()], vec![sock]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            assert_eq!(sim.ipc.nr_waiters(), 0);
+            let wakeups = |name: &str| {
+                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+                t.stats.wakeups
+            };
+            (wakeups("w"), wakeups("r"))
+        };
+        assert_eq!(wakeups(SyncObject::UnixStream { sndbuf: 212_992 }), (2, 0));
+        // A byte buffer of that size wakes the writer on every read that
+        // finds it asleep.
+        let (w_bytes, _) = wakeups(SyncObject::Channel { capacity: 212_992 });
+        assert!(w_bytes > 20, "{w_bytes}");
+    }
+
+    /// unix_write_space() wakes every writer sleeping on a full socket at
+    /// once (they wait non-exclusively), and only when the read leaves the
+    /// socket writable: a read that leaves more than a quarter of the send
+    /// buffer queued wakes nobody.
+    #[test]
+    fn a_unix_socket_wakes_all_its_writers_once_it_is_writable() {
+        let send = Step::Send {
+            chan: 0,
+            bytes: 100,
+        };
+        let fill = pinned("fill", 0, vec![send.clone(); 10]);
+        let writer = |name: &str, cpu: CpuId| {
+            pinned(
+                name,
+                cpu,
+                vec![
+                    Step::Compute { work_ns: 10_000 },
+                    send.clone(),
+                    Step::Mark { tag: 1 },
+                    Step::Exit,
+                ],
+            )
+        };
+        let recv = |bytes| Step::Recv { chan: 0, bytes };
+        let reader = pinned(
+            "r",
+            4,
+            vec![
+                Step::Sleep { ns: 1_000_000 },
+                // 300 B left: 4 × 302 > 1000, not writable.
+                recv(700),
+                Step::Mark { tag: 0 },
+                Step::Compute { work_ns: 100_000 },
+                // 200 B left: writable.
+                recv(100),
+                recv(500),
+                Step::Exit,
+            ],
+        );
+        let s = spec(
+            vec![
+                fill,
+                writer("w1", 1),
+                writer("w2", 2),
+                writer("w3", 3),
+                reader,
+            ],
+            vec![SyncObject::UnixStream { sndbuf: 1000 }],
+        );
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
+        let first_read = sim.marks.iter().find(|m| m.1 == 0).unwrap().2;
+        let sent: Vec<u64> = sim.marks.iter().filter(|m| m.1 == 1).map(|m| m.2).collect();
+        assert_eq!(sent.len(), 3);
+        assert!(sent.iter().all(|&at| at > first_read + 100_000), "{sent:?}");
+        for name in ["w1", "w2", "w3"] {
+            let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+            assert_eq!(t.stats.wakeups, 1, "{name}");
+            assert_eq!(t.last_waker_cpu, Some(4), "{name}");
+        }
     }
 
     /// lat_pipe between two pinned CPUs: µs per round trip.

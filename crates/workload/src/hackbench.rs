@@ -12,8 +12,10 @@
 //! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
 //! full buffer puts the writer to sleep until the reader drains it; an empty
 //! one puts the reader to sleep; the peer is woken with WF_SYNC, as
-//! pipe_write()/unix_stream_sendmsg() do, and a pipe's reader wakes a writer
-//! only when it frees a slot of a full pipe (anon_pipe_read()). In total
+//! pipe_write()/unix_stream_sendmsg() do; a pipe's reader wakes a writer
+//! only when it frees a slot of a full pipe (anon_pipe_read()), a socket's
+//! reader wakes all its sleeping writers once the queued messages are down
+//! to a quarter of the send buffer (unix_write_space()). In total
 //! `groups·fds²·loops` messages. Output ends `Time: X.XXX` (seconds), like
 //! hackbench.
 //!
@@ -147,8 +149,8 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         )
     } else {
         (
-            SyncObject::Channel {
-                capacity: SOCKET_CAPACITY,
+            SyncObject::UnixStream {
+                sndbuf: SOCKET_CAPACITY,
             },
             p.datasize + SKB_OVERHEAD,
         )
@@ -351,6 +353,9 @@ mod tests {
         }));
         // Defaults: 400k messages over sockets, processes.
         let d = HackbenchParams::from_spec(&parse_spec("hackbench").unwrap()).unwrap();
+        assert!(build(&d, None).sync.contains(&SyncObject::UnixStream {
+            sndbuf: SOCKET_CAPACITY
+        }));
         assert_eq!(d.messages(), 400_000);
         assert!(!d.pipe && !d.threads);
         assert!(HackbenchParams::from_spec(&parse_spec("hackbench:ipc=tcp").unwrap()).is_err());

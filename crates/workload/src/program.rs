@@ -61,11 +61,11 @@ pub enum Step {
     Exit,
     /// Busy for `ns` of wall time whatever the CPU's speed (rt-app `runtime`).
     RunWall { ns: u64 },
-    /// Write `bytes` into a [`SyncObject::Channel`] or [`SyncObject::Pipe`]:
-    /// blocks while there is no room, wakes a
+    /// Write `bytes` into a [`SyncObject::Channel`], [`SyncObject::Pipe`] or
+    /// [`SyncObject::UnixStream`]: blocks while there is no room, wakes a
     /// sleeping reader with WF_SYNC (each object's rules say when).
     Send { chan: SyncId, bytes: u64 },
-    /// Read exactly `bytes` from a channel or pipe (a read loop until
+    /// Read exactly `bytes` from a channel, pipe or socket (a read loop until
     /// the message is complete): blocks while it is empty, wakes blocked
     /// writers when the object's rules say the read made room for them.
     Recv { chan: SyncId, bytes: u64 },
@@ -238,7 +238,7 @@ pub enum SyncObject {
     /// A byte stream with a bounded buffer of `capacity` bytes: a writer
     /// copies what fits and sleeps while it is full; a read that takes bytes
     /// wakes the first sleeping writer. A generic stream; [`SyncObject::Pipe`]
-    /// follows the kernel's own rules.
+    /// and [`SyncObject::UnixStream`] follow the kernel's own rules.
     Channel { capacity: u64 },
     /// An anonymous pipe as fs/pipe.c keeps it: a ring of `buffers` slots
     /// (`struct pipe_buffer`), each holding part of one page of `page_bytes`.
@@ -251,6 +251,19 @@ pub enum SyncObject {
     /// leaves a slot free wakes the next one. A write into an empty pipe wakes
     /// a sleeping reader with WF_SYNC.
     Pipe { buffers: u32, page_bytes: u64 },
+    /// One direction of an AF_UNIX stream socket (net/unix/af_unix.c): the
+    /// writing socket's send buffer `sndbuf` (`sk_sndbuf`) limits the bytes
+    /// of its queued messages (`sk_wmem_alloc`, each message's skb truesize:
+    /// a workload passes the truesize as `Send`'s bytes). A write queues a
+    /// whole message (an skb of up to `sndbuf / 2 - 64` bytes, a longer write
+    /// several) whenever the queued bytes are below `sndbuf`
+    /// (sock_alloc_send_pskb()), so the last one may overshoot; otherwise the
+    /// writer sleeps, non-exclusively. Every queued message wakes every
+    /// sleeping reader with WF_SYNC (sock_def_readable()). A read that
+    /// consumes a whole message frees its truesize and, if then 4 × queued ≤
+    /// `sndbuf` (unix_writable() in unix_write_space()), wakes every sleeping
+    /// writer with WF_SYNC.
+    UnixStream { sndbuf: u64 },
     /// A counting semaphore.
     Semaphore { initial: u32 },
     /// A shared atomic counter (work tickets), starting at 0.
