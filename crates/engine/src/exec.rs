@@ -294,10 +294,13 @@ impl Sim {
                     }
                 }
                 Step::Signal { cond } => {
-                    self.cond_wake(t, cond, false);
+                    self.cond_wake(t, cond, false, 0);
                 }
                 Step::Broadcast { cond } => {
-                    self.cond_wake(t, cond, true);
+                    self.cond_wake(t, cond, true, 0);
+                }
+                Step::BroadcastSync { cond } => {
+                    self.cond_wake(t, cond, true, WF_SYNC);
                 }
                 Step::SemPost { sem } => self.sem_post(t, sem),
                 Step::SemReset { sem } => {
@@ -1270,7 +1273,7 @@ impl Sim {
             Some(Obj::Mutex { owner: Some(_), .. })
         );
         if !held {
-            return self.cond_wake(t, cond, true);
+            return self.cond_wake(t, cond, true, 0);
         }
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
@@ -1312,9 +1315,10 @@ impl Sim {
         self.sleep_on_step(t)
     }
 
-    /// pthread_cond_signal() / pthread_cond_broadcast(). Returns whether it
-    /// woke anyone.
-    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool) -> bool {
+    /// pthread_cond_signal() / pthread_cond_broadcast(), or with `WF_SYNC`
+    /// in `flags` a sync wakeup of every poller (`Step::BroadcastSync`).
+    /// Returns whether it woke anyone.
+    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool, flags: u32) -> bool {
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
         };
@@ -1325,7 +1329,7 @@ impl Sim {
         };
         let any = !woken.is_empty();
         for w in woken {
-            self.wake_waiter(w, t, 0);
+            self.wake_waiter(w, t, flags);
         }
         any
     }
@@ -2177,6 +2181,50 @@ mod tests {
             assert_eq!(t.stats.wakeups, 1, "{name}");
             assert_eq!(t.last_waker_cpu, Some(4), "{name}");
         }
+    }
+
+    /// A sync broadcast (a write into the pipe every waiter poll()s) wakes
+    /// its waiters with WF_SYNC: with the waker alone on its CPU and the
+    /// waiter's previous CPU busy, wake_affine_idle() takes the waker's CPU
+    /// (`sync && nr_running == 1`); after a plain broadcast
+    /// wake_affine_weight() keeps the freshly forked waiter's (still heavy)
+    /// load on its previous CPU. The waiter is forked while the waker's CPU
+    /// is busy, so it starts on the other one.
+    #[test]
+    fn a_sync_broadcast_wakes_its_waiters_with_wf_sync() {
+        let affine = |bc: Step| {
+            let both = CpuMask::from_cpus([0, 1]);
+            let mut waiter = tpl(
+                "waiter",
+                vec![
+                    Step::Wait {
+                        cond: 0,
+                        mutex: None,
+                    },
+                    Step::Exit,
+                ],
+            );
+            waiter.affinity = Some(both);
+            let hog = pinned(
+                "hog",
+                1,
+                vec![
+                    Step::Sleep { ns: 100_000 },
+                    Step::Compute { work_ns: 5_000_000 },
+                ],
+            );
+            let main = pinned(
+                "main",
+                0,
+                vec![Step::Compute { work_ns: 1_000_000 }, bc, Step::Exit],
+            );
+            let s = spec(vec![main, hog, waiter], vec![SyncObject::Cond]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            sim.counters.wake_affine_this
+        };
+        assert_eq!(affine(Step::BroadcastSync { cond: 0 }), 1);
+        assert_eq!(affine(Step::Broadcast { cond: 0 }), 0);
     }
 
     /// lat_pipe between two pinned CPUs: µs per round trip.

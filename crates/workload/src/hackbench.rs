@@ -22,8 +22,9 @@
 //! What it leaves out: the cost of the socket/pipe code beyond a per-call CPU
 //! cost (`SYSCALL_*`, ESTIMATES) plus a copy cost per byte, cache-line
 //! transfer of the message data, poll() on the GO descriptor (a futex-style
-//! wait here), the different fork cost of processes vs threads (`mode` only
-//! changes the names), and TCP (`-i`).
+//! wait here, woken with WF_SYNC as pipe_write() wakes its pollers), the
+//! ready pipe (a semaphore), the different fork cost of processes vs threads
+//! (`mode` only changes the names), and TCP (`-i`).
 
 use crate::program::{
     Step, SyncObject, ThreadTemplate, WorkloadSpec, PAGE_BYTES, PIPE_DEF_BUFFERS, SKB_OVERHEAD,
@@ -251,7 +252,8 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             slot: 0,
         },
         Step::Mark { tag: TAG_START },
-        Step::Broadcast { cond: GO },
+        // write(wakefds[1]): every worker poll()s that pipe.
+        Step::BroadcastSync { cond: GO },
         Step::SemWait { sem: DONE },
         Step::Loop {
             start: n + 4,
@@ -346,6 +348,10 @@ mod tests {
         assert_eq!(recvs, sends);
         assert_eq!(p.messages(), sends);
         assert_eq!(spec.templates.len(), 1 + 2 * 3 * 4);
+        // GO is a write into the pipe every worker poll()s: a sync wakeup.
+        assert!(spec.templates[0]
+            .steps
+            .contains(&Step::BroadcastSync { cond: GO }));
         // Pipes: 16 slots of a 4 KiB page.
         assert!(spec.sync.contains(&SyncObject::Pipe {
             buffers: 16,

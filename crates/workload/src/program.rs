@@ -86,6 +86,12 @@ pub enum Step {
     Signal { cond: SyncId },
     /// Wake every waiter of a condition.
     Broadcast { cond: SyncId },
+    /// Wake every waiter of a condition with WF_SYNC: a write into a pipe
+    /// that all the waiters poll() (hackbench's GO). anon_pipe_write() wakes
+    /// the pipe's read wait queue with wake_up_interruptible_sync_poll(), and
+    /// each poller's entry there (pollwake() in fs/select.c) hands the sync
+    /// flag on to try_to_wake_up().
+    BroadcastSync { cond: SyncId },
     /// Post a [`SyncObject::Semaphore`] (count + 1, wake one waiter).
     SemPost { sem: SyncId },
     /// Wait on a semaphore: take a count or sleep until one is posted.
