@@ -276,10 +276,7 @@ impl Sim {
                 }
                 Step::Unlock { mutex } => self.mutex_unlock(t, mutex),
                 Step::LockPerCpu { first, count } => {
-                    let cpu = self.tasks[t as usize].cpu as u32;
-                    let m = first.saturating_add(cpu % count.max(1));
-                    self.tasks[t as usize].percpu_lock = Some(m);
-                    if let Flow::Stop = self.mutex_lock(t, m) {
+                    if let Flow::Stop = self.lock_this_cpu(t, first, count) {
                         return;
                     }
                 }
@@ -1171,6 +1168,41 @@ impl Sim {
                 spinners.push(t);
                 self.tasks[t as usize].spin_wait = Some(SpinWait::Lock(m));
                 self.start_activity(t, Activity::Spin, f64::INFINITY);
+                Flow::Stop
+            }
+        }
+    }
+
+    /// schbench's lock_this_cpu(): sched_getcpu(), then `while
+    /// (pthread_mutex_trylock(lock) != 0) nop;` on that CPU's lock — a spin
+    /// ([`Sim::spin_lock`]), never a sleep — then sched_getcpu() again: a
+    /// thread migrated while it spun releases the lock it got and starts over
+    /// with its new CPU's. A spinning thread leaves its program counter on
+    /// the step, so that once it has the lock the step runs again and makes
+    /// that second check (`percpu_lock` names the lock it went for).
+    fn lock_this_cpu(&mut self, t: TaskId, first: u32, count: u32) -> Flow {
+        let cpu = self.tasks[t as usize].cpu as u32;
+        let want = first.saturating_add(cpu % count.max(1));
+        if let Some(m) = self.tasks[t as usize].percpu_lock {
+            let held = matches!(
+                self.ipc.objs.get(m as usize),
+                Some(Obj::Mutex { owner: Some(o), .. }) if *o == t
+            );
+            if held {
+                if m == want {
+                    return Flow::Next;
+                }
+                // Got the lock, but on another CPU: unlock, again.
+                self.tasks[t as usize].percpu_lock = None;
+                self.mutex_unlock(t, m);
+            }
+        }
+        self.tasks[t as usize].percpu_lock = Some(want);
+        match self.spin_lock(t, want) {
+            Flow::Next => Flow::Next,
+            Flow::Stop => {
+                let tk = &mut self.tasks[t as usize];
+                tk.pc = tk.pc.saturating_sub(1);
                 Flow::Stop
             }
         }
@@ -2225,6 +2257,73 @@ mod tests {
         };
         assert_eq!(affine(Step::BroadcastSync { cond: 0 }), 1);
         assert_eq!(affine(Step::Broadcast { cond: 0 }), 0);
+    }
+
+    /// schbench's lock_this_cpu(): the per-CPU lock is a trylock spin, not a
+    /// sleep, and a thread that migrated while it spun gives the lock it got
+    /// back and takes its new CPU's. `t` is forked onto CPU 0, whose lock
+    /// `h` holds for 10 ms of work: it spins there in turns with `h` (never
+    /// sleeping), is pulled to CPU 1 when that CPU's hog exits at 5 ms, spins
+    /// on for CPU 0's lock from there, gets it when `h` unlocks, sees it runs
+    /// on CPU 1, unlocks it and enters its request under CPU 1's lock.
+    #[test]
+    fn a_per_cpu_lock_spins_and_follows_a_migration() {
+        let lock = Step::LockPerCpu { first: 0, count: 4 };
+        let h = pinned(
+            "h",
+            0,
+            vec![
+                lock.clone(),
+                Step::Spawn { template: 2 },
+                Step::Compute {
+                    work_ns: 10_000_000,
+                },
+                Step::UnlockPerCpu,
+                Step::Exit,
+            ],
+        );
+        let hog = pinned("hog", 1, vec![Step::Compute { work_ns: 5_000_000 }]);
+        let mut t = tpl(
+            "t",
+            vec![
+                lock,
+                Step::Mark { tag: 0 },
+                Step::Compute { work_ns: 5_000_000 },
+                Step::UnlockPerCpu,
+                Step::Exit,
+            ],
+        );
+        t.affinity = Some(CpuMask::from_cpus([0, 1]));
+        let mut sp = spec(vec![h, hog, t], vec![SyncObject::Mutex; 4]);
+        sp.initial = vec![0, 1];
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", sp);
+        let owner = |sim: &Sim, m: usize| match &sim.ipc.objs[m] {
+            super::Obj::Mutex { owner, .. } => *owner,
+            _ => None,
+        };
+        let mut spun_after_migrating = false;
+        let mut now = 0;
+        while sim.marks.is_empty() {
+            now += 50_000;
+            assert!(now < 20_000_000, "t never took a lock");
+            sim.run_until(now);
+            let Some(t) = sim.tasks.iter().find(|x| &*x.name == "t") else {
+                continue;
+            };
+            spun_after_migrating |= t.cpu == 1 && t.percpu_lock == Some(0);
+        }
+        assert!(spun_after_migrating);
+        let t = sim.tasks.iter().find(|x| &*x.name == "t").unwrap();
+        let id = t.id;
+        assert_eq!(t.cpu, 1);
+        assert_eq!(t.percpu_lock, Some(1));
+        assert_eq!(owner(&sim, 1), Some(id));
+        assert_ne!(owner(&sim, 0), Some(id));
+        // It spun (CPU time while `h` held the lock), it never slept.
+        assert_eq!(t.stats.wakeups, 0);
+        assert!(t.stats.cpu_time_ns > 1_000_000, "{}", t.stats.cpu_time_ns);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
     }
 
     /// lat_pipe between two pinned CPUs: µs per round trip.

@@ -74,8 +74,11 @@ pub enum Step {
     Lock { mutex: SyncId },
     /// Release a mutex and wake its first waiter (FIFO).
     Unlock { mutex: SyncId },
-    /// Acquire the mutex of the CPU the thread runs on: mutex
-    /// `first + cpu % count` (schbench's per-CPU lock, chosen by sched_getcpu()).
+    /// schbench's lock_this_cpu(): look up the CPU the thread runs on
+    /// (sched_getcpu()) and busy-wait in a trylock loop, without sleeping, on
+    /// that CPU's mutex `first + cpu % count` (as [`Step::SpinLock`]); once
+    /// it is taken, look the CPU up again and, if the thread was migrated
+    /// while it spun, release that mutex and start over with the new CPU's.
     LockPerCpu { first: SyncId, count: u32 },
     /// Release the mutex taken by the last `LockPerCpu`.
     UnlockPerCpu,

@@ -7,8 +7,10 @@
 //! again. The worker records its **wakeup latency** (now − wake time), then
 //! serves a fake request: `usleep(sleep_us)`, then `operations` naive matrix
 //! multiplies on a `footprint_kb` working set under a **per-CPU mutex**
-//! (taken on the CPU the worker runs on, so preemption or migration in the
-//! middle of a request blocks the next user of that CPU's lock), and records
+//! (lock_this_cpu(): the lock of the CPU the worker runs on, taken in a
+//! trylock spin that never sleeps, and given back for the new CPU's if the
+//! worker migrated while it spun; preemption or migration in the middle of a
+//! request makes the next user of that CPU's lock spin), and records
 //! the **request latency** (from its wakeup to the end of the request).
 //! Completed requests per one-second interval give the **RPS** samples.
 //! The report follows schbench's: percentiles 50/90/*99/99.9 with min and
