@@ -49,6 +49,27 @@ enum Obj {
         /// CPU of the last write: a reader elsewhere pulls the lines over.
         writer_cpu: Option<schedlab_topo::CpuId>,
     },
+    /// An anonymous pipe (fs/pipe.c): its ring of page slots, oldest first.
+    Pipe {
+        buffers: usize,
+        page_bytes: u64,
+        bufs: VecDeque<PipeBuf>,
+        readers: VecDeque<TaskId>,
+        writers: VecDeque<TaskId>,
+        /// CPU of the last write: a reader elsewhere pulls the lines over.
+        writer_cpu: Option<schedlab_topo::CpuId>,
+    },
+    /// One direction of an AF_UNIX stream socket (net/unix/af_unix.c).
+    Sock {
+        sndbuf: u64,
+        /// Truesize of the queued messages (`sk_wmem_alloc` less its base).
+        queued: u64,
+        skbs: VecDeque<Skb>,
+        readers: VecDeque<TaskId>,
+        writers: VecDeque<TaskId>,
+        /// CPU of the last write: a reader elsewhere pulls the lines over.
+        writer_cpu: Option<schedlab_topo::CpuId>,
+    },
     Sem {
         count: u64,
         waiters: VecDeque<TaskId>,
@@ -59,6 +80,24 @@ enum Obj {
         /// the value equals the one it holds here.
         pollers: Vec<(TaskId, u32)>,
     },
+}
+
+/// One slot of a pipe's ring (`struct pipe_buffer`): `len` unread bytes
+/// that end `end` bytes into the slot's page (`offset + len`; a read moves
+/// the offset up, so a read does not make room for merged writes).
+#[derive(Clone, Copy, Debug)]
+struct PipeBuf {
+    len: u64,
+    end: u64,
+}
+
+/// A queued message of a unix stream socket: `left` unread bytes of an skb
+/// charged `truesize` to the writer's send buffer until the reader has
+/// consumed it all.
+#[derive(Clone, Copy, Debug)]
+struct Skb {
+    left: u64,
+    truesize: u64,
 }
 
 impl Ipc {
@@ -79,6 +118,25 @@ impl Ipc {
                 SyncObject::Channel { capacity } => Obj::Chan {
                     capacity: capacity.max(1),
                     used: 0,
+                    readers: VecDeque::new(),
+                    writers: VecDeque::new(),
+                    writer_cpu: None,
+                },
+                SyncObject::Pipe {
+                    buffers,
+                    page_bytes,
+                } => Obj::Pipe {
+                    buffers: buffers.max(1) as usize,
+                    page_bytes: page_bytes.max(1),
+                    bufs: VecDeque::new(),
+                    readers: VecDeque::new(),
+                    writers: VecDeque::new(),
+                    writer_cpu: None,
+                },
+                SyncObject::UnixStream { sndbuf } => Obj::Sock {
+                    sndbuf: sndbuf.max(1),
+                    queued: 0,
+                    skbs: VecDeque::new(),
                     readers: VecDeque::new(),
                     writers: VecDeque::new(),
                     writer_cpu: None,
@@ -131,6 +189,12 @@ impl Ipc {
                 } => waiters.len() + spinners.len(),
                 Obj::Cond { waiters } | Obj::Sem { waiters, .. } => waiters.len(),
                 Obj::Chan {
+                    readers, writers, ..
+                }
+                | Obj::Pipe {
+                    readers, writers, ..
+                }
+                | Obj::Sock {
                     readers, writers, ..
                 } => readers.len() + writers.len(),
             })
@@ -212,10 +276,7 @@ impl Sim {
                 }
                 Step::Unlock { mutex } => self.mutex_unlock(t, mutex),
                 Step::LockPerCpu { first, count } => {
-                    let cpu = self.tasks[t as usize].cpu as u32;
-                    let m = first.saturating_add(cpu % count.max(1));
-                    self.tasks[t as usize].percpu_lock = Some(m);
-                    if let Flow::Stop = self.mutex_lock(t, m) {
+                    if let Flow::Stop = self.lock_this_cpu(t, first, count) {
                         return;
                     }
                 }
@@ -230,10 +291,13 @@ impl Sim {
                     }
                 }
                 Step::Signal { cond } => {
-                    self.cond_wake(t, cond, false);
+                    self.cond_wake(t, cond, false, 0);
                 }
                 Step::Broadcast { cond } => {
-                    self.cond_wake(t, cond, true);
+                    self.cond_wake(t, cond, true, 0);
+                }
+                Step::BroadcastSync { cond } => {
+                    self.cond_wake(t, cond, true, WF_SYNC);
                 }
                 Step::SemPost { sem } => self.sem_post(t, sem),
                 Step::SemReset { sem } => {
@@ -630,8 +694,9 @@ impl Sim {
         self.ipc.objs.get_mut(id as usize)
     }
 
-    /// pipe_write() / unix_stream_sendmsg(): copy what fits, wake a reader
-    /// with WF_SYNC, sleep while the buffer is full.
+    /// `Send` on a generic `Channel`: copy what fits, wake a reader with
+    /// WF_SYNC, sleep while the buffer is full. A `Pipe` goes to
+    /// [`Sim::pipe_write`], a `UnixStream` to [`Sim::unix_stream_send`].
     fn chan_send(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -639,6 +704,11 @@ impl Sim {
         };
         if left == 0 {
             return Flow::Next;
+        }
+        match self.obj(chan) {
+            Some(Obj::Pipe { .. }) => return self.pipe_write(t, chan, left),
+            Some(Obj::Sock { .. }) => return self.unix_stream_send(t, chan, left),
+            _ => {}
         }
         let cpu = self.tasks[t as usize].cpu;
         let Some(Obj::Chan {
@@ -679,8 +749,10 @@ impl Sim {
         Flow::Next
     }
 
-    /// pipe_read() / unix_stream_recvmsg() in a loop until `bytes` arrived:
-    /// take what is there, wake a writer with WF_SYNC, sleep while empty.
+    /// `Recv` on a generic `Channel`, in a loop until `bytes` arrived: take
+    /// what is there, wake a writer with WF_SYNC, sleep while empty. A `Pipe`
+    /// goes to [`Sim::pipe_read`], a `UnixStream` to
+    /// [`Sim::unix_stream_recv`].
     fn chan_recv(&mut self, t: TaskId, chan: u32, bytes: u64) -> Flow {
         let left = match self.tasks[t as usize].io_left {
             0 => bytes,
@@ -688,6 +760,11 @@ impl Sim {
         };
         if left == 0 {
             return Flow::Next;
+        }
+        match self.obj(chan) {
+            Some(Obj::Pipe { .. }) => return self.pipe_read(t, chan, bytes, left),
+            Some(Obj::Sock { .. }) => return self.unix_stream_recv(t, chan, bytes, left),
+            _ => {}
         }
         let Some(Obj::Chan {
             used,
@@ -722,9 +799,20 @@ impl Sim {
         if left > 0 {
             return self.sleep_on_step(t);
         }
-        // The data and the pipe's bookkeeping come from the writer's CPU:
-        // the whole message, also the bytes earlier passes took before the
-        // reader slept for the rest (each read() copies what it gets).
+        self.pull_message(t, from, n, bytes)
+    }
+
+    /// A read completed `bytes`, `n` of them in its last pass: the data and
+    /// the pipe's bookkeeping come from the writer's CPU, the whole message,
+    /// also the bytes earlier passes took before the reader slept for the
+    /// rest (each read() copies what it gets).
+    fn pull_message(
+        &mut self,
+        t: TaskId,
+        from: Option<schedlab_topo::CpuId>,
+        n: u64,
+        bytes: u64,
+    ) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
         match from {
             Some(f) if f != cpu && n > 0 => {
@@ -736,6 +824,248 @@ impl Sim {
             }
             _ => Flow::Next,
         }
+    }
+
+    /// anon_pipe_write() (fs/pipe.c) of the `left` bytes a write still has to
+    /// copy. A write that has not slept yet first appends the part of its
+    /// length that is not a whole number of pages to the last slot's page,
+    /// if the pipe is not empty and that page has room; then it copies page
+    /// after page into free slots. While every slot is in use it sleeps
+    /// (exclusively, at the tail of the queue) with the rest. Into a pipe
+    /// that was empty when it started (or woke) it wakes a sleeping reader;
+    /// after having slept, if it leaves a slot free it wakes the next
+    /// sleeping writer (`wake_next_writer`); both with WF_SYNC
+    /// (wake_up_interruptible_sync_poll()).
+    fn pipe_write(&mut self, t: TaskId, chan: u32, left: u64) -> Flow {
+        // The step runs again after each sleep with what is left in io_left.
+        let resumed = self.tasks[t as usize].io_left > 0;
+        let cpu = self.tasks[t as usize].cpu;
+        let Some(Obj::Pipe {
+            buffers,
+            page_bytes,
+            bufs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let (buffers, page) = (*buffers, *page_bytes);
+        let was_empty = bufs.is_empty();
+        let mut rest = left;
+        let chars = rest % page;
+        if !resumed && !was_empty && chars > 0 {
+            if let Some(last) = bufs.back_mut() {
+                if last.end + chars <= page {
+                    last.len += chars;
+                    last.end += chars;
+                    rest -= chars;
+                }
+            }
+        }
+        while rest > 0 && bufs.len() < buffers {
+            let c = rest.min(page);
+            bufs.push_back(PipeBuf { len: c, end: c });
+            rest -= c;
+        }
+        if rest < left {
+            *writer_cpu = Some(cpu);
+        }
+        let reader = if was_empty && rest < left {
+            readers.pop_front()
+        } else {
+            None
+        };
+        let next_writer = if rest == 0 && resumed && bufs.len() < buffers {
+            writers.pop_front()
+        } else {
+            None
+        };
+        if rest > 0 {
+            writers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        if let Some(r) = reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if let Some(w) = next_writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        Flow::Next
+    }
+
+    /// anon_pipe_read() in a loop until the message's `bytes` arrived (`left`
+    /// of them still to come): take what the slots hold, oldest first; a
+    /// slot emptied while every slot was in use makes the read wake one
+    /// sleeping writer with WF_SYNC (`wake_writer`: a read from a pipe that
+    /// was not full wakes nobody). With nothing to take it sleeps; a read
+    /// that slept and leaves data behind wakes the next sleeping reader.
+    fn pipe_read(&mut self, t: TaskId, chan: u32, bytes: u64, left: u64) -> Flow {
+        let resumed = self.tasks[t as usize].io_left > 0;
+        let Some(Obj::Pipe {
+            buffers,
+            bufs,
+            readers,
+            writers,
+            writer_cpu,
+            ..
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let from = *writer_cpu;
+        let mut rest = left;
+        let mut wake_writer = false;
+        while rest > 0 {
+            let full = bufs.len() >= *buffers;
+            let Some(b) = bufs.front_mut() else {
+                break;
+            };
+            let c = b.len.min(rest);
+            b.len -= c;
+            rest -= c;
+            if b.len == 0 {
+                wake_writer |= full;
+                bufs.pop_front();
+            }
+        }
+        let n = left - rest;
+        let writer = if wake_writer {
+            writers.pop_front()
+        } else {
+            None
+        };
+        let next_reader = if rest == 0 && resumed && !bufs.is_empty() {
+            readers.pop_front()
+        } else {
+            None
+        };
+        if rest > 0 {
+            readers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        if let Some(w) = writer {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if let Some(r) = next_reader {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        self.pull_message(t, from, n, bytes)
+    }
+
+    /// unix_stream_sendmsg() of the `left` bytes (skb truesize) a write still
+    /// has to queue: while the queued truesize is below the send buffer
+    /// (sock_alloc_send_pskb()'s test) it queues a message, at most
+    /// `sndbuf / 2 - 64` bytes ("keep two messages in the pipe"), whole even
+    /// if that overshoots the buffer, and each one wakes every sleeping
+    /// reader (sk_data_ready = sock_def_readable(), WF_SYNC; readers wait
+    /// non-exclusively in unix_stream_data_wait()). With the buffer full it
+    /// sleeps in sock_wait_for_wmem(), a non-exclusive wait: every such
+    /// writer is woken together by [`Sim::unix_stream_recv`].
+    fn unix_stream_send(&mut self, t: TaskId, chan: u32, left: u64) -> Flow {
+        let cpu = self.tasks[t as usize].cpu;
+        let Some(Obj::Sock {
+            sndbuf,
+            queued,
+            skbs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let max_skb = (*sndbuf / 2).saturating_sub(64).max(1);
+        let mut rest = left;
+        while rest > 0 && *queued < *sndbuf {
+            let c = rest.min(max_skb);
+            skbs.push_back(Skb {
+                left: c,
+                truesize: c,
+            });
+            *queued += c;
+            rest -= c;
+        }
+        let readers: Vec<TaskId> = if rest < left {
+            *writer_cpu = Some(cpu);
+            readers.drain(..).collect()
+        } else {
+            Vec::new()
+        };
+        if rest > 0 {
+            writers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        for r in readers {
+            self.wake_waiter(r, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        Flow::Next
+    }
+
+    /// unix_stream_read_generic() in a loop until the message's `bytes`
+    /// arrived (`left` still to come): take the queued messages' bytes,
+    /// oldest first; a message read to its end is freed (consume_skb() →
+    /// sock_wfree()), and unix_write_space() then wakes every sleeping
+    /// writer, with WF_SYNC, if the socket is writable: unix_writable(),
+    /// 4 × `sk_wmem_alloc` ≤ `sk_sndbuf`, where the counter holds the
+    /// queued truesize plus its base of 1 and the 1 sock_wfree() keeps
+    /// until the call returns. Until then a read wakes no writer. With
+    /// nothing queued the reader sleeps (non-exclusively).
+    fn unix_stream_recv(&mut self, t: TaskId, chan: u32, bytes: u64, left: u64) -> Flow {
+        let Some(Obj::Sock {
+            sndbuf,
+            queued,
+            skbs,
+            readers,
+            writers,
+            writer_cpu,
+        }) = self.obj(chan)
+        else {
+            return Flow::Next;
+        };
+        let from = *writer_cpu;
+        let mut rest = left;
+        let mut writable = false;
+        while rest > 0 {
+            let Some(skb) = skbs.front_mut() else {
+                break;
+            };
+            let c = skb.left.min(rest);
+            skb.left -= c;
+            rest -= c;
+            if skb.left == 0 {
+                *queued -= skb.truesize;
+                skbs.pop_front();
+                writable |= 4 * (*queued + 2) <= *sndbuf;
+            }
+        }
+        let n = left - rest;
+        let writers: Vec<TaskId> = if writable {
+            writers.drain(..).collect()
+        } else {
+            Vec::new()
+        };
+        if rest > 0 {
+            readers.push_back(t);
+        }
+        self.tasks[t as usize].io_left = rest;
+        for w in writers {
+            self.wake_waiter(w, t, WF_SYNC);
+        }
+        if rest > 0 {
+            return self.sleep_on_step(t);
+        }
+        self.pull_message(t, from, n, bytes)
     }
 
     /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
@@ -843,6 +1173,41 @@ impl Sim {
         }
     }
 
+    /// schbench's lock_this_cpu(): sched_getcpu(), then `while
+    /// (pthread_mutex_trylock(lock) != 0) nop;` on that CPU's lock — a spin
+    /// ([`Sim::spin_lock`]), never a sleep — then sched_getcpu() again: a
+    /// thread migrated while it spun releases the lock it got and starts over
+    /// with its new CPU's. A spinning thread leaves its program counter on
+    /// the step, so that once it has the lock the step runs again and makes
+    /// that second check (`percpu_lock` names the lock it went for).
+    fn lock_this_cpu(&mut self, t: TaskId, first: u32, count: u32) -> Flow {
+        let cpu = self.tasks[t as usize].cpu as u32;
+        let want = first.saturating_add(cpu % count.max(1));
+        if let Some(m) = self.tasks[t as usize].percpu_lock {
+            let held = matches!(
+                self.ipc.objs.get(m as usize),
+                Some(Obj::Mutex { owner: Some(o), .. }) if *o == t
+            );
+            if held {
+                if m == want {
+                    return Flow::Next;
+                }
+                // Got the lock, but on another CPU: unlock, again.
+                self.tasks[t as usize].percpu_lock = None;
+                self.mutex_unlock(t, m);
+            }
+        }
+        self.tasks[t as usize].percpu_lock = Some(want);
+        match self.spin_lock(t, want) {
+            Flow::Next => Flow::Next,
+            Flow::Stop => {
+                let tk = &mut self.tasks[t as usize];
+                tk.pc = tk.pc.saturating_sub(1);
+                Flow::Stop
+            }
+        }
+    }
+
     /// A lock spinner is switched back in: if the lock was released while it
     /// was preempted and nobody took it, its next trylock succeeds. Returns
     /// true when it took the lock (it then goes on with its program).
@@ -940,7 +1305,7 @@ impl Sim {
             Some(Obj::Mutex { owner: Some(_), .. })
         );
         if !held {
-            return self.cond_wake(t, cond, true);
+            return self.cond_wake(t, cond, true, 0);
         }
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
@@ -982,9 +1347,10 @@ impl Sim {
         self.sleep_on_step(t)
     }
 
-    /// pthread_cond_signal() / pthread_cond_broadcast(). Returns whether it
-    /// woke anyone.
-    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool) -> bool {
+    /// pthread_cond_signal() / pthread_cond_broadcast(), or with `WF_SYNC`
+    /// in `flags` a sync wakeup of every poller (`Step::BroadcastSync`).
+    /// Returns whether it woke anyone.
+    fn cond_wake(&mut self, t: TaskId, cond: u32, all: bool, flags: u32) -> bool {
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
         };
@@ -995,7 +1361,7 @@ impl Sim {
         };
         let any = !woken.is_empty();
         for w in woken {
-            self.wake_waiter(w, t, 0);
+            self.wake_waiter(w, t, flags);
         }
         any
     }
@@ -1512,6 +1878,63 @@ mod tests {
                 }
                 ts.push(tpl("rd", s));
             }
+            // The same over a kernel-style pipe of 4 slots of 1 KiB pages:
+            // writes merge into a page, span several, and wait for slots.
+            // Each writer passes 60000 B in all.
+            for _ in 0..3 {
+                let mut s = Vec::new();
+                let mut sent = 0;
+                for _ in 0..20 {
+                    let bytes = r.gen_range(1..3000);
+                    sent += bytes;
+                    s.push(work(&mut r, 30));
+                    s.push(Step::Send { chan: 3, bytes });
+                }
+                s.push(Step::Send {
+                    chan: 3,
+                    bytes: 60_000 - sent,
+                });
+                ts.push(tpl("pw", s));
+            }
+            for _ in 0..4 {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv {
+                        chan: 3,
+                        bytes: 5000,
+                    });
+                    s.push(work(&mut r, 30));
+                }
+                ts.push(tpl("pr", s));
+            }
+            // And over a unix stream socket of an 8 KiB send buffer: skbs
+            // of at most 4032 B, writers woken all at once.
+            for _ in 0..3 {
+                let mut s = Vec::new();
+                let mut sent = 0;
+                for _ in 0..20 {
+                    let bytes = r.gen_range(1..3000);
+                    sent += bytes;
+                    s.push(work(&mut r, 30));
+                    s.push(Step::Send { chan: 4, bytes });
+                }
+                s.push(Step::Send {
+                    chan: 4,
+                    bytes: 60_000 - sent,
+                });
+                ts.push(tpl("sw", s));
+            }
+            for _ in 0..4 {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv {
+                        chan: 4,
+                        bytes: 5000,
+                    });
+                    s.push(work(&mut r, 30));
+                }
+                ts.push(tpl("sr", s));
+            }
             // A ping-pong pair over two small pipes.
             for i in 0..2u32 {
                 let mut s = Vec::new();
@@ -1534,12 +1957,373 @@ mod tests {
                         SyncObject::Channel { capacity: 4096 },
                         SyncObject::Channel { capacity: 64 },
                         SyncObject::Channel { capacity: 64 },
+                        SyncObject::Pipe {
+                            buffers: 4,
+                            page_bytes: 1024,
+                        },
+                        SyncObject::UnixStream { sndbuf: 8192 },
                     ],
                 ),
                 seed,
             );
             assert!(sim.counters.wakeups > 100);
         }
+    }
+
+    /// A kernel pipe of 16 slots of a 4 KiB page (fs/pipe.c): a writer far
+    /// ahead of a slow reader merges 40 messages of 100 bytes into each page,
+    /// so 640 fill the pipe, and then sleeps. The reader wakes it only when
+    /// it empties a slot of the full pipe (every 40th read), not on every
+    /// read; the woken writer's message takes a slot of its own (no merge
+    /// after a sleep) and the next 39 merge into it: 700 messages cost the
+    /// writer two sleeps, and the reader, never short of data, none.
+    #[test]
+    fn a_pipe_wakes_its_writer_only_when_a_slot_of_a_full_pipe_frees() {
+        let n = 700;
+        let w = pinned(
+            "w",
+            0,
+            vec![
+                Step::Compute { work_ns: 1_000 },
+                Step::Send {
+                    chan: 0,
+                    bytes: 100,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let r = pinned(
+            "r",
+            1,
+            vec![
+                Step::Compute { work_ns: 20_000 },
+                Step::Recv {
+                    chan: 0,
+                    bytes: 100,
+                },
+                Step::Compute { work_ns: 50_000 },
+                Step::Loop {
+                    start: 1,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let wakeups = |pipe: SyncObject| {
+            let s = spec(vec![w.clone(), r.clone()], vec![pipe]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            assert_eq!(sim.ipc.nr_waiters(), 0);
+            let wakeups = |name: &str| {
+                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+                t.stats.wakeups
+            };
+            (wakeups("w"), wakeups("r"))
+        };
+        let pipe = SyncObject::Pipe {
+            buffers: 16,
+            page_bytes: 4096,
+        };
+        assert_eq!(wakeups(pipe), (2, 0));
+        // A byte buffer of the same 64 KiB wakes the writer on every read
+        // that finds it asleep.
+        let (w_bytes, _) = wakeups(SyncObject::Channel { capacity: 65536 });
+        assert!(w_bytes > 20, "{w_bytes}");
+    }
+
+    /// anon_pipe_read() wakes one writer, and only for the slot it freed
+    /// while every slot was in use: a read that empties both slots of a full
+    /// 2-slot pipe wakes the first sleeping writer; that writer, having
+    /// slept, finds a slot still free after its write and wakes the next one
+    /// (`wake_next_writer`), with the sync flag.
+    #[test]
+    fn a_woken_pipe_writer_that_leaves_a_slot_free_wakes_the_next() {
+        // Pages of 100 bytes: a 100-byte message fills a slot, no merging.
+        let send = Step::Send {
+            chan: 0,
+            bytes: 100,
+        };
+        let late = |name: &str, cpu: CpuId, ns: u64| {
+            pinned(
+                name,
+                cpu,
+                vec![Step::Compute { work_ns: ns }, send.clone(), Step::Exit],
+            )
+        };
+        let fill = pinned("fill", 0, vec![send.clone(), send.clone(), Step::Exit]);
+        let recv = Step::Recv {
+            chan: 0,
+            bytes: 200,
+        };
+        let reader = pinned(
+            "r",
+            3,
+            vec![
+                Step::Sleep { ns: 1_000_000 },
+                recv.clone(),
+                recv,
+                Step::Exit,
+            ],
+        );
+        let s = spec(
+            vec![fill, late("w1", 1, 10_000), late("w2", 2, 20_000), reader],
+            vec![SyncObject::Pipe {
+                buffers: 2,
+                page_bytes: 100,
+            }],
+        );
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
+        let task = |name: &str| sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+        assert_eq!(task("w1").stats.wakeups, 1);
+        assert_eq!(task("w1").last_waker_cpu, Some(3));
+        assert_eq!(task("w2").stats.wakeups, 1);
+        assert_eq!(task("w2").last_waker_cpu, Some(1));
+    }
+
+    /// A unix stream socket (net/unix/af_unix.c) with hackbench's messages
+    /// (100 bytes charged 740 of truesize) and `wmem_default`'s 212992-byte
+    /// send buffer: a writer far ahead of a slow reader queues 288 messages
+    /// (until 287 × 740 B is below the buffer and the 288th overshoots it)
+    /// and sleeps; unix_write_space() wakes it only once the reader has
+    /// brought the queue down to 71 messages (4 × (71 × 740 + 2) ≤ 212992),
+    /// 217 reads later. 600 messages cost the writer two sleeps.
+    #[test]
+    fn a_unix_socket_wakes_its_writer_once_a_quarter_of_the_buffer_is_left() {
+        let n = 600;
+        let msg = 740;
+        let w = pinned(
+            "w",
+            0,
+            vec![
+                Step::Compute { work_ns: 1_000 },
+                Step::Send {
+                    chan: 0,
+                    bytes: msg,
+                },
+                Step::Loop {
+                    start: 0,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let r = pinned(
+            "r",
+            1,
+            vec![
+                Step::Compute { work_ns: 20_000 },
+                Step::Recv {
+                    chan: 0,
+                    bytes: msg,
+                },
+                Step::Compute { work_ns: 50_000 },
+                Step::Loop {
+                    start: 1,
+                    count: n,
+                    slot: 0,
+                },
+                Step::Exit,
+            ],
+        );
+        let wakeups = |sock: SyncObject| {
+            let s = spec(vec![w.clone(), r.clone()], vec![sock]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            assert_eq!(sim.ipc.nr_waiters(), 0);
+            let wakeups = |name: &str| {
+                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+                t.stats.wakeups
+            };
+            (wakeups("w"), wakeups("r"))
+        };
+        assert_eq!(wakeups(SyncObject::UnixStream { sndbuf: 212_992 }), (2, 0));
+        // A byte buffer of that size wakes the writer on every read that
+        // finds it asleep.
+        let (w_bytes, _) = wakeups(SyncObject::Channel { capacity: 212_992 });
+        assert!(w_bytes > 20, "{w_bytes}");
+    }
+
+    /// unix_write_space() wakes every writer sleeping on a full socket at
+    /// once (they wait non-exclusively), and only when the read leaves the
+    /// socket writable: a read that leaves more than a quarter of the send
+    /// buffer queued wakes nobody.
+    #[test]
+    fn a_unix_socket_wakes_all_its_writers_once_it_is_writable() {
+        let send = Step::Send {
+            chan: 0,
+            bytes: 100,
+        };
+        let fill = pinned("fill", 0, vec![send.clone(); 10]);
+        let writer = |name: &str, cpu: CpuId| {
+            pinned(
+                name,
+                cpu,
+                vec![
+                    Step::Compute { work_ns: 10_000 },
+                    send.clone(),
+                    Step::Mark { tag: 1 },
+                    Step::Exit,
+                ],
+            )
+        };
+        let recv = |bytes| Step::Recv { chan: 0, bytes };
+        let reader = pinned(
+            "r",
+            4,
+            vec![
+                Step::Sleep { ns: 1_000_000 },
+                // 300 B left: 4 × 302 > 1000, not writable.
+                recv(700),
+                Step::Mark { tag: 0 },
+                Step::Compute { work_ns: 100_000 },
+                // 200 B left: writable.
+                recv(100),
+                recv(500),
+                Step::Exit,
+            ],
+        );
+        let s = spec(
+            vec![
+                fill,
+                writer("w1", 1),
+                writer("w2", 2),
+                writer("w3", 3),
+                reader,
+            ],
+            vec![SyncObject::UnixStream { sndbuf: 1000 }],
+        );
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
+        let first_read = sim.marks.iter().find(|m| m.1 == 0).unwrap().2;
+        let sent: Vec<u64> = sim.marks.iter().filter(|m| m.1 == 1).map(|m| m.2).collect();
+        assert_eq!(sent.len(), 3);
+        assert!(sent.iter().all(|&at| at > first_read + 100_000), "{sent:?}");
+        for name in ["w1", "w2", "w3"] {
+            let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+            assert_eq!(t.stats.wakeups, 1, "{name}");
+            assert_eq!(t.last_waker_cpu, Some(4), "{name}");
+        }
+    }
+
+    /// A sync broadcast (a write into the pipe every waiter poll()s) wakes
+    /// its waiters with WF_SYNC: with the waker alone on its CPU and the
+    /// waiter's previous CPU busy, wake_affine_idle() takes the waker's CPU
+    /// (`sync && nr_running == 1`); after a plain broadcast
+    /// wake_affine_weight() keeps the freshly forked waiter's (still heavy)
+    /// load on its previous CPU. The waiter is forked while the waker's CPU
+    /// is busy, so it starts on the other one.
+    #[test]
+    fn a_sync_broadcast_wakes_its_waiters_with_wf_sync() {
+        let affine = |bc: Step| {
+            let both = CpuMask::from_cpus([0, 1]);
+            let mut waiter = tpl(
+                "waiter",
+                vec![
+                    Step::Wait {
+                        cond: 0,
+                        mutex: None,
+                    },
+                    Step::Exit,
+                ],
+            );
+            waiter.affinity = Some(both);
+            let hog = pinned(
+                "hog",
+                1,
+                vec![
+                    Step::Sleep { ns: 100_000 },
+                    Step::Compute { work_ns: 5_000_000 },
+                ],
+            );
+            let main = pinned(
+                "main",
+                0,
+                vec![Step::Compute { work_ns: 1_000_000 }, bc, Step::Exit],
+            );
+            let s = spec(vec![main, hog, waiter], vec![SyncObject::Cond]);
+            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
+            assert_eq!(sim.run(), StopReason::Finished);
+            sim.counters.wake_affine_this
+        };
+        assert_eq!(affine(Step::BroadcastSync { cond: 0 }), 1);
+        assert_eq!(affine(Step::Broadcast { cond: 0 }), 0);
+    }
+
+    /// schbench's lock_this_cpu(): the per-CPU lock is a trylock spin, not a
+    /// sleep, and a thread that migrated while it spun gives the lock it got
+    /// back and takes its new CPU's. `t` is forked onto CPU 0, whose lock
+    /// `h` holds for 10 ms of work: it spins there in turns with `h` (never
+    /// sleeping), is pulled to CPU 1 when that CPU's hog exits at 5 ms, spins
+    /// on for CPU 0's lock from there, gets it when `h` unlocks, sees it runs
+    /// on CPU 1, unlocks it and enters its request under CPU 1's lock.
+    #[test]
+    fn a_per_cpu_lock_spins_and_follows_a_migration() {
+        let lock = Step::LockPerCpu { first: 0, count: 4 };
+        let h = pinned(
+            "h",
+            0,
+            vec![
+                lock.clone(),
+                Step::Spawn { template: 2 },
+                Step::Compute {
+                    work_ns: 10_000_000,
+                },
+                Step::UnlockPerCpu,
+                Step::Exit,
+            ],
+        );
+        let hog = pinned("hog", 1, vec![Step::Compute { work_ns: 5_000_000 }]);
+        let mut t = tpl(
+            "t",
+            vec![
+                lock,
+                Step::Mark { tag: 0 },
+                Step::Compute { work_ns: 5_000_000 },
+                Step::UnlockPerCpu,
+                Step::Exit,
+            ],
+        );
+        t.affinity = Some(CpuMask::from_cpus([0, 1]));
+        let mut sp = spec(vec![h, hog, t], vec![SyncObject::Mutex; 4]);
+        sp.initial = vec![0, 1];
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", sp);
+        let owner = |sim: &Sim, m: usize| match &sim.ipc.objs[m] {
+            super::Obj::Mutex { owner, .. } => *owner,
+            _ => None,
+        };
+        let mut spun_after_migrating = false;
+        let mut now = 0;
+        while sim.marks.is_empty() {
+            now += 50_000;
+            assert!(now < 20_000_000, "t never took a lock");
+            sim.run_until(now);
+            let Some(t) = sim.tasks.iter().find(|x| &*x.name == "t") else {
+                continue;
+            };
+            spun_after_migrating |= t.cpu == 1 && t.percpu_lock == Some(0);
+        }
+        assert!(spun_after_migrating);
+        let t = sim.tasks.iter().find(|x| &*x.name == "t").unwrap();
+        let id = t.id;
+        assert_eq!(t.cpu, 1);
+        assert_eq!(t.percpu_lock, Some(1));
+        assert_eq!(owner(&sim, 1), Some(id));
+        assert_ne!(owner(&sim, 0), Some(id));
+        // It spun (CPU time while `h` held the lock), it never slept.
+        assert_eq!(t.stats.wakeups, 0);
+        assert!(t.stats.cpu_time_ns > 1_000_000, "{}", t.stats.cpu_time_ns);
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
     }
 
     /// lat_pipe between two pinned CPUs: µs per round trip.

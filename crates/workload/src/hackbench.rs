@@ -2,25 +2,33 @@
 //!
 //! What it models: the main thread creates, per group, `fds` receivers and
 //! then `fds` senders (threads or processes), each with its own channel to
-//! every receiver of its group: a pipe (`ipc=pipe`, 64 KiB buffer) or a unix
-//! stream socket pair (`ipc=socket`, the default; a 208 KiB send buffer that
-//! charges each message its skb truesize, so ~290 small messages fit). Each worker signals
-//! "ready" and waits for GO; the main thread times from GO until every worker
-//! has been reaped. Every sender does `for loops: for each receiver: write
-//! datasize bytes`; every receiver reads `fds·loops` messages of `datasize`
-//! bytes. A full buffer puts the writer to sleep until the reader drains it;
-//! an empty one puts the reader to sleep; the peer is woken with WF_SYNC, as
-//! pipe_write()/unix_stream_sendmsg() do. In total `groups·fds²·loops`
-//! messages. Output ends `Time: X.XXX` (seconds), like hackbench.
+//! every receiver of its group: a pipe (`ipc=pipe`: 16 slots of a 4 KiB
+//! page, small writes merged into the last page, so 40 messages of 100 bytes
+//! fill a slot and 640 the pipe) or a unix stream socket pair (`ipc=socket`,
+//! the default; a 208 KiB send buffer that charges each message its skb
+//! truesize, so ~290 small messages fit). Each worker signals "ready" and
+//! waits for GO; the main thread times from GO until every worker has been
+//! reaped. Every sender does `for loops: for each receiver: write datasize
+//! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
+//! full buffer puts the writer to sleep until the reader drains it; an empty
+//! one puts the reader to sleep; the peer is woken with WF_SYNC, as
+//! pipe_write()/unix_stream_sendmsg() do; a pipe's reader wakes a writer
+//! only when it frees a slot of a full pipe (anon_pipe_read()), a socket's
+//! reader wakes all its sleeping writers once the queued messages are down
+//! to a quarter of the send buffer (unix_write_space()). In total
+//! `groups·fds²·loops` messages. Output ends `Time: X.XXX` (seconds), like
+//! hackbench.
 //!
 //! What it leaves out: the cost of the socket/pipe code beyond a per-call CPU
 //! cost (`SYSCALL_*`, ESTIMATES) plus a copy cost per byte, cache-line
 //! transfer of the message data, poll() on the GO descriptor (a futex-style
-//! wait here), the different fork cost of processes vs threads (`mode` only
-//! changes the names), and TCP (`-i`).
+//! wait here, woken with WF_SYNC as pipe_write() wakes its pollers), the
+//! ready pipe (a semaphore), the different fork cost of processes vs threads
+//! (`mode` only changes the names), and TCP (`-i`).
 
 use crate::program::{
-    Step, SyncObject, ThreadTemplate, WorkloadSpec, PIPE_CAPACITY, SKB_OVERHEAD, SOCKET_CAPACITY,
+    Step, SyncObject, ThreadTemplate, WorkloadSpec, PAGE_BYTES, PIPE_DEF_BUFFERS, SKB_OVERHEAD,
+    SOCKET_CAPACITY,
 };
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -130,24 +138,30 @@ pub const TAG_END: u32 = 1;
 pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let (g, f) = (p.groups, p.fds);
     let workers = 2 * g * f;
-    let cap = if p.pipe {
-        PIPE_CAPACITY
+    // A pipe keeps its 16 page slots and merges small writes into pages; a
+    // socket charges every message its skb's truesize.
+    let (chan_obj, wire) = if p.pipe {
+        (
+            SyncObject::Pipe {
+                buffers: PIPE_DEF_BUFFERS,
+                page_bytes: PAGE_BYTES,
+            },
+            p.datasize,
+        )
     } else {
-        SOCKET_CAPACITY
-    };
-    // Bytes a message occupies in the buffer: pipes merge small writes into
-    // pages; a socket charges every message its skb's truesize.
-    let wire = if p.pipe {
-        p.datasize
-    } else {
-        p.datasize + SKB_OVERHEAD
+        (
+            SyncObject::UnixStream {
+                sndbuf: SOCKET_CAPACITY,
+            },
+            p.datasize + SKB_OVERHEAD,
+        )
     };
     let mut sync = vec![
         SyncObject::Semaphore { initial: 0 },
         SyncObject::Cond,
         SyncObject::Semaphore { initial: 0 },
     ];
-    sync.extend((0..g * f).map(|_| SyncObject::Channel { capacity: cap }));
+    sync.extend((0..g * f).map(|_| chan_obj.clone()));
     let chan = |group: u32, r: u32| 3 + group * f + r;
     let read = Step::Compute {
         work_ns: p.read_ns(),
@@ -238,7 +252,8 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             slot: 0,
         },
         Step::Mark { tag: TAG_START },
-        Step::Broadcast { cond: GO },
+        // write(wakefds[1]): every worker poll()s that pipe.
+        Step::BroadcastSync { cond: GO },
         Step::SemWait { sem: DONE },
         Step::Loop {
             start: n + 4,
@@ -333,12 +348,20 @@ mod tests {
         assert_eq!(recvs, sends);
         assert_eq!(p.messages(), sends);
         assert_eq!(spec.templates.len(), 1 + 2 * 3 * 4);
-        // Pipes: 64 KiB channels.
-        assert!(spec.sync.contains(&SyncObject::Channel {
-            capacity: PIPE_CAPACITY
+        // GO is a write into the pipe every worker poll()s: a sync wakeup.
+        assert!(spec.templates[0]
+            .steps
+            .contains(&Step::BroadcastSync { cond: GO }));
+        // Pipes: 16 slots of a 4 KiB page.
+        assert!(spec.sync.contains(&SyncObject::Pipe {
+            buffers: 16,
+            page_bytes: 4096
         }));
         // Defaults: 400k messages over sockets, processes.
         let d = HackbenchParams::from_spec(&parse_spec("hackbench").unwrap()).unwrap();
+        assert!(build(&d, None).sync.contains(&SyncObject::UnixStream {
+            sndbuf: SOCKET_CAPACITY
+        }));
         assert_eq!(d.messages(), 400_000);
         assert!(!d.pipe && !d.threads);
         assert!(HackbenchParams::from_spec(&parse_spec("hackbench:ipc=tcp").unwrap()).is_err());

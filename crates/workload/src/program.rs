@@ -61,19 +61,24 @@ pub enum Step {
     Exit,
     /// Busy for `ns` of wall time whatever the CPU's speed (rt-app `runtime`).
     RunWall { ns: u64 },
-    /// Write `bytes` into a [`SyncObject::Channel`] (pipe_write / unix stream
-    /// socket): blocks while the buffer is full, wakes a reader with WF_SYNC.
+    /// Write `bytes` into a [`SyncObject::Channel`], [`SyncObject::Pipe`] or
+    /// [`SyncObject::UnixStream`]: blocks while there is no room, wakes a
+    /// sleeping reader with WF_SYNC (each object's rules say when).
     Send { chan: SyncId, bytes: u64 },
-    /// Read exactly `bytes` from a channel (a read loop until the message is
-    /// complete): blocks while the buffer is empty, wakes a blocked writer.
+    /// Read exactly `bytes` from a channel, pipe or socket (a read loop until
+    /// the message is complete): blocks while it is empty, wakes blocked
+    /// writers when the object's rules say the read made room for them.
     Recv { chan: SyncId, bytes: u64 },
     /// Acquire a [`SyncObject::Mutex`] (futex semantics: a contended lock
     /// sleeps; a woken waiter retries and may lose to a lock stealer).
     Lock { mutex: SyncId },
     /// Release a mutex and wake its first waiter (FIFO).
     Unlock { mutex: SyncId },
-    /// Acquire the mutex of the CPU the thread runs on: mutex
-    /// `first + cpu % count` (schbench's per-CPU lock, chosen by sched_getcpu()).
+    /// schbench's lock_this_cpu(): look up the CPU the thread runs on
+    /// (sched_getcpu()) and busy-wait in a trylock loop, without sleeping, on
+    /// that CPU's mutex `first + cpu % count` (as [`Step::SpinLock`]); once
+    /// it is taken, look the CPU up again and, if the thread was migrated
+    /// while it spun, release that mutex and start over with the new CPU's.
     LockPerCpu { first: SyncId, count: u32 },
     /// Release the mutex taken by the last `LockPerCpu`.
     UnlockPerCpu,
@@ -84,6 +89,12 @@ pub enum Step {
     Signal { cond: SyncId },
     /// Wake every waiter of a condition.
     Broadcast { cond: SyncId },
+    /// Wake every waiter of a condition with WF_SYNC: a write into a pipe
+    /// that all the waiters poll() (hackbench's GO). anon_pipe_write() wakes
+    /// the pipe's read wait queue with wake_up_interruptible_sync_poll(), and
+    /// each poller's entry there (pollwake() in fs/select.c) hands the sync
+    /// flag on to try_to_wake_up().
+    BroadcastSync { cond: SyncId },
     /// Post a [`SyncObject::Semaphore`] (count + 1, wake one waiter).
     SemPost { sem: SyncId },
     /// Wait on a semaphore: take a count or sleep until one is posted.
@@ -233,8 +244,35 @@ pub enum SyncObject {
     Mutex,
     /// A condition variable (or a bare futex wait queue).
     Cond,
-    /// A byte stream with a bounded buffer: a pipe or a unix socket.
+    /// A byte stream with a bounded buffer of `capacity` bytes: a writer
+    /// copies what fits and sleeps while it is full; a read that takes bytes
+    /// wakes the first sleeping writer. A generic stream; [`SyncObject::Pipe`]
+    /// and [`SyncObject::UnixStream`] follow the kernel's own rules.
     Channel { capacity: u64 },
+    /// An anonymous pipe as fs/pipe.c keeps it: a ring of `buffers` slots
+    /// (`struct pipe_buffer`), each holding part of one page of `page_bytes`.
+    /// A write first appends to the last slot's page while that page has room
+    /// and the pipe is not empty (anon_pipe_write()'s merge of small writes),
+    /// then fills new pages in free slots; it sleeps (exclusively) only while
+    /// every slot is in use. A read wakes one sleeping writer, with WF_SYNC,
+    /// only when it emptied a slot of a pipe whose slots were all in use
+    /// (anon_pipe_read()'s `wake_writer`); a writer that slept, wrote and
+    /// leaves a slot free wakes the next one. A write into an empty pipe wakes
+    /// a sleeping reader with WF_SYNC.
+    Pipe { buffers: u32, page_bytes: u64 },
+    /// One direction of an AF_UNIX stream socket (net/unix/af_unix.c): the
+    /// writing socket's send buffer `sndbuf` (`sk_sndbuf`) limits the bytes
+    /// of its queued messages (`sk_wmem_alloc`, each message's skb truesize:
+    /// a workload passes the truesize as `Send`'s bytes). A write queues a
+    /// whole message (an skb of up to `sndbuf / 2 - 64` bytes, a longer write
+    /// several) whenever the queued bytes are below `sndbuf`
+    /// (sock_alloc_send_pskb()), so the last one may overshoot; otherwise the
+    /// writer sleeps, non-exclusively. Every queued message wakes every
+    /// sleeping reader with WF_SYNC (sock_def_readable()). A read that
+    /// consumes a whole message frees its truesize and, if then 4 × queued ≤
+    /// `sndbuf` (unix_writable() in unix_write_space()), wakes every sleeping
+    /// writer with WF_SYNC.
+    UnixStream { sndbuf: u64 },
     /// A counting semaphore.
     Semaphore { initial: u32 },
     /// A shared atomic counter (work tickets), starting at 0.
@@ -245,8 +283,13 @@ pub enum SyncObject {
     Shared { chunks: u32 },
 }
 
+/// Slots of a new pipe (`PIPE_DEF_BUFFERS`, include/linux/pipe_fs_i.h).
+pub const PIPE_DEF_BUFFERS: u32 = 16;
+/// The page a pipe slot holds: `PAGE_SIZE` of x86-64 and of arm64's default
+/// 4 KiB granule (ppc64 distribution kernels use 64 KiB pages).
+pub const PAGE_BYTES: u64 = 4096;
 /// The kernel's default pipe buffer: 16 pages (`PIPE_DEF_BUFFERS`).
-pub const PIPE_CAPACITY: u64 = 64 * 1024;
+pub const PIPE_CAPACITY: u64 = PIPE_DEF_BUFFERS as u64 * PAGE_BYTES;
 /// A unix stream socket's send buffer: `net.core.wmem_default` (208 KiB).
 /// The limit counts each message's skb truesize, not its payload: see
 /// [`SKB_OVERHEAD`].

@@ -7,13 +7,16 @@
 //! again. The worker records its **wakeup latency** (now − wake time), then
 //! serves a fake request: `usleep(sleep_us)`, then `operations` naive matrix
 //! multiplies on a `footprint_kb` working set under a **per-CPU mutex**
-//! (taken on the CPU the worker runs on, so preemption or migration in the
-//! middle of a request blocks the next user of that CPU's lock), and records
+//! (lock_this_cpu(): the lock of the CPU the worker runs on, taken in a
+//! trylock spin that never sleeps, and given back for the new CPU's if the
+//! worker migrated while it spun; preemption or migration in the middle of a
+//! request makes the next user of that CPU's lock spin), and records
 //! the **request latency** (from its wakeup to the end of the request).
 //! Completed requests per one-second interval give the **RPS** samples.
 //! The report follows schbench's: percentiles 50/90/*99/99.9 with min and
 //! max for both latencies, RPS percentiles 20/*50/90 and the average RPS;
-//! latencies are in µs like gettimeofday() deltas.
+//! latencies are differences of µs-truncated gettimeofday() stamps, and a
+//! zero one is dropped, as schbench does.
 //!
 //! What it leaves out: the cache footprint of the matrices (the multiply is
 //! pure compute, [`MAC_PS`] per multiply-add, ESTIMATE), the messenger's
@@ -333,8 +336,19 @@ pub struct Samples {
     pub rps: Vec<u64>,
 }
 
+/// What schbench records for an interval from `start_ns` to `end_ns`:
+/// tvdelta() of two gettimeofday() stamps, each a time truncated to whole
+/// µs (simulated time 0 stands for a whole second of the wall clock), so
+/// the delta is the difference of the truncated stamps, not the truncated
+/// difference. schbench drops a zero delta (msg_and_wait()'s and
+/// worker_thread()'s `if (delta > 0) add_lat(...)`): `None`.
+pub fn gtod_delta_us(start_ns: u64, end_ns: u64) -> Option<u64> {
+    Some((end_ns / 1000).saturating_sub(start_ns / 1000)).filter(|&d| d > 0)
+}
+
 /// Collects samples from worker marks `(task, tag, time)` in recording
-/// order; samples before the warmup end are dropped.
+/// order; samples before the warmup end are dropped, and so are latencies
+/// of 0 µs, as schbench drops them ([`gtod_delta_us`]).
 pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
     let warm = p.warmup_s as u64 * 1_000_000_000;
     let mut s = Samples::default();
@@ -353,7 +367,7 @@ pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
             TAG_AWAKE => {
                 if let Some(w) = get(&woken, t) {
                     if w >= warm {
-                        s.wakeup_us.push(at.saturating_sub(w) / 1000);
+                        s.wakeup_us.extend(gtod_delta_us(w, at));
                     }
                 }
                 set(&mut start, t, at);
@@ -361,7 +375,7 @@ pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
             TAG_DONE => {
                 if let Some(b) = get(&start, t) {
                     if b >= warm {
-                        s.request_us.push(at.saturating_sub(b) / 1000);
+                        s.request_us.extend(gtod_delta_us(b, at));
                     }
                 }
                 if at >= warm {
@@ -576,6 +590,32 @@ mod tests {
         ), "{r}");
         assert!(r.contains("\t* 99.0th: 3 "), "{r}");
         assert!(r.contains("average rps: 1.00"), "{r}");
+    }
+
+    /// Latencies are differences of µs-truncated gettimeofday() stamps, and
+    /// a zero one is not a sample (msg_and_wait(): `if (delta > 0)`).
+    #[test]
+    fn latencies_are_deltas_of_truncated_stamps_without_zeros() {
+        let p = SchbenchParams::from_spec(&parse_spec("schbench:runtime_s=2,workers=1").unwrap())
+            .unwrap();
+        assert_eq!(gtod_delta_us(1_999, 2_001), Some(1));
+        assert_eq!(gtod_delta_us(1_000, 1_999), None);
+        assert_eq!(gtod_delta_us(1_001, 3_000), Some(2));
+        let marks = vec![
+            // 2 ns across a µs boundary: 1 µs (a floored difference: 0).
+            (5, TAG_WOKEN, 1_999),
+            (5, TAG_AWAKE, 2_001),
+            (5, TAG_DONE, 9_000),
+            // 999 ns inside one µs: dropped (a floored difference: a 0).
+            (5, TAG_WOKEN, 20_000),
+            (5, TAG_AWAKE, 20_999),
+            (5, TAG_DONE, 130_500),
+        ];
+        let s = samples(&p, &marks);
+        assert_eq!(s.wakeup_us, vec![1]);
+        assert_eq!(s.request_us, vec![7, 110]);
+        // Every completed request still counts towards the RPS.
+        assert_eq!(s.rps, vec![0, 2]);
     }
 
     #[test]
