@@ -543,7 +543,11 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 Step::Unlock { mutex: m },
             ],
             15 => vec![Step::Signal { cond: SYNC_COND }],
-            16 => vec![Step::Broadcast { cond: SYNC_COND }],
+            16 => vec![if rng.gen_bool(0.5) {
+                Step::Broadcast { cond: SYNC_COND }
+            } else {
+                Step::BroadcastSync { cond: SYNC_COND }
+            }],
             17 => vec![Step::Wait {
                 cond: SYNC_COND,
                 mutex: None,
@@ -695,8 +699,18 @@ fn step_workload(rng: &mut Pcg64, nr_cpus: usize, max_time_ns: u64) -> WorkloadS
         SyncObject::Mutex,
         SyncObject::Mutex,
         SyncObject::Cond,
-        SyncObject::Channel {
-            capacity: rng.gen_range(1..200_000),
+        // The channel is a plain byte buffer, a pipe or a unix socket.
+        match rng.gen_range(0..3) {
+            0 => SyncObject::Channel {
+                capacity: rng.gen_range(1..200_000),
+            },
+            1 => SyncObject::Pipe {
+                buffers: rng.gen_range(1..=16),
+                page_bytes: 4096,
+            },
+            _ => SyncObject::UnixStream {
+                sndbuf: rng.gen_range(4608..300_000),
+            },
         },
         SyncObject::Semaphore {
             initial: rng.gen_range(0..3),
