@@ -2089,16 +2089,17 @@ mod tests {
     }
 
     /// A unix stream socket (net/unix/af_unix.c) with hackbench's messages
-    /// (100 bytes charged 740 of truesize) and `wmem_default`'s 212992-byte
-    /// send buffer: a writer far ahead of a slow reader queues 288 messages
-    /// (until 287 × 740 B is below the buffer and the 288th overshoots it)
+    /// (100 bytes charged 768 of truesize) and `wmem_default`'s 212992-byte
+    /// send buffer: a writer far ahead of a slow reader queues 278 messages
+    /// (until 277 × 768 B is below the buffer and the 278th overshoots it)
     /// and sleeps; unix_write_space() wakes it only once the reader has
-    /// brought the queue down to 71 messages (4 × (71 × 740 + 2) ≤ 212992),
-    /// 217 reads later. 600 messages cost the writer two sleeps.
+    /// brought the queue down to 69 messages (4 × (69 × 768 + 2) ≤ 212992),
+    /// 209 reads later. 600 messages cost the writer two sleeps.
     #[test]
     fn a_unix_socket_wakes_its_writer_once_a_quarter_of_the_buffer_is_left() {
         let n = 600;
-        let msg = 740;
+        let msg = schedlab_workload::unix_skb_truesize(100);
+        assert_eq!(msg, 768);
         let w = pinned(
             "w",
             0,

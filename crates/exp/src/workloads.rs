@@ -54,7 +54,7 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     (
         "hackbench",
         "groups=G (10), fds=F (20), loops=L (100), datasize=B (100), ipc=pipe|socket (socket), mode=threads|process (process)",
-        "hackbench / perf bench sched messaging: per group F receivers and F senders; every sender writes L messages of B bytes to each receiver of its group over 64 KiB pipes or unix sockets (blocking writers, WF_SYNC wakeups); G·F²·L messages; Time: seconds from GO to the last worker reaped",
+        "hackbench / perf bench sched messaging: per group F receivers and F senders; every sender writes L messages of B bytes to each receiver of its group over pipes (16 page slots, merged small writes) or unix stream sockets (208 KiB send buffer counting skb truesize), blocking writers, WF_SYNC wakeups; G·F²·L messages; Time: seconds from GO to the last worker reaped",
     ),
     (
         "pipe",

@@ -1,12 +1,12 @@
 //! hackbench (rt-tests) / `perf bench sched messaging`.
 //!
 //! What it models: the main thread creates, per group, `fds` receivers and
-//! then `fds` senders (threads or processes), each with its own channel to
-//! every receiver of its group: a pipe (`ipc=pipe`: 16 slots of a 4 KiB
+//! then `fds` senders (threads or processes); each receiver has one channel,
+//! which every sender of its group writes to: a pipe (`ipc=pipe`: 16 slots of a 4 KiB
 //! page, small writes merged into the last page, so 40 messages of 100 bytes
 //! fill a slot and 640 the pipe) or a unix stream socket pair (`ipc=socket`,
 //! the default; a 208 KiB send buffer that charges each message its skb
-//! truesize, so ~290 small messages fit). Each worker signals "ready" and
+//! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each worker signals "ready" and
 //! waits for GO; the main thread times from GO until every worker has been
 //! reaped. Every sender does `for loops: for each receiver: write datasize
 //! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
@@ -27,8 +27,8 @@
 //! (`mode` only changes the names), and TCP (`-i`).
 
 use crate::program::{
-    Step, SyncObject, ThreadTemplate, WorkloadSpec, PAGE_BYTES, PIPE_DEF_BUFFERS, SKB_OVERHEAD,
-    SOCKET_CAPACITY,
+    unix_skb_truesize, Step, SyncObject, ThreadTemplate, WorkloadSpec, PAGE_BYTES,
+    PIPE_DEF_BUFFERS, SOCKET_CAPACITY,
 };
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -153,7 +153,7 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             SyncObject::UnixStream {
                 sndbuf: SOCKET_CAPACITY,
             },
-            p.datasize + SKB_OVERHEAD,
+            unix_skb_truesize(p.datasize),
         )
     };
     let mut sync = vec![

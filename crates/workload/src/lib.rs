@@ -25,5 +25,7 @@ pub mod spec;
 pub mod stream;
 pub mod ycsb;
 
-pub use program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
+pub use program::{
+    unix_skb_truesize, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
+};
 pub use spec::{parse_spec, BuiltinSpec, SpecError};
