@@ -264,8 +264,10 @@ pub struct Sim {
     /// Some task asked for a custom slice (sched_setattr): runqueues'
     /// min/max slices must then be computed, not assumed.
     pub(crate) custom_slices: bool,
-    /// sysctl_sched_base_slice for this machine and the tunables.
+    /// sysctl_sched_base_slice and normalized_sysctl_sched_base_slice for
+    /// this machine and the tunables.
     pub(crate) base_slice_ns: u64,
+    pub(crate) normalized_base_slice_ns: u64,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
     /// HPERF_HMP: the queued (not running) fair tasks of the little [0] and
@@ -345,9 +347,10 @@ impl Sim {
         let rqs = (0..n)
             .map(|c| Rq {
                 cpu: c as CpuId,
-                // sched_init(): twice the migration cost, and the cost itself.
-                avg_idle: 2 * cfg.tunables.migration_cost_ns,
-                max_idle_balance_cost_ns: cfg.tunables.migration_cost_ns,
+                // sched_init(): twice the migration cost, and the cost
+                // itself, at boot: before any debugfs write.
+                avg_idle: 2 * crate::tunables::Tunables::default().migration_cost_ns,
+                max_idle_balance_cost_ns: crate::tunables::Tunables::default().migration_cost_ns,
                 idle_state: deepest,
                 idle_state_since_ns: Some(0),
                 menu: crate::idle_gov::MenuState::idle_for_long(),
@@ -422,6 +425,7 @@ impl Sim {
             hmp_next_balance: 0,
             custom_slices: false,
             base_slice_ns: cfg.tunables.base_slice_ns(n),
+            normalized_base_slice_ns: cfg.tunables.normalized_base_slice_ns(n),
             hmp_in_balance: false,
             hperf_queued: Default::default(),
             kcap_max: kcap.iter().copied().max().unwrap_or(1024),
@@ -1131,6 +1135,8 @@ impl Sim {
         // nohz kick as a busy one does.
         let due = now >= self.rqs[cpu as usize].next_balance;
         if !idle && self.feat(Feat::NOHZ_BALANCE) {
+            // nohz_balancer_kick() first leaves the nohz idle mask.
+            self.nohz_balance_exit_idle(cpu);
             self.nohz_balancer_kick(cpu);
         }
         self.expire_soft_timers(cpu);

@@ -24,17 +24,17 @@ pub const TUNABLES: &[TunableInfo] = &[
     TunableInfo {
         name: "base_slice_ns",
         default: "700000 × factor",
-        meaning: "sysctl_sched_base_slice: the slice (request size) of a task without a custom one; by default tunable_scaling's factor times 0.7 ms (100000-100000000; slice protection keeps the unscaled 0.7 ms, as set_protect_slice() does)",
+        meaning: "sysctl_sched_base_slice: the slice (request size) of a task without a custom one; at boot 0.7 ms times 1 + log2(CPUs, at most 8) (update_sysctl()); a write sets it (100000-100000000) and leaves the normalized 0.7 ms that slice protection uses alone",
     },
     TunableInfo {
         name: "tunable_scaling",
         default: "1",
-        meaning: "sysctl_sched_tunable_scaling: the base slice's factor from the CPU count n (at most 8): 0 = 1, 1 = 1 + log2(n), 2 = n (update_sysctl()); ignored when base_slice_ns is set",
+        meaning: "sysctl_sched_tunable_scaling (0 none, 1 log, 2 linear; none/log/linear accepted): a write keeps the base slice and sets the normalized slice to it over the new factor (sched_update_scaling(): 1, 1 + log2(n), n for n CPUs, at most 8), which set_protect_slice() uses without RUN_TO_PARITY; written after base_slice_ns it divides the written value",
     },
     TunableInfo {
         name: "migration_cost_ns",
         default: "500000",
-        meaning: "sysctl_sched_migration_cost: a task that ran this recently is cache hot to the balancer (task_hot(); 0 = never, 4294967295 = always); newidle balancing is skipped while avg_idle is below it; the floor of max_idle_balance_cost",
+        meaning: "sysctl_sched_migration_cost: a task that ran this recently is cache hot to the balancer (task_hot(); 0 = never, 4294967295 = always); a newly idle CPU whose avg_idle is below it does not ask for the idle CPUs' blocked-load update (nohz_newidle_balance()); the floor max_idle_balance_cost decays to; NEXT_BUDDY's sync threshold",
     },
     TunableInfo {
         name: "nr_migrate",
@@ -71,10 +71,15 @@ pub const TUNABLES: &[TunableInfo] = &[
 /// The values of the engine's tunables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tunables {
-    /// `base_slice_ns`; `None` = `tunable_scaling`'s factor × 0.7 ms.
+    /// `base_slice_ns` as written; `None` = the boot value, 0.7 ms × the
+    /// log factor.
     pub base_slice_ns: Option<u64>,
-    /// `tunable_scaling`: 0 none, 1 log, 2 linear.
-    pub tunable_scaling: u32,
+    /// `tunable_scaling` as written (0 none, 1 log, 2 linear); `None` = not
+    /// written (log, and the normalized slice 0.7 ms).
+    pub tunable_scaling: Option<u32>,
+    /// `tunable_scaling` was written after `base_slice_ns`, so its
+    /// normalization divides the written base slice.
+    pub scaling_after_base: bool,
     pub migration_cost_ns: u64,
     pub nr_migrate: u32,
     pub llc_aggr_tolerance: u32,
@@ -89,7 +94,8 @@ impl Default for Tunables {
     fn default() -> Self {
         Tunables {
             base_slice_ns: None,
-            tunable_scaling: 1,
+            tunable_scaling: None,
+            scaling_after_base: false,
             migration_cost_ns: 500_000,
             nr_migrate: 32,
             llc_aggr_tolerance: 1,
@@ -113,19 +119,39 @@ impl Tunables {
         TUNABLES.iter().any(|t| t.name == name)
     }
 
-    /// sysctl_sched_base_slice on a machine of `ncpus` CPUs (mirrors
-    /// update_sysctl() and get_update_sysctl_factor(), unless set).
-    pub fn base_slice_ns(&self, ncpus: usize) -> u64 {
-        if let Some(ns) = self.base_slice_ns {
-            return ns;
-        }
+    /// get_update_sysctl_factor() for `scaling` on `ncpus` CPUs.
+    fn factor(scaling: u32, ncpus: usize) -> u64 {
         let n = ncpus.clamp(1, 8) as u64;
-        let factor = match self.tunable_scaling {
+        match scaling {
             0 => 1,
             2 => n,
             _ => 1 + (63 - n.leading_zeros() as u64),
-        };
-        NORMALIZED_BASE_SLICE_NS * factor
+        }
+    }
+
+    /// sysctl_sched_base_slice on a machine of `ncpus` CPUs: the written
+    /// value, else the boot value update_sysctl() sets with the default log
+    /// scaling (a later tunable_scaling write does not change it).
+    pub fn base_slice_ns(&self, ncpus: usize) -> u64 {
+        self.base_slice_ns
+            .unwrap_or(NORMALIZED_BASE_SLICE_NS * Self::factor(1, ncpus))
+    }
+
+    /// normalized_sysctl_sched_base_slice (set_protect_slice()'s slice
+    /// without RUN_TO_PARITY): 0.7 ms, or after a tunable_scaling write the
+    /// base slice of that moment over the new factor (sched_update_scaling()).
+    pub fn normalized_base_slice_ns(&self, ncpus: usize) -> u64 {
+        match self.tunable_scaling {
+            None => NORMALIZED_BASE_SLICE_NS,
+            Some(sc) => {
+                let base = if self.scaling_after_base {
+                    self.base_slice_ns(ncpus)
+                } else {
+                    NORMALIZED_BASE_SLICE_NS * Self::factor(1, ncpus)
+                };
+                base / Self::factor(sc, ncpus)
+            }
+        }
     }
 
     /// Sets one tunable from `NAME=VALUE`; `Err` is one line naming the
@@ -145,14 +171,18 @@ impl Tunables {
             Ok(v)
         };
         match name {
-            "base_slice_ns" => self.base_slice_ns = Some(num(100_000, 100_000_000)?),
+            "base_slice_ns" => {
+                self.base_slice_ns = Some(num(100_000, 100_000_000)?);
+                self.scaling_after_base = false;
+            }
             "tunable_scaling" => {
-                self.tunable_scaling = match val {
+                self.tunable_scaling = Some(match val {
                     "none" => 0,
                     "log" => 1,
                     "linear" => 2,
                     _ => num(0, 2)? as u32,
-                }
+                });
+                self.scaling_after_base = self.base_slice_ns.is_some();
             }
             "migration_cost_ns" => self.migration_cost_ns = num(0, U32_MAX)?,
             "nr_migrate" => self.nr_migrate = num(0, U32_MAX)? as u32,
@@ -182,7 +212,7 @@ impl Tunables {
     pub fn list(&self, ncpus: usize, hz: u32) -> Vec<(&'static str, u64)> {
         vec![
             ("base_slice_ns", self.base_slice_ns(ncpus)),
-            ("tunable_scaling", self.tunable_scaling as u64),
+            ("tunable_scaling", self.tunable_scaling.unwrap_or(1) as u64),
             ("migration_cost_ns", self.migration_cost_ns),
             ("nr_migrate", self.nr_migrate as u64),
             (
@@ -208,7 +238,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base_slice_follows_the_scaling_unless_set() {
+    fn base_slice_is_set_at_boot_and_by_writes_and_scaling_only_normalizes() {
         let mut t = Tunables::default();
         let slices: Vec<u64> = [1, 2, 4, 8, 96]
             .iter()
@@ -218,13 +248,21 @@ mod tests {
             slices,
             [700_000, 1_400_000, 2_100_000, 2_800_000, 2_800_000]
         );
+        assert_eq!(t.normalized_base_slice_ns(96), 700_000);
+        // sched_update_scaling(): the base slice stays, the normalized one
+        // is the base over the new factor.
         t.apply("tunable_scaling=linear").unwrap();
-        assert_eq!(t.base_slice_ns(4), 2_800_000);
-        assert_eq!(t.base_slice_ns(96), 5_600_000);
+        assert_eq!(t.base_slice_ns(96), 2_800_000);
+        assert_eq!(t.normalized_base_slice_ns(96), 350_000);
         t.apply("tunable_scaling=0").unwrap();
-        assert_eq!(t.base_slice_ns(96), 700_000);
+        assert_eq!(t.normalized_base_slice_ns(96), 2_800_000);
+        // A base slice written after the scaling leaves the normalized one.
         t.apply("base_slice_ns=3000000").unwrap();
         assert_eq!(t.base_slice_ns(2), 3_000_000);
+        assert_eq!(t.normalized_base_slice_ns(96), 2_800_000);
+        // Scaling written after it divides the written value.
+        t.apply("tunable_scaling=log").unwrap();
+        assert_eq!(t.normalized_base_slice_ns(96), 750_000);
     }
 
     #[test]

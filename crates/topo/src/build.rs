@@ -70,8 +70,9 @@ struct Raw {
     imb_numa_nr: u32,
     /// Group spans in the kernel's order and their build-time flags (`sg->flags`).
     groups: Vec<(CpuMask, SdFlags)>,
-    /// Each group's balance mask (`group_balance_mask()`), in the same order.
-    balance: Vec<CpuMask>,
+    /// Each group's balance mask (`group_balance_mask()`) and its
+    /// `sched_group_capacity` key (level, CPU), in the same order.
+    balance: Vec<(CpuMask, u8, CpuId)>,
 }
 
 /// Per-CPU masks precomputed from the machine.
@@ -437,8 +438,13 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
             let (groups, balance) = if levels[raw[cpu][li].level].overlap {
                 overlap_groups(&raw, cpu, li).into_iter().unzip()
             } else {
+                // get_group(): the group's sgc is this level's, of the
+                // group's first CPU.
                 let g = plain_groups(&raw, cpu, li);
-                let b = g.iter().map(|x| x.0).collect();
+                let b = g
+                    .iter()
+                    .map(|x| (x.0, li as u8, x.0.first().unwrap_or(0)))
+                    .collect();
                 (g, b)
             };
             raw[cpu][li].groups = groups;
@@ -508,7 +514,7 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                         group_flags_of(&attached[first], ri).unwrap_or(*build_flags)
                     };
                     let mut g = make_group(m, &caps, *span, flags);
-                    g.balance_mask = r.balance[gi];
+                    (g.balance_mask, g.sgc_level, g.sgc_cpu) = r.balance[gi];
                     g
                 })
                 .collect();
@@ -690,7 +696,12 @@ fn plain_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<(CpuMask, SdFlag
 /// the child span of its own domain at this level (`sibling`), descending first
 /// (`find_descended_sibling()`) when that child reaches outside the span. CPUs
 /// whose hierarchy ended below this level are skipped, as in the kernel.
-fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<((CpuMask, SdFlags), CpuMask)> {
+#[allow(clippy::type_complexity)]
+fn overlap_groups(
+    raw: &[Vec<Raw>],
+    cpu: usize,
+    li: usize,
+) -> Vec<((CpuMask, SdFlags), (CpuMask, u8, CpuId))> {
     let span = raw[cpu][li].span;
     let mut covered = CpuMask::new();
     let mut out = Vec::new();
@@ -718,7 +729,11 @@ fn overlap_groups(raw: &[Vec<Raw>], cpu: usize, li: usize) -> Vec<((CpuMask, SdF
             (chain[s].span, SdFlags::empty())
         };
         covered = covered.or(&g);
-        out.push(((g, f), balance_mask(raw, s, &g)));
+        // init_overlap_sched_group(): the sgc of the sibling's level, of
+        // the balance mask's first CPU.
+        let mask = balance_mask(raw, s, &g);
+        let sgc_cpu = mask.first().or(g.first()).unwrap_or(0);
+        out.push(((g, f), (mask, s as u8, sgc_cpu)));
     }
     out
 }
@@ -845,6 +860,8 @@ fn make_group(m: &Machine, caps: &[u32], span: CpuMask, flags: SdFlags) -> Sched
         cores: cores.len() as u32,
         asym_prefer_cpu: best.unwrap_or(0),
         balance_mask: span,
+        sgc_level: 0,
+        sgc_cpu: span.first().unwrap_or(0),
     }
 }
 
@@ -1227,5 +1244,22 @@ mod tests {
         // Plain groups: the span.
         let mc = &d.cpus[5].domains[0];
         assert!(mc.groups.iter().all(|g| g.balance_mask == g.span));
+        // The two 0-47 groups share no sched_group_capacity: the kernel
+        // keys it on the balance mask's first CPU.
+        let sgc = |cpu: usize| {
+            let g = &d.cpus[cpu]
+                .domains
+                .iter()
+                .find(|x| x.span.to_list_string() == "0-71")
+                .unwrap()
+                .groups[0];
+            (g.sgc_level, g.sgc_cpu)
+        };
+        assert_eq!(sgc(24).1, 24);
+        assert_eq!(sgc(0).1, 0);
+        assert!(mc
+            .groups
+            .iter()
+            .all(|g| g.sgc_cpu == g.span.first().unwrap()));
     }
 }

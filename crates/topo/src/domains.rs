@@ -298,6 +298,14 @@ pub struct SchedGroup {
     /// then be empty.
     #[serde(default)]
     pub balance_mask: CpuMask,
+    /// Which `sched_group_capacity` the group shares (its `sgc->imbalance`
+    /// flag among others): the topology level it was built at and its first
+    /// CPU, for an overlap group the level of the sibling it came from and
+    /// the first CPU of its balance mask (init_overlap_sched_group()).
+    #[serde(default)]
+    pub sgc_level: u8,
+    #[serde(default)]
+    pub sgc_cpu: CpuId,
 }
 
 /// One domain of one CPU (`struct sched_domain`).

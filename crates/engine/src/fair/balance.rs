@@ -571,11 +571,15 @@ impl Sim {
             ms *= d.busy_factor as u64;
         }
         let hz = self.cfg.hz as u64;
-        let mut jiffies = (ms * hz).div_ceil(1000);
-        if busy {
-            jiffies = jiffies.saturating_sub(1);
-        }
+        let jiffies = (ms * hz).div_ceil(1000);
         let max_j = (hz * ncpus / 10).max(1);
+        // The busy interval less one jiffy, unsigned: 0 (a busy_factor of 0
+        // written to debugfs) wraps to the largest interval.
+        let jiffies = match (busy, jiffies) {
+            (true, 0) => max_j,
+            (true, j) => j - 1,
+            (false, j) => j,
+        };
         jiffies.clamp(1, max_j) * self.tick_ns
     }
 
@@ -1002,19 +1006,20 @@ impl Sim {
     }
 
     /// Index of a group's shared `sgc->imbalance` flag: groups with the same
-    /// span at the same topology level share it, as they share `sgc`.
-    fn sg_imbalance_idx(&self, topo_level: u8, span: &CpuMask) -> usize {
-        topo_level as usize * self.nr_cpus() + span.first().unwrap_or(0) as usize
+    /// `sched_group_capacity` (level and CPU, as the domain builder keys
+    /// them) share it.
+    fn sg_imbalance_idx(&self, sgc: (u8, CpuId)) -> usize {
+        sgc.0 as usize * self.nr_cpus() + sgc.1 as usize
     }
 
     /// `sg_imbalanced()`: the group's `sgc->imbalance` flag.
-    pub(crate) fn sg_imbalanced(&self, topo_level: u8, span: &CpuMask) -> bool {
-        let i = self.sg_imbalance_idx(topo_level, span);
+    pub(crate) fn sg_imbalanced(&self, sgc: (u8, CpuId)) -> bool {
+        let i = self.sg_imbalance_idx(sgc);
         self.sg_imbalance.get(i).copied().unwrap_or(false)
     }
 
-    fn set_sg_imbalanced(&mut self, topo_level: u8, span: &CpuMask, v: bool) {
-        let i = self.sg_imbalance_idx(topo_level, span);
+    fn set_sg_imbalanced(&mut self, sgc: (u8, CpuId), v: bool) {
+        let i = self.sg_imbalance_idx(sgc);
         if i >= self.sg_imbalance.len() {
             self.sg_imbalance.resize(i + 1, false);
         }
@@ -1045,7 +1050,7 @@ impl Sim {
                 .min()
                 .unwrap_or(0),
             asym_prefer_prio: self.machine.cpus[g.asym_prefer_cpu as usize].asym_prio,
-            imbalanced: self.sg_imbalanced(d.level, &g.span),
+            imbalanced: self.sg_imbalanced((g.sgc_level, g.sgc_cpu)),
             ..Default::default()
         };
         let dst_cap = self.capacity_of(env.dst);
@@ -1328,7 +1333,7 @@ impl Sim {
         let parent = self.domains.cpus[cpu as usize]
             .domains
             .get(level + 1)
-            .map(|p| (p.level, p.groups[0].span));
+            .map(|p| (p.groups[0].sgc_level, p.groups[0].sgc_cpu));
         let mut env = LbEnv {
             this_cpu: cpu,
             dst: cpu,
@@ -1406,9 +1411,9 @@ impl Sim {
                     break;
                 }
                 // Affinity kept us from balancing: tell the parent level.
-                if let Some((pl, pspan)) = parent {
+                if let Some(psgc) = parent {
                     if env.some_pinned && env.imbalance > 0 {
-                        self.set_sg_imbalanced(pl, &pspan, true);
+                        self.set_sg_imbalanced(psgc, true);
                     }
                 }
                 if env.all_pinned {
@@ -1464,9 +1469,9 @@ impl Sim {
             }
             Outcome::Balanced => {
                 // Balanced despite affinity: the others had their chance.
-                if let Some((pl, pspan)) = parent {
-                    if !env.all_pinned && self.sg_imbalanced(pl, &pspan) {
-                        self.set_sg_imbalanced(pl, &pspan, false);
+                if let Some(psgc) = parent {
+                    if !env.all_pinned && self.sg_imbalanced(psgc) {
+                        self.set_sg_imbalanced(psgc, false);
                     }
                 }
                 self.sd[cpu as usize][level].nr_balance_failed = 0;

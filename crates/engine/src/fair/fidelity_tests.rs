@@ -759,9 +759,11 @@ fn dst_pinned_retries_with_another_local_cpu_and_flags_the_parent() {
     assert!(s.rqs[30].nr_running() >= 1, "CPU 30 got the pinned work");
     assert_eq!(s.rqs[24].nr_running(), 0);
     if let Some(p) = s.domains.cpus[24].domains.get(level + 1) {
-        let span = p.groups[0].span;
-        let i = p.level as usize * s.nr_cpus() + span.first().unwrap() as usize;
-        assert!(s.sg_imbalance[i], "parent's local group marked imbalanced");
+        let g = &p.groups[0];
+        assert!(
+            s.sg_imbalanced((g.sgc_level, g.sgc_cpu)),
+            "parent's local group marked imbalanced"
+        );
     }
     s.check_invariants().unwrap();
 }
@@ -952,7 +954,7 @@ fn wakeup_group_stats_count_delayed_tasks_as_running() {
     let (mut s, _) = first_of_two_delayed();
     let new = add_task(&mut s, 1);
     let span = CpuMask::from_cpus([0, 1]);
-    let st = s.sg_wakeup_stats(&span, 2048, SdFlags::empty(), 0, 117, new);
+    let st = s.sg_wakeup_stats(&span, 2048, SdFlags::empty(), (0, 0), 117, new);
     assert_eq!(st.sum_nr_running, 2, "the delayed task counts");
     assert_eq!(st.sum_h_nr_running, 1, "but is not runnable");
     assert_eq!(st.idle_cpus, 1, "cpu1 only");

@@ -320,7 +320,7 @@ impl Sim {
     /// ineligible.
     fn set_protect_slice(&mut self, cpu: CpuId, t: TaskId) {
         let se = self.tasks[t as usize].se;
-        let mut slice = NORMALIZED_BASE_SLICE_NS;
+        let mut slice = self.normalized_base_slice_ns;
         if self.feat(Feat::RUN_TO_PARITY) {
             slice = self.cfs_rq_min_slice(cpu);
         }

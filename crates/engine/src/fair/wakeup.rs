@@ -619,7 +619,7 @@ impl Sim {
         span: &CpuMask,
         capacity: u64,
         d_flags: SdFlags,
-        topo_level: u8,
+        sgc: (u8, CpuId),
         pct: u32,
         t: TaskId,
     ) -> GroupStats {
@@ -632,7 +632,7 @@ impl Sim {
             // With asymmetric capacities the group is "misfit" for the task
             // unless one of its CPUs fits it.
             misfit_task_load: asym_cap as u64,
-            imbalanced: self.sg_imbalanced(topo_level, span),
+            imbalanced: self.sg_imbalanced(sgc),
             ..Default::default()
         };
         for c in span.and(&aff).iter() {
@@ -679,7 +679,7 @@ impl Sim {
                 &g.span,
                 g.capacity as u64,
                 d.flags,
-                d.level,
+                (g.sgc_level, g.sgc_cpu),
                 d.imbalance_pct,
                 t,
             );
