@@ -13,6 +13,7 @@ use crate::features::Feat;
 use crate::sim::Sim;
 use crate::task::TaskState;
 use schedlab_topo::CpuId;
+use schedlab_workload::Step;
 
 impl Sim {
     /// Returns the first violated invariant.
@@ -228,6 +229,54 @@ impl Sim {
                     "task {t}: locks_held {} but owns {} mutexes",
                     task.locks_held, owned[t]
                 ));
+            }
+        }
+        // Sleepers on byte queues: each queued task is asleep and queued once,
+        // and a task asleep in a read or write of a channel, pipe or socket
+        // is on that object's reader or writer queue (no lost wakeup can
+        // strand it).
+        let mut queued = vec![None; self.tasks.len()];
+        for (obj, t, writer) in self.ipc.byte_queue_sleepers() {
+            let Some(task) = self.tasks.get(t as usize) else {
+                return Err(format!("object {obj}: unknown task {t} queued"));
+            };
+            if task.state != TaskState::Blocked {
+                return Err(format!(
+                    "object {obj}: task {t} queued while {:?}",
+                    task.state
+                ));
+            }
+            if queued[t as usize].replace((obj, writer)).is_some() {
+                return Err(format!("task {t} queued on byte queues twice"));
+            }
+        }
+        for (t, task) in self.tasks.iter().enumerate() {
+            // (A timed sleep and a barrier wait have moved past their step:
+            // no queue to check.)
+            if task.kthread
+                || task.state != TaskState::Blocked
+                || task.sleep_timer_ns.is_some()
+                || task.barrier_wait.is_some()
+            {
+                continue;
+            }
+            let step = self
+                .spec
+                .templates
+                .get(task.template as usize)
+                .and_then(|tp| tp.steps.get(task.pc as usize));
+            let want = match step {
+                Some(Step::Send { chan, .. }) => Some((*chan, true)),
+                Some(Step::Recv { chan, .. }) => Some((*chan, false)),
+                _ => None,
+            };
+            if let Some((chan, writer)) = want.filter(|w| self.ipc.is_byte_queue(w.0)) {
+                if queued[t] != Some((chan, writer)) {
+                    return Err(format!(
+                        "task {t} asleep in a {} of object {chan} but not on its queue",
+                        if writer { "write" } else { "read" }
+                    ));
+                }
             }
         }
         // An idle CPU has stopped its tick (it is in the nohz idle mask) or

@@ -176,6 +176,36 @@ impl Ipc {
         owned
     }
 
+    /// The tasks asleep on the byte queues (channels, pipes, unix stream
+    /// sockets): `(object, task, is_writer)`.
+    pub fn byte_queue_sleepers(&self) -> Vec<(u32, TaskId, bool)> {
+        let mut out = Vec::new();
+        for (id, o) in self.objs.iter().enumerate() {
+            if let Obj::Chan {
+                readers, writers, ..
+            }
+            | Obj::Pipe {
+                readers, writers, ..
+            }
+            | Obj::Sock {
+                readers, writers, ..
+            } = o
+            {
+                out.extend(readers.iter().map(|&t| (id as u32, t, false)));
+                out.extend(writers.iter().map(|&t| (id as u32, t, true)));
+            }
+        }
+        out
+    }
+
+    /// Is object `id` a byte queue (channel, pipe or socket)?
+    pub fn is_byte_queue(&self, id: u32) -> bool {
+        matches!(
+            self.objs.get(id as usize),
+            Some(Obj::Chan { .. } | Obj::Pipe { .. } | Obj::Sock { .. })
+        )
+    }
+
     /// Tasks queued, spinning or polling on any object (for tests).
     #[cfg(test)]
     pub fn nr_waiters(&self) -> usize {
