@@ -298,4 +298,24 @@ mod tests {
             assert_eq!(u.list(8, 250), listed, "{name}={v} is the default");
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the text, a tunable write is applied or refused with a
+        /// one-line message naming it, and a refused one changes nothing.
+        #[test]
+        fn writes_never_panic(s in "[a-z_/]{0,32}=?[-0-9a-z]{0,12}") {
+            let mut t = Tunables::default();
+            match t.apply(&s) {
+                Ok(()) => {
+                    let _ = t.base_slice_ns(96);
+                    let _ = t.normalized_base_slice_ns(96);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(!e.contains('\n'));
+                    proptest::prop_assert!(e.contains("tunable"));
+                    proptest::prop_assert_eq!(t, Tunables::default());
+                }
+            }
+        }
+    }
 }

@@ -1262,4 +1262,29 @@ mod tests {
             .iter()
             .all(|g| g.sgc_cpu == g.span.first().unwrap()));
     }
+
+    proptest::proptest! {
+        /// Whatever the path and value, a per-domain write parses or is
+        /// refused with a one-line message, and a parsed one builds domains
+        /// or fails with an error, never a panic.
+        #[test]
+        fn per_domain_writes_never_panic(
+            path in "domains/(MC|NUMA|CLS|SMT|cpu[0-9]{1,3}/domain[0-9]|[A-Z]{0,4})/[a-z_]{0,16}",
+            value in "[-0-9]{0,7}",
+            relax in -1i32..8,
+        ) {
+            let m = preset("kunpeng920").unwrap();
+            match crate::domains::SdTunable::parse(&path, &value) {
+                Ok(t) => {
+                    let cfg = DomainConfig {
+                        sd_tunables: vec![t],
+                        relax_domain_level: relax,
+                        ..DomainConfig::default()
+                    };
+                    let _ = build_domains(&m, &cfg);
+                }
+                Err(e) => proptest::prop_assert!(!e.contains('\n')),
+            }
+        }
+    }
 }
