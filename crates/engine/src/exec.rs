@@ -1472,7 +1472,8 @@ impl Sim {
     /// and the task goes on with its next step when it runs there.
     fn sched_exec(&mut self, t: TaskId) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
-        let dest = self.select_task_rq(t, cpu, cpu, None, crate::sim::WF_EXEC);
+        let mut wake_flags = crate::sim::WF_EXEC;
+        let dest = self.select_task_rq(t, cpu, cpu, None, &mut wake_flags);
         if dest == cpu {
             return Flow::Next;
         }

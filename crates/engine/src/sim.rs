@@ -349,8 +349,8 @@ impl Sim {
                 cpu: c as CpuId,
                 // sched_init(): twice the migration cost, and the cost
                 // itself, at boot: before any debugfs write.
-                avg_idle: 2 * crate::tunables::Tunables::default().migration_cost_ns,
-                max_idle_balance_cost_ns: crate::tunables::Tunables::default().migration_cost_ns,
+                avg_idle: 2 * crate::tunables::MIGRATION_COST_NS,
+                max_idle_balance_cost_ns: crate::tunables::MIGRATION_COST_NS,
                 idle_state: deepest,
                 idle_state_since_ns: Some(0),
                 menu: crate::idle_gov::MenuState::idle_for_long(),
@@ -1507,13 +1507,9 @@ impl Sim {
             self.resched_lazy_honour(waker_cpu);
             return;
         }
-        let cpu = self.select_task_rq(t, prev, waker_cpu, waker, wake_flags | WF_TTWU);
-        // try_to_wake_up() adds WF_TTWU, and select_task_rq() WF_RQ_SELECTED
-        // when the class chose among several CPUs.
+        // try_to_wake_up() adds WF_TTWU; select_task_rq() WF_RQ_SELECTED.
         let mut wake_flags = wake_flags | WF_TTWU;
-        if self.tasks[t as usize].affinity.weight() > 1 {
-            wake_flags |= WF_RQ_SELECTED;
-        }
+        let cpu = self.select_task_rq(t, prev, waker_cpu, waker, &mut wake_flags);
         if cpu == waker_cpu {
             self.counters.wakeups_local += 1;
             self.tasks[t as usize].stats.wakeups_local += 1;
@@ -1734,25 +1730,27 @@ impl Sim {
     /// allowed on one CPU goes there without the class's placement (no
     /// wakee bookkeeping, no idle search); any other goes through
     /// select_task_rq_fair(), which first records the wakee of a wakeup
-    /// (record_wakee()).
+    /// (record_wakee()), and `wake_flags` gains WF_RQ_SELECTED.
     pub(crate) fn select_task_rq(
         &mut self,
         t: TaskId,
         prev: CpuId,
         this_cpu: CpuId,
         waker: Option<TaskId>,
-        wake_flags: u32,
+        wake_flags: &mut u32,
     ) -> CpuId {
         let affinity = self.tasks[t as usize].affinity;
         if affinity.weight() == 1 {
             return affinity.first().unwrap_or(prev);
         }
-        if wake_flags & WF_TTWU != 0 {
+        if *wake_flags & WF_TTWU != 0 {
             if let Some(w) = waker {
                 self.record_wakee(w, t);
             }
         }
-        self.select_task_rq_fair(t, prev, this_cpu, waker, wake_flags)
+        let cpu = self.select_task_rq_fair(t, prev, this_cpu, waker, *wake_flags);
+        *wake_flags |= WF_RQ_SELECTED;
+        cpu
     }
 
     /// The stopper takes `cpu` (its class runs above every fair task): the
@@ -1859,7 +1857,8 @@ impl Sim {
         self.cache_thread_join(tgid);
         self.live += 1;
         self.counters.forks += 1;
-        let cpu = self.select_task_rq(id, parent_cpu, parent_cpu, parent, WF_FORK);
+        let mut wake_flags = WF_FORK;
+        let cpu = self.select_task_rq(id, parent_cpu, parent_cpu, parent, &mut wake_flags);
         self.tasks[id as usize].cpu = cpu;
         self.update_rq_clock(cpu);
         self.init_entity_util(cpu, id);
@@ -1868,7 +1867,7 @@ impl Sim {
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(parent_cpu, id, cpu, true);
-        self.kick_or_preempt(cpu, id, parent_cpu, WF_FORK);
+        self.kick_or_preempt(cpu, id, parent_cpu, wake_flags);
         if parent.is_some() {
             // The parent returns to user space from clone().
             self.resched_lazy_honour(parent_cpu);

@@ -96,7 +96,7 @@ impl Default for Tunables {
             base_slice_ns: None,
             tunable_scaling: None,
             scaling_after_base: false,
-            migration_cost_ns: 500_000,
+            migration_cost_ns: MIGRATION_COST_NS,
             nr_migrate: 32,
             llc_aggr_tolerance: 1,
             llc_epoch_period: None,
@@ -106,6 +106,10 @@ impl Default for Tunables {
         }
     }
 }
+
+/// sysctl_sched_migration_cost's default, 0.5 ms (also sched_init()'s seed
+/// of every runqueue's avg_idle and max_idle_balance_cost).
+pub const MIGRATION_COST_NS: u64 = 500_000;
 
 /// The unscaled base slice (normalized_sysctl_sched_base_slice), 0.7 ms.
 pub const NORMALIZED_BASE_SLICE_NS: u64 = 700_000;

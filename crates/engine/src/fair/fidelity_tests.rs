@@ -1204,10 +1204,11 @@ fn exec_balancing_moves_only_a_task_that_shares_its_cpu() {
     let t = add_task(&mut s, 0);
     s.enqueue_task(0, t, EnqueueKind::New);
     run_on_cpu0(&mut s, t, 1_000_000);
-    assert_eq!(s.select_task_rq(t, 0, 0, None, crate::sim::WF_EXEC), 0);
+    let exec = || crate::sim::WF_EXEC;
+    assert_eq!(s.select_task_rq(t, 0, 0, None, &mut exec()), 0);
     let u = add_task(&mut s, 0);
     s.enqueue_task(0, u, EnqueueKind::New);
-    let dest = s.select_task_rq(t, 0, 0, None, crate::sim::WF_EXEC);
+    let dest = s.select_task_rq(t, 0, 0, None, &mut exec());
     assert_ne!(dest, 0);
     assert!(s.is_idle_cpu(dest), "CPU {dest} busy");
 }
