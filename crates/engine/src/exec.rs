@@ -1881,6 +1881,42 @@ mod tests {
         }
     }
 
+    /// 4 readers of `chan`, each 9 reads of 5000 B with random work between.
+    fn readers(r: &mut rand_pcg::Pcg64, chan: u32, name: &str) -> Vec<ThreadTemplate> {
+        (0..4)
+            .map(|_| {
+                let mut s = Vec::new();
+                for _ in 0..9 {
+                    s.push(Step::Recv { chan, bytes: 5000 });
+                    s.push(work(r, 30));
+                }
+                tpl(name, s)
+            })
+            .collect()
+    }
+
+    /// 3 writers of `chan`, each 20 writes of random sizes then the rest of
+    /// its 60000 B, with random work between.
+    fn random_writers(r: &mut rand_pcg::Pcg64, chan: u32, name: &str) -> Vec<ThreadTemplate> {
+        (0..3)
+            .map(|_| {
+                let mut s = Vec::new();
+                let mut sent = 0;
+                for _ in 0..20 {
+                    let bytes = r.gen_range(1..3000);
+                    sent += bytes;
+                    s.push(work(r, 30));
+                    s.push(Step::Send { chan, bytes });
+                }
+                s.push(Step::Send {
+                    chan,
+                    bytes: 60_000 - sent,
+                });
+                tpl(name, s)
+            })
+            .collect()
+    }
+
     #[test]
     fn channels_never_lose_wakeups() {
         for seed in SEEDS {
@@ -1898,74 +1934,15 @@ mod tests {
                 }
                 ts.push(tpl("wr", s));
             }
-            for _ in 0..4 {
-                let mut s = Vec::new();
-                for _ in 0..9 {
-                    s.push(Step::Recv {
-                        chan: 0,
-                        bytes: 5000,
-                    });
-                    s.push(work(&mut r, 30));
-                }
-                ts.push(tpl("rd", s));
-            }
+            ts.extend(readers(&mut r, 0, "rd"));
             // The same over a kernel-style pipe of 4 slots of 1 KiB pages:
             // writes merge into a page, span several, and wait for slots.
-            // Each writer passes 60000 B in all.
-            for _ in 0..3 {
-                let mut s = Vec::new();
-                let mut sent = 0;
-                for _ in 0..20 {
-                    let bytes = r.gen_range(1..3000);
-                    sent += bytes;
-                    s.push(work(&mut r, 30));
-                    s.push(Step::Send { chan: 3, bytes });
-                }
-                s.push(Step::Send {
-                    chan: 3,
-                    bytes: 60_000 - sent,
-                });
-                ts.push(tpl("pw", s));
-            }
-            for _ in 0..4 {
-                let mut s = Vec::new();
-                for _ in 0..9 {
-                    s.push(Step::Recv {
-                        chan: 3,
-                        bytes: 5000,
-                    });
-                    s.push(work(&mut r, 30));
-                }
-                ts.push(tpl("pr", s));
-            }
+            ts.extend(random_writers(&mut r, 3, "pw"));
+            ts.extend(readers(&mut r, 3, "pr"));
             // And over a unix stream socket of an 8 KiB send buffer: skbs
             // of at most 4032 B, writers woken all at once.
-            for _ in 0..3 {
-                let mut s = Vec::new();
-                let mut sent = 0;
-                for _ in 0..20 {
-                    let bytes = r.gen_range(1..3000);
-                    sent += bytes;
-                    s.push(work(&mut r, 30));
-                    s.push(Step::Send { chan: 4, bytes });
-                }
-                s.push(Step::Send {
-                    chan: 4,
-                    bytes: 60_000 - sent,
-                });
-                ts.push(tpl("sw", s));
-            }
-            for _ in 0..4 {
-                let mut s = Vec::new();
-                for _ in 0..9 {
-                    s.push(Step::Recv {
-                        chan: 4,
-                        bytes: 5000,
-                    });
-                    s.push(work(&mut r, 30));
-                }
-                ts.push(tpl("sr", s));
-            }
+            ts.extend(random_writers(&mut r, 4, "sw"));
+            ts.extend(readers(&mut r, 4, "sr"));
             // A ping-pong pair over two small pipes.
             for i in 0..2u32 {
                 let mut s = Vec::new();

@@ -503,6 +503,32 @@ struct LbEnv {
 }
 
 impl LbEnv {
+    /// The environment sched_balance_rq() starts with for `cpu`'s domain at
+    /// `level` (its flags and span): `cpu` pulls, nothing found or moved yet.
+    fn new(cpu: CpuId, level: usize, sd_flags: SdFlags, span: CpuMask, idle: IdleType) -> LbEnv {
+        LbEnv {
+            this_cpu: cpu,
+            dst: cpu,
+            level,
+            sd_flags,
+            idle,
+            cpus: span,
+            dst_grpmask: CpuMask::default(),
+            imbalance: 0,
+            mt: MigrationType::Load,
+            src: cpu,
+            loop_max: 0,
+            loop_count: 0,
+            loop_break: NR_MIGRATE_BREAK,
+            need_break: false,
+            all_pinned: false,
+            some_pinned: false,
+            dst_pinned: false,
+            new_dst_cpu: cpu,
+            llc_pinned: false,
+        }
+    }
+
     fn is_idle(&self) -> bool {
         self.idle != IdleType::NotIdle
     }
@@ -1334,27 +1360,7 @@ impl Sim {
             .domains
             .get(level + 1)
             .map(|p| (p.groups[0].sgc_level, p.groups[0].sgc_cpu));
-        let mut env = LbEnv {
-            this_cpu: cpu,
-            dst: cpu,
-            level,
-            sd_flags: d.flags,
-            idle,
-            cpus: d.span,
-            dst_grpmask: CpuMask::default(),
-            imbalance: 0,
-            mt: MigrationType::Load,
-            src: cpu,
-            loop_max: 0,
-            loop_count: 0,
-            loop_break: NR_MIGRATE_BREAK,
-            need_break: false,
-            all_pinned: false,
-            some_pinned: false,
-            dst_pinned: false,
-            new_dst_cpu: cpu,
-            llc_pinned: false,
-        };
+        let mut env = LbEnv::new(cpu, level, d.flags, d.span, idle);
         self.counters.lb_count(level, &d.name);
         env.dst_grpmask = self.group_balance_mask(cpu, level);
         let mut continue_balancing = true;
@@ -1932,27 +1938,10 @@ mod tests {
         // Nobody ran recently: no task is cache-hot.
         s.now = 50_000_000;
         let level = 1; // MC above CLS
-        let mut env = LbEnv {
-            this_cpu: 1,
-            dst: 1,
-            level,
-            sd_flags: s.domains.cpus[1].domains[level].flags,
-            idle: IdleType::Idle,
-            cpus: s.machine.all_cpus(),
-            dst_grpmask: CpuMask::default(),
-            imbalance: 1,
-            mt: MigrationType::Task,
-            src: 0,
-            loop_max: 4,
-            loop_count: 0,
-            loop_break: NR_MIGRATE_BREAK,
-            need_break: false,
-            all_pinned: true,
-            some_pinned: false,
-            dst_pinned: false,
-            new_dst_cpu: 1,
-            llc_pinned: false,
-        };
+        let flags = s.domains.cpus[1].domains[level].flags;
+        let mut env = LbEnv::new(1, level, flags, s.machine.all_cpus(), IdleType::Idle);
+        (env.imbalance, env.mt, env.src, env.loop_max) = (1, MigrationType::Task, 0, 4);
+        env.all_pinned = true;
         assert_eq!(s.detach_attach(&mut env), 1);
         assert_eq!(
             s.tasks[q as usize].cpu, 1,
@@ -1999,27 +1988,10 @@ mod tests {
         s.tasks[0].state = TaskState::Running;
         s.now = 50_000_000;
         let level = 0;
-        let mut env = LbEnv {
-            this_cpu: 1,
-            dst: 1,
-            level,
-            sd_flags: s.domains.cpus[1].domains[level].flags,
-            idle: IdleType::Idle,
-            cpus: s.machine.all_cpus(),
-            dst_grpmask: CpuMask::default(),
-            imbalance: 100,
-            mt: MigrationType::Task,
-            src: 0,
-            loop_max: 64,
-            loop_count: 0,
-            loop_break: NR_MIGRATE_BREAK,
-            need_break: false,
-            all_pinned: true,
-            some_pinned: false,
-            dst_pinned: false,
-            new_dst_cpu: 1,
-            llc_pinned: false,
-        };
+        let flags = s.domains.cpus[1].domains[level].flags;
+        let mut env = LbEnv::new(1, level, flags, s.machine.all_cpus(), IdleType::Idle);
+        (env.imbalance, env.mt, env.src, env.loop_max) = (100, MigrationType::Task, 0, 64);
+        env.all_pinned = true;
         assert_eq!(s.detach_attach(&mut env), 32);
         assert!(env.need_break);
         assert_eq!((env.loop_count, env.loop_break), (33, 64));
