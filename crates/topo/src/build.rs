@@ -513,9 +513,7 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                         let first = span.first().unwrap_or(0) as usize;
                         group_flags_of(&attached[first], ri).unwrap_or(*build_flags)
                     };
-                    let mut g = make_group(m, &caps, *span, flags);
-                    (g.balance_mask, g.sgc_level, g.sgc_cpu) = r.balance[gi];
-                    g
+                    make_group(m, &caps, *span, flags, r.balance[gi])
                 })
                 .collect();
             let w = r.mask_weight;
@@ -840,7 +838,15 @@ fn attach(chain: &[Raw], cfg: &DomainConfig) -> Attached {
 }
 
 /// A group with `init_sched_groups_capacity()`'s data.
-fn make_group(m: &Machine, caps: &[u32], span: CpuMask, flags: SdFlags) -> SchedGroup {
+/// A group of `span` with its flags and its balance mask and
+/// sched_group_capacity key (`sgc`: mask, level, CPU).
+fn make_group(
+    m: &Machine,
+    caps: &[u32],
+    span: CpuMask,
+    flags: SdFlags,
+    sgc: (CpuMask, u8, CpuId),
+) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c as usize]).sum();
     let mut cores: Vec<u32> = span.iter().map(|c| m.cpus[c as usize].core).collect();
     cores.sort_unstable();
@@ -859,9 +865,9 @@ fn make_group(m: &Machine, caps: &[u32], span: CpuMask, flags: SdFlags) -> Sched
         capacity,
         cores: cores.len() as u32,
         asym_prefer_cpu: best.unwrap_or(0),
-        balance_mask: span,
-        sgc_level: 0,
-        sgc_cpu: span.first().unwrap_or(0),
+        balance_mask: sgc.0,
+        sgc_level: sgc.1,
+        sgc_cpu: sgc.2,
     }
 }
 
