@@ -1553,3 +1553,33 @@ fn idle_state_time_adds_up_to_the_cpus_idle_time() {
     assert!(c.idle_state_usage[0] >= 20, "{:?}", c.idle_state_usage);
     assert!(c.idle_state_ns[1] > c.idle_state_ns[0]);
 }
+
+/// Every domain's balancing starts at sd_init()'s interval, the level's
+/// weight, even when a debugfs write lowered min_interval; the written
+/// value is where a successful balance resets the interval to.
+#[test]
+fn balancing_starts_at_the_domain_weight_whatever_min_interval_says() {
+    let m = preset("kunpeng920").expect("preset");
+    let mut cfg = DomainConfig {
+        cluster: true,
+        ..DomainConfig::default()
+    };
+    cfg.sd_tunables =
+        vec![schedlab_topo::SdTunable::parse("domains/MC/min_interval", "2").unwrap()];
+    let d = build_domains(&m, &cfg).expect("domains");
+    let s = Sim::new(
+        m,
+        d,
+        cpu_hogs(1, 1_000_000, None, 10_000_000),
+        SimConfig {
+            checked: true,
+            ..SimConfig::default()
+        },
+    );
+    let first: Vec<(u32, u32)> = s.sd[0]
+        .iter()
+        .zip(&s.domains.cpus[0].domains)
+        .map(|(st, d)| (st.balance_interval_ms, d.min_interval_ms))
+        .collect();
+    assert_eq!(first[..2], [(4, 4), (24, 2)]);
+}

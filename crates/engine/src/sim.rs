@@ -364,7 +364,10 @@ impl Sim {
                 cd.domains
                     .iter()
                     .map(|d| SdState {
-                        balance_interval_ms: d.min_interval_ms.max(1),
+                        // sd_init(): the first interval is the level's
+                        // weight; a written min_interval is used only
+                        // once a balance resets the interval.
+                        balance_interval_ms: d.weight.max(1),
                         // sd_init(): newidle balancing starts at 50% success.
                         newidle_call: 512,
                         newidle_success: 256,

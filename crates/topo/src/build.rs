@@ -19,7 +19,7 @@
 use crate::cpumask::{CpuId, CpuMask};
 use crate::domains::{CpuDomains, DomainConfig, Domains, SchedDomain, SchedGroup, SdFlags};
 use crate::error::TopoError;
-use crate::machine::{Arch, Machine};
+use crate::machine::{Arch, CpuInfo, Machine};
 
 /// `RECLAIM_DISTANCE` / `node_reclaim_distance`: NUMA levels farther than this lose
 /// SD_BALANCE_EXEC, SD_BALANCE_FORK and SD_WAKE_AFFINE.
@@ -229,16 +229,40 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             // powerpc build_sched_topology(): SMT (small core), CACHE (L2), MC
             // (coregroup), PKG. A shared-processor LPAR adds ASYM_PACKING to CACHE,
             // MC and PKG (powerpc_shared_cache_flags(), powerpc_shared_proc_flags()).
-            // CHOICE: CACHE and MC are always listed; they degenerate when equal to
-            // their child, as the kernel's would when absent.
+            // CACHE is listed when some CPU's L2 is wider than its (small)
+            // core, as smp_callin() decides `shared_caches`; MC when the
+            // firmware reports coregroups (has_coregroup_support()), which a
+            // machine description shows as dies that differ from the nodes
+            // (CHOICE: sysfs does not expose the firmware property). The level
+            // numbers that relax_domain_level compares follow from what is
+            // listed, as sd->level counts the table's entries.
             t.push(lvl("SMT", Mask::Smt, smt_flags));
-            t.push(lvl("CACHE", Mask::L2Cache, SdFlags::SHARE_LLC | asym_f));
-            let mc_llc = if cfg.mc_is_llc {
-                SdFlags::SHARE_LLC
-            } else {
-                SdFlags::empty()
+            use std::collections::{BTreeMap, BTreeSet};
+            let tally = |key: &dyn Fn(&CpuInfo) -> u32| {
+                let mut n: BTreeMap<u32, usize> = BTreeMap::new();
+                for c in &m.cpus {
+                    *n.entry(key(c)).or_default() += 1;
+                }
+                n
             };
-            t.push(lvl("MC", Mask::PpcCoregroup, mc_llc | asym_f));
+            let (per_llc, per_core) = (tally(&|c| c.llc), tally(&|c| c.core));
+            let shared_caches = m.cpus.iter().any(|c| per_llc[&c.llc] > per_core[&c.core]);
+            if shared_caches {
+                t.push(lvl("CACHE", Mask::L2Cache, SdFlags::SHARE_LLC | asym_f));
+            }
+            let pairs: BTreeSet<(u32, u32)> = m.cpus.iter().map(|c| (c.die, c.node)).collect();
+            let dies: BTreeSet<u32> = pairs.iter().map(|p| p.0).collect();
+            let nodes: BTreeSet<u32> = pairs.iter().map(|p| p.1).collect();
+            // Dies and nodes partition the CPUs alike iff they pair one to one.
+            let coregroups = pairs.len() != dies.len() || pairs.len() != nodes.len();
+            if coregroups {
+                let mc_llc = if cfg.mc_is_llc {
+                    SdFlags::SHARE_LLC
+                } else {
+                    SdFlags::empty()
+                };
+                t.push(lvl("MC", Mask::PpcCoregroup, mc_llc | asym_f));
+            }
             t.push(lvl("PKG", Mask::Pkg, asym_f));
         }
         Arch::Arm64 => {
@@ -523,6 +547,7 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                 span: r.span,
                 flags: at.flags[k],
                 groups,
+                weight: w,
                 min_interval_ms: w,
                 max_interval_ms: 2 * w,
                 busy_factor: 16,
@@ -1164,6 +1189,57 @@ mod tests {
                 b.flags.without(SdFlags::BALANCE_NEWIDLE)
             );
         }
+    }
+
+    /// powerpc lists CACHE only when an L2 is wider than its small core and
+    /// MC only with coregroups, as build_sched_topology() does, so the levels
+    /// relax_domain_level counts match the kernel's: POWER10's MC is level 1
+    /// (its L2 is per small core), and without coregroups PKG follows SMT.
+    #[test]
+    fn powerpc_lists_cache_and_mc_only_when_the_machine_has_them() {
+        let m = preset("power10").unwrap();
+        let levels = |m: &Machine| -> Vec<(String, u8)> {
+            let d = build_domains(m, &DomainConfig::named("vanilla").unwrap()).unwrap();
+            d.cpus[0]
+                .domains
+                .iter()
+                .map(|d| (d.name.clone(), d.level))
+                .collect()
+        };
+        assert_eq!(
+            levels(&m),
+            [("SMT".into(), 0), ("MC".into(), 1), ("PKG".into(), 2)]
+        );
+        // One die per node: no coregroups, no MC level at all.
+        let mut flat = m.clone();
+        for c in flat.cpus.iter_mut() {
+            c.die = c.node;
+        }
+        assert_eq!(levels(&flat), [("SMT".into(), 0), ("PKG".into(), 1)]);
+        // An L2 shared by the two small cores of a big core: CACHE is listed.
+        let mut l2 = m.clone();
+        for c in l2.cpus.iter_mut() {
+            c.llc /= 2;
+        }
+        let names: Vec<(String, u8)> = levels(&l2);
+        assert_eq!(names[1], ("CACHE".into(), 1));
+        assert_eq!(names[2], ("MC".into(), 2));
+    }
+
+    /// A min_interval write leaves sd_init()'s weight, the first balance
+    /// interval, as it was.
+    #[test]
+    fn a_min_interval_write_keeps_the_domains_weight() {
+        use crate::domains::SdTunable;
+        let m = preset("kunpeng920").unwrap();
+        let mut cfg = DomainConfig::named("cluster").unwrap();
+        cfg.sd_tunables = vec![SdTunable::parse("domains/MC/min_interval", "2").unwrap()];
+        let d = build_domains(&m, &cfg).unwrap();
+        let mc = &d.cpus[0].domains[1];
+        assert_eq!(
+            (mc.name.as_str(), mc.min_interval_ms, mc.weight),
+            ("MC", 2, 24)
+        );
     }
 
     /// Writes to the per-domain debugfs files land on the named domains,

@@ -319,6 +319,11 @@ pub struct SchedDomain {
     pub flags: SdFlags,
     /// Groups in the kernel's order: the one holding this CPU first.
     pub groups: Vec<SchedGroup>,
+    /// sd_init()'s `sd_weight`: the weight of the topology level's mask for
+    /// this CPU. The first balance interval (ms) is this, whatever a
+    /// debugfs write later makes `min_interval_ms`.
+    #[serde(default)]
+    pub weight: u32,
     pub min_interval_ms: u32,
     pub max_interval_ms: u32,
     pub busy_factor: u32,
