@@ -7,7 +7,9 @@
 //! the child is placed by sched_balance_find_dst_group() with A already
 //! running), and the two ping-pong: A writes an int to pipe 1 and reads the
 //! answer from pipe 2, B reads pipe 1 and writes pipe 2, `loops` times.
-//! Every write wakes the blocked peer with WF_SYNC, so the pair ping-pongs
+//! The pipes follow fs/pipe.c (`SyncObject::Pipe`: 16 page slots; a
+//! write into the empty pipe wakes its blocked reader with WF_SYNC), so
+//! every write wakes the blocked peer with WF_SYNC and the pair ping-pongs
 //! through the wakeup path (wake affine, select_idle_sibling). perf times
 //! the whole exchange in A and prints `Total time`, `usecs/op` and
 //! `ops/sec`; with N instances (the power10 experiment runs N copies at
@@ -19,7 +21,9 @@
 //! and the final waitpid() (A stops its timer after its last read; B exits
 //! right after its last write).
 
-use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec, PIPE_CAPACITY};
+use crate::program::{
+    Step, SyncObject, ThreadTemplate, WorkloadSpec, PAGE_BYTES, PIPE_DEF_BUFFERS,
+};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
 
@@ -57,12 +61,12 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     };
     for i in 0..p.instances {
         let (p1, p2) = (2 * i, 2 * i + 1);
-        sync.push(SyncObject::Channel {
-            capacity: PIPE_CAPACITY,
-        });
-        sync.push(SyncObject::Channel {
-            capacity: PIPE_CAPACITY,
-        });
+        for _ in 0..2 {
+            sync.push(SyncObject::Pipe {
+                buffers: PIPE_DEF_BUFFERS,
+                page_bytes: PAGE_BYTES,
+            });
+        }
         // perf's parent side: exec'd by the shell, timer, fork, then the
         // write-first loop (bench_sched_pipe(), worker_thread() with nr 1).
         let a = vec![
