@@ -6,7 +6,7 @@
 //! page, small writes merged into the last page, so 40 messages of 100 bytes
 //! fill a slot and 640 the pipe) or a unix stream socket pair (`ipc=socket`,
 //! the default; a 208 KiB send buffer that charges each message its skb
-//! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each worker signals "ready" and
+//! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each worker writes a byte to the ready pipe and
 //! waits for GO; the main thread times from GO until every worker has been
 //! reaped. Every sender does `for loops: for each receiver: write datasize
 //! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
@@ -23,7 +23,9 @@
 //! cost (`SYSCALL_*`, ESTIMATES) plus a copy cost per byte, cache-line
 //! transfer of the message data, poll() on the GO descriptor (a futex-style
 //! wait here, woken with WF_SYNC as pipe_write() wakes its pollers), the
-//! ready pipe (a semaphore), the different fork cost of processes vs threads
+//! reaping (a semaphore each worker posts before it exits, as
+//! pthread_join()'s futex wakeup; a process's exit wakes its parent's wait()
+//! with WF_SYNC instead), the different fork cost of processes vs threads
 //! (`mode` only changes the names), and TCP (`-i`).
 
 use crate::program::{
@@ -125,7 +127,7 @@ impl HackbenchParams {
     }
 }
 
-/// Sync ids: 0 = ready semaphore, 1 = GO condition, 2 = done semaphore,
+/// Sync ids: 0 = ready pipe, 1 = GO condition, 2 = done semaphore,
 /// then one channel per receiver.
 const READY: u32 = 0;
 const GO: u32 = 1;
@@ -157,7 +159,10 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         )
     };
     let mut sync = vec![
-        SyncObject::Semaphore { initial: 0 },
+        SyncObject::Pipe {
+            buffers: PIPE_DEF_BUFFERS,
+            page_bytes: PAGE_BYTES,
+        },
         SyncObject::Cond,
         SyncObject::Semaphore { initial: 0 },
     ];
@@ -170,7 +175,11 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         work_ns: p.write_ns(),
     };
     let mut prologue = vec![
-        Step::SemPost { sem: READY },
+        // ready(): write one byte to the ready pipe, then poll() for GO.
+        Step::Send {
+            chan: READY,
+            bytes: 1,
+        },
         Step::Wait {
             cond: GO,
             mutex: None,
@@ -245,7 +254,11 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     // Wait until every worker is ready, then GO and reap them all.
     let n = main.len() as u32;
     main.extend([
-        Step::SemWait { sem: READY },
+        // read(readyfds[0], &dummy, 1) once per worker.
+        Step::Recv {
+            chan: READY,
+            bytes: 1,
+        },
         Step::Loop {
             start: n,
             count: workers,
@@ -337,17 +350,39 @@ mod tests {
         let sends: u64 = spec
             .templates
             .iter()
-            .map(|t| executed(&t.steps, |s| matches!(s, Step::Send { .. })))
+            .map(|t| {
+                executed(
+                    &t.steps,
+                    |s| matches!(s, Step::Send { chan, .. } if *chan != READY),
+                )
+            })
             .sum();
         let recvs: u64 = spec
             .templates
             .iter()
-            .map(|t| executed(&t.steps, |s| matches!(s, Step::Recv { .. })))
+            .map(|t| {
+                executed(
+                    &t.steps,
+                    |s| matches!(s, Step::Recv { chan, .. } if *chan != READY),
+                )
+            })
             .sum();
         assert_eq!(sends, 3 * 16 * 7);
         assert_eq!(recvs, sends);
         assert_eq!(p.messages(), sends);
         assert_eq!(spec.templates.len(), 1 + 2 * 3 * 4);
+        // Every worker writes one byte into the ready pipe; the main thread
+        // reads them one by one.
+        let ready = |t: &ThreadTemplate, recv: bool| {
+            executed(&t.steps, |s| match s {
+                Step::Send { chan, bytes } => !recv && *chan == READY && *bytes == 1,
+                Step::Recv { chan, bytes } => recv && *chan == READY && *bytes == 1,
+                _ => false,
+            })
+        };
+        assert_eq!(ready(&spec.templates[0], true), 24);
+        assert!(spec.templates[1..].iter().all(|t| ready(t, false) == 1));
+        assert!(matches!(spec.sync[READY as usize], SyncObject::Pipe { .. }));
         // GO is a write into the pipe every worker poll()s: a sync wakeup.
         assert!(spec.templates[0]
             .steps
