@@ -189,6 +189,25 @@ impl Sim {
         if p.cluster_sq != sq(&self.busy_in_cluster) || p.llc_sq != sq(&self.busy_in_llc) {
             return Err("placement sums of squares drifted from the busy counts".to_string());
         }
+        let types = p.type_busy.len();
+        let mut per_slot = vec![0u32; self.busy_in_cluster_type.len()];
+        let mut per_type = vec![0u64; types];
+        for (c, rq) in self.machine.cpus.iter().zip(&self.rqs) {
+            if rq.curr.is_some() {
+                per_slot[c.cluster as usize * types + c.core_type as usize] += 1;
+                per_type[c.core_type as usize] += 1;
+            }
+        }
+        let mut type_sq = vec![0u64; types];
+        for (slot, &b) in per_slot.iter().enumerate() {
+            type_sq[slot % types] += (b as u64) * (b as u64);
+        }
+        if per_slot != self.busy_in_cluster_type
+            || per_type != p.type_busy
+            || type_sq != p.type_cluster_sq
+        {
+            return Err("per-core-type placement sums drifted from a recount".to_string());
+        }
         for (c, rq) in self.rqs.iter().enumerate() {
             if rq.cfs.nr_queued != nr[c] {
                 return Err(format!(

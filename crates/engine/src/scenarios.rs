@@ -1583,3 +1583,25 @@ fn balancing_starts_at_the_domain_weight_whatever_min_interval_says() {
         .collect();
     assert_eq!(first[..2], [(4, 4), (24, 2)]);
 }
+
+/// The E-cluster gap counter measures what S3's placement claim asks: four
+/// hogs pinned to one E-cluster of alderlake give a gap of 4 busy CPUs,
+/// two on each cluster give 0.
+#[test]
+fn the_cluster_gap_counter_tells_a_4_0_split_from_a_2_2_split() {
+    let gap = |cpus: [u16; 4]| {
+        let mut spec = cpu_hogs(4, 50_000_000, None, 200_000_000);
+        for (t, &c) in spec.templates.iter_mut().zip(&cpus) {
+            t.affinity = Some(CpuMask::from_cpus([c]));
+        }
+        let mut s = sim("alderlake", true, spec, 3);
+        s.cfg.noise = false;
+        s.run();
+        let e = s.machine.cpus[12].core_type as usize;
+        s.counters.cluster_gap_rms(e, 2).expect("two E-clusters")
+    };
+    let packed = gap([12, 13, 14, 15]);
+    let split = gap([12, 13, 16, 17]);
+    assert!((packed - 4.0).abs() < 0.01, "4/0 gap {packed}");
+    assert!(split.abs() < 0.05, "2/2 gap {split}");
+}

@@ -121,11 +121,14 @@ pub struct BarrierState {
 }
 
 /// Running sums behind the placement counters.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct PlacementSums {
     pub(crate) cluster_sq: u64,
     pub(crate) llc_sq: u64,
     pub(crate) busy: u64,
+    /// Per core type: Σ busy² over its clusters, and its busy CPUs.
+    pub(crate) type_cluster_sq: Vec<u64>,
+    pub(crate) type_busy: Vec<u64>,
 }
 
 /// Why a run stopped.
@@ -233,6 +236,8 @@ pub struct Sim {
     pub(crate) sched_balance_running: Option<(CpuId, u64)>,
     /// Per-cluster / per-LLC busy CPU counts for placement statistics.
     pub(crate) busy_in_cluster: Vec<u32>,
+    /// Busy CPUs per (cluster, core type), at `cluster × types + type`.
+    pub(crate) busy_in_cluster_type: Vec<u32>,
     pub(crate) busy_in_llc: Vec<u32>,
     /// Σ busy², per cluster and per LLC, and Σ busy (placement statistics).
     pub(crate) placement: PlacementSums,
@@ -389,6 +394,7 @@ impl Sim {
         crate::fair::wake_llc::pair_fallback_llcs(&domains, &mut llc);
         let (asym_shared, asym_shared_of) = asym_shared_state(&domains);
         let n_clusters = machine.nr_clusters();
+        let n_types = machine.core_types.len().max(1);
         let n_llcs = machine.nr_llcs();
         let barriers = spec
             .sync
@@ -475,8 +481,13 @@ impl Sim {
             rd_overloaded: false,
             sched_balance_running: None,
             busy_in_cluster: vec![0; n_clusters],
+            busy_in_cluster_type: vec![0; n_clusters * n_types],
             busy_in_llc: vec![0; n_llcs],
-            placement: PlacementSums::default(),
+            placement: PlacementSums {
+                type_cluster_sq: vec![0; n_types],
+                type_busy: vec![0; n_types],
+                ..PlacementSums::default()
+            },
             last_placement_ns: 0,
             stop: None,
             livelock_task: None,
@@ -723,14 +734,39 @@ impl Sim {
             self.counters.cluster_corun_ns += p.cluster_sq * dt;
             self.counters.llc_corun_ns += p.llc_sq * dt;
             self.counters.busy_cpu_ns += p.busy * dt;
+            let c = &mut self.counters;
+            if c.type_cluster_sq_ns.len() < p.type_busy.len() {
+                c.type_cluster_sq_ns.resize(p.type_busy.len(), 0.0);
+                c.type_busy_sq_ns.resize(p.type_busy.len(), 0.0);
+            }
+            for (t, &b) in p.type_busy.iter().enumerate() {
+                c.type_cluster_sq_ns[t] += p.type_cluster_sq[t] as f64 * dt as f64;
+                c.type_busy_sq_ns[t] += (b * b) as f64 * dt as f64;
+            }
+            c.placement_ns += dt;
             self.last_placement_ns = self.now;
         }
     }
 
-    /// A CPU of `cluster`/`llc` became busy (`+1`) or idle (`-1`): keep the
-    /// busy counts and their sums of squares up to date in O(1)
+    /// `cpu` became busy (`+1`) or idle (`-1`): keep the busy counts of its
+    /// cluster, LLC and core type and their sums of squares up to date in O(1)
     /// ((b ± 1)² = b² ± 2b + 1).
-    pub(crate) fn placement_change(&mut self, cluster: usize, llc: usize, busy: bool) {
+    pub(crate) fn placement_change(&mut self, cpu: CpuId, busy: bool) {
+        let c = &self.machine.cpus[cpu as usize];
+        let (cluster, llc, ty) = (c.cluster as usize, c.llc as usize, c.core_type as usize);
+        // The type's busy CPUs in this cluster (a cluster may mix types).
+        let slot = cluster * self.placement.type_busy.len() + ty;
+        let b = self.busy_in_cluster_type[slot] as u64;
+        let p = &mut self.placement;
+        if busy {
+            p.type_cluster_sq[ty] += 2 * b + 1;
+            p.type_busy[ty] += 1;
+            self.busy_in_cluster_type[slot] += 1;
+        } else {
+            p.type_cluster_sq[ty] -= 2 * b - 1;
+            p.type_busy[ty] -= 1;
+            self.busy_in_cluster_type[slot] -= 1;
+        }
         let step = |count: &mut u32, sq: &mut u64| {
             let b = *count as u64;
             if busy {
@@ -757,9 +793,7 @@ impl Sim {
     pub(crate) fn idle_exit(&mut self, cpu: CpuId) {
         self.account_placement();
         let now = self.now;
-        let c = &self.machine.cpus[cpu as usize];
-        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
-        self.placement_change(cluster, llc, true);
+        self.placement_change(cpu, true);
         let rq = &mut self.rqs[cpu as usize];
         rq.idle_ns += now - rq.last_busy_change;
         // update_rq_avg_idle(): 1/8 EWMA, capped at 2 × max_idle_balance_cost,
@@ -793,9 +827,7 @@ impl Sim {
     pub(crate) fn idle_enter(&mut self, cpu: CpuId) {
         self.account_placement();
         let now = self.now;
-        let c = &self.machine.cpus[cpu as usize];
-        let (cluster, llc) = (c.cluster as usize, c.llc as usize);
-        self.placement_change(cluster, llc, false);
+        self.placement_change(cpu, false);
         let rq = &mut self.rqs[cpu as usize];
         rq.busy_ns += now - rq.last_busy_change;
         rq.last_busy_change = now;

@@ -87,6 +87,12 @@ pub struct Counters {
     pub cluster_corun_ns: u64,
     pub llc_corun_ns: u64,
     pub busy_cpu_ns: u64,
+    /// Per core type: ∫ Σ_cluster busy² dt over its clusters and ∫ busy² dt
+    /// of the type as a whole, over `placement_ns`: see
+    /// [`Counters::cluster_gap_rms`].
+    pub type_cluster_sq_ns: Vec<f64>,
+    pub type_busy_sq_ns: Vec<f64>,
+    pub placement_ns: u64,
     pub levels: Vec<LevelCounters>,
     /// Per idle state of the machine, in table order: how often a CPU
     /// entered it and how long CPUs stayed in it, summed over CPUs
@@ -134,6 +140,23 @@ impl Counters {
         } else {
             self.cluster_corun_ns as f64 / self.busy_cpu_ns as f64
         }
+    }
+
+    /// How evenly the busy CPUs of core type `ty` spread over its `k`
+    /// clusters: the root mean square, over time and over pairs of those
+    /// clusters, of the difference of their busy CPU counts (0 when they
+    /// always run as many busy CPUs each; 4 for two clusters of four run
+    /// 4/0). From Σ_{i<j} (b_i − b_j)² = k·Σ b_i² − (Σ b_i)². `None` with
+    /// fewer than two clusters or no time accounted.
+    pub fn cluster_gap_rms(&self, ty: usize, k: usize) -> Option<f64> {
+        if k < 2 || self.placement_ns == 0 {
+            return None;
+        }
+        let sq = *self.type_cluster_sq_ns.get(ty)?;
+        let b2 = *self.type_busy_sq_ns.get(ty)?;
+        let pairs = (k * (k - 1) / 2) as f64;
+        let mean = (k as f64 * sq - b2) / pairs / self.placement_ns as f64;
+        Some(mean.max(0.0).sqrt())
     }
 
     /// Mean number of busy CPUs in the LLC of a busy CPU.
