@@ -503,6 +503,9 @@ fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
     })
 }
 
+/// The metric name of [`HybridPlacement::small_gap_rms`].
+pub const ECL_GAP: &str = "ecl_gap";
+
 /// S3 multi-threaded kbuild (make -jN) and TensorFlow Lite at 8, 10, 12 threads.
 fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
     let mut points = Vec::new();
@@ -537,7 +540,10 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
         machine: "alderlake".into(),
         workload: "phoronix".into(),
         configs: strings(S3_CONFIGS),
-        metrics: vec![MetricSpec::new("runtime", "s", false)],
+        metrics: vec![
+            MetricSpec::new("runtime", "s", false),
+            MetricSpec::new(ECL_GAP, "CPUs", false),
+        ],
         points,
         repetitions: if quick { 2 } else { 5 },
         setup: "kbuild (make -jN model, scaled-down tree) and TensorFlow Lite inference (N threads, per-layer barrier) at 8, 10, 12 threads on 6 P-cores (SMT2) + 2 E-clusters of 4".into(),
@@ -745,6 +751,11 @@ pub struct HybridPlacement {
     pub big_busy: f64,
     pub small_busy_hi: f64,
     pub small_busy_lo: f64,
+    /// How unevenly the small cores' clusters are loaded: the RMS over time
+    /// of the difference of their busy CPU counts
+    /// (`Counters::cluster_gap_rms`; 0 = always as many busy CPUs in each,
+    /// 4 = two clusters of four run 4/0).
+    pub small_gap_rms: f64,
 }
 
 /// Per-core-type busy time and per-cluster occupancy of small cores, from the
@@ -771,6 +782,11 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
     if clusters.len() < 2 {
         return None;
     }
+    let small_type = m.cpus.iter().find(|c| c.capacity < max_cap)?.core_type;
+    let small_gap_rms = sim
+        .counters
+        .cluster_gap_rms(small_type as usize, clusters.len())
+        .unwrap_or(0.0);
     let hi = clusters.values().copied().max().unwrap_or(0);
     let lo = clusters.values().copied().min().unwrap_or(0);
     Some(HybridPlacement {
@@ -778,6 +794,7 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
         big_busy: big as f64 / t,
         small_busy_hi: hi as f64 / t,
         small_busy_lo: lo as f64 / t,
+        small_gap_rms,
     })
 }
 
@@ -805,11 +822,17 @@ pub fn run_point(
     };
     let mut sim = Sim::new(m, d, spec, sim_cfg);
     let stop = sim.run();
-    let metrics = point.workload.metrics(&sim);
+    let mut metrics = point.workload.metrics(&sim);
+    let hybrid = hybrid_placement(&sim);
+    if let Some(h) = hybrid {
+        // S3's "balanced E-clusters": a placement figure tabulated like a
+        // metric where an experiment lists it.
+        metrics.push((ECL_GAP.into(), h.small_gap_rms));
+    }
     let c = &sim.counters;
     let placement = Placement {
         cluster_corunners: c.mean_cluster_corunners(),
-        hybrid: hybrid_placement(&sim),
+        hybrid,
         migrations: c.migrations,
         wakeups: c.wakeups,
         wakeups_affine: c.wakeups_affine,
@@ -966,6 +989,12 @@ pub fn run_all(
             metrics,
             rows,
         );
+        r.setup = format!(
+            "{}; {} repetitions{}",
+            d.setup,
+            d.repetitions,
+            if opts.quick { "; --quick" } else { "" }
+        );
         // The LLC side of placement wherever some config runs SCHED_CACHE.
         // (Whether SCHED_CACHE is on does not depend on the architecture.)
         let llc_notes = d.configs.iter().any(|c| {
@@ -1068,11 +1097,12 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
         let k = hy.len() as f64;
         let a = |f: &dyn Fn(&HybridPlacement) -> f64| hy.iter().map(f).sum::<f64>() / k;
         format!(
-            ", CPU time on P-cores {:.1}%, busy CPUs P {:.2} / busier E-cluster {:.2} / other E-cluster {:.2}",
+            ", CPU time on P-cores {:.1}%, busy CPUs P {:.2} / busier E-cluster {:.2} / other E-cluster {:.2}, E-cluster gap (RMS) {:.2}",
             100.0 * a(&|h| h.big_share),
             a(&|h| h.big_busy),
             a(&|h| h.small_busy_hi),
             a(&|h| h.small_busy_lo),
+            a(&|h| h.small_gap_rms),
         )
     };
     format!(

@@ -252,18 +252,18 @@ fn s5_change(r: &schedlab_report::ExperimentResult, bench: &str, threads: u64) -
         .map(|row| row.change_pct)
 }
 
-/// S5 changes of `bench` at every measured thread count in `lo..=hi`
-/// (`None` when none was measured).
+/// S5 changes of `bench` at every thread count in `lo..=hi` (`None` when one
+/// was not measured, as in `--quick`: a claim about every count is not
+/// decided on some of them).
 fn s5_changes(
     r: &schedlab_report::ExperimentResult,
     bench: &str,
     lo: u64,
     hi: u64,
 ) -> Option<Vec<(String, f64)>> {
-    let v: Vec<(String, f64)> = (lo..=hi)
-        .filter_map(|t| Some((format!("{bench}-{t}"), s5_change(r, bench, t)?)))
-        .collect();
-    (!v.is_empty()).then_some(v)
+    (lo..=hi)
+        .map(|t| Some((format!("{bench}-{t}"), s5_change(r, bench, t)?)))
+        .collect()
 }
 
 /// Published absolute baseline figures for experiment tables (MB/s etc.),
@@ -316,14 +316,30 @@ impl Verdict {
     /// Every labelled change satisfies `ok`; the evidence names the lowest
     /// and the highest change (one figure when there is one change).
     fn all(v: &[(String, f64)], ok: impl Fn(f64) -> bool) -> Option<Verdict> {
+        Self::all_fmt(v, ok, |x| format!("{x:+.2}%"))
+    }
+
+    /// [`Verdict::all`] for plain values (not percentages).
+    fn all_values(v: &[(String, f64)], ok: impl Fn(f64) -> bool) -> Option<Verdict> {
+        Self::all_fmt(v, ok, |x| format!("{x:.2}"))
+    }
+
+    fn all_fmt(
+        v: &[(String, f64)],
+        ok: impl Fn(f64) -> bool,
+        fmt: impl Fn(f64) -> String,
+    ) -> Option<Verdict> {
         let lo = v.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
         let hi = v.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
         let evidence = if v.len() == 1 {
-            format!("{:+.2}% at {}", lo.1, lo.0)
+            format!("{} at {}", fmt(lo.1), lo.0)
         } else {
             format!(
-                "lowest {:+.2}% at {}, highest {:+.2}% at {}",
-                lo.1, lo.0, hi.1, hi.0
+                "lowest {} at {}, highest {} at {}",
+                fmt(lo.1),
+                lo.0,
+                fmt(hi.1),
+                hi.0
             )
         };
         Some(Verdict::new(v.iter().all(|x| ok(x.1)), evidence))
@@ -375,6 +391,13 @@ fn medium_load_best(r: &schedlab_report::ExperimentResult) -> Option<(String, f6
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// The best change of a compressor at the other thread counts (2, 12, 18, 24).
+fn other_load_best(r: &schedlab_report::ExperimentResult) -> Option<(String, f64)> {
+    changes_at(r, "cluster", "tput", "threads", &[2, 12, 18, 24])?
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 /// The shape claims of an experiment.
 pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
     match experiment {
@@ -404,20 +427,26 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
         ],
         "kunpeng920-pbzip2-node" | "kunpeng920-pixz-node" => vec![
             ShapeClaim {
-                description: "cluster gains at medium load (4-8 threads on 24 CPUs)",
+                description: "the gain is largest at medium load: cluster gains at 4-8 threads on 24 CPUs, more than at 2, 12, 18 or 24",
                 check: |r| {
                     let (at, best) = medium_load_best(r)?;
-                    Some(Verdict::new(best > 0.0, format!("best {best:+.2}% at {at}")))
+                    let (other_at, other) = other_load_best(r)?;
+                    Some(Verdict::new(
+                        best > 0.0 && best > other,
+                        format!("best {best:+.2}% at {at}, elsewhere at most {other:+.2}% at {other_at}"),
+                    ))
                 },
             },
             ShapeClaim {
+                // A gain must exist to shrink: with none at 4-8 threads the
+                // claim does not hold, whatever noise puts at 24.
                 description:
-                    "the gain shrinks as the node fills up (24 threads below the 4-8 best)",
+                    "the gain shrinks as the node fills up (a 4-8 thread gain, 24 threads below it)",
                 check: |r| {
                     let (at, best) = medium_load_best(r)?;
                     let full = change_at(r, "cluster", "tput", "threads", 24)?;
                     Some(Verdict::new(
-                        full < best,
+                        best > 0.0 && full < best,
                         format!("{full:+.2}% at threads=24, best {best:+.2}% at {at}"),
                     ))
                 },
@@ -445,7 +474,10 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
         "exynos5422-parsec" => vec![
             ShapeClaim {
                 // The published single-thread blackscholes row (-7.1%, HPERF_HMP
-                // slower with one thread on one big core) is outside the claim.
+                // slower with one thread on one big core) is outside the claim,
+                // and so is bodytrack: its published gaps at 1-4 threads are
+                // +4.5%, +9.4%, +16.8% and +20.3% (the main thread's serial
+                // part on an A7 under Linaro MP), not "equal".
                 description: "equal up to 4 threads: |change| < 5% at 1-4 threads (streamcluster; blackscholes 2-4)",
                 check: |r| {
                     let mut v = s5_changes(r, "streamcluster", 1, 4)?;
@@ -454,8 +486,10 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 },
             },
             ShapeClaim {
-                description: "large streamcluster gap from 5 threads: hperf-hmp > 30% faster at every count 5-8 (published ~50%)",
-                check: |r| Verdict::all(&s5_changes(r, "streamcluster", 5, 8)?, |g| g > 30.0),
+                // "About 2x" with the tolerance of the 17-32 claim below:
+                // the published rows are 1.72-2.14x.
+                description: "large streamcluster gap from 5 threads: hperf-hmp > 40% faster (1.67x) at every count 5-8 (published 42-53%, 1.72-2.14x)",
+                check: |r| Verdict::all(&s5_changes(r, "streamcluster", 5, 8)?, |g| g > 40.0),
             },
             ShapeClaim {
                 // "2-2.6x" with the tolerance of the 5-8 claim: the published
@@ -464,6 +498,9 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 check: |r| Verdict::all(&s5_changes(r, "streamcluster", 17, 32)?, |g| g > 40.0),
             },
             ShapeClaim {
+                // From 8 threads: at 5 the published bodytrack row is -54%
+                // (HPERF_HMP's 8.8 s against 5.7 s), a transient the claim's
+                // "steady" leaves out.
                 description: "small steady gap for bodytrack and blackscholes: hperf-hmp 0-35% faster at every count 8-32",
                 check: |r| {
                     let mut v = s5_changes(r, "bodytrack", 8, 32)?;
@@ -474,8 +511,8 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
         ],
         "alderlake-single" => vec![
             ShapeClaim {
-                description: "no regression with the series: cluster within 1% of vanilla for every single-threaded benchmark",
-                check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g.abs() < 1.0),
+                description: "no regression with the series: cluster at most 1% slower than vanilla for every single-threaded benchmark (published -0.39..+2.55%)",
+                check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g > -1.0),
             },
             ShapeClaim {
                 description: "cluster-naive (5.16 balancer, ITMT on) clearly slower for single-threaded benchmarks (> 5%)",
@@ -486,12 +523,48 @@ pub fn shape_claims(experiment: &str) -> Vec<ShapeClaim> {
                 check: |r| Verdict::all(&s3_changes(r, "cluster-naive-noitmt"), |g| g < -5.0),
             },
         ],
-        "alderlake-multi" => vec![ShapeClaim {
-            description: "multi-threaded: cluster within 2% of vanilla (published -0.76..+0.91%)",
-            check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g.abs() < 2.0),
-        }],
+        "alderlake-multi" => vec![
+            ShapeClaim {
+                description: "multi-threaded: cluster within 2% of vanilla (published -0.76..+0.91%)",
+                check: |r| Verdict::all(&s3_changes(r, "cluster"), |g| g.abs() < 2.0),
+            },
+            ShapeClaim {
+                // Published: 2 / 2 with the series (gap 0); 3 / 1 would be 2.
+                description: "balanced E-clusters at 10 threads with the series: RMS gap of the two E-clusters' busy CPUs below 1 (published 2 / 2, gap 0; 3 / 1 is 2)",
+                check: |r| Verdict::all_values(&ecl_gaps(r, "cluster")?, |g| g < 1.0),
+            },
+            ShapeClaim {
+                description: "without CLS the E-clusters are less even at 10 threads: vanilla's gap minus the series' above 0 (published 4 / 0 against 2 / 2)",
+                check: |r| {
+                    let with = ecl_gaps(r, "cluster")?;
+                    let without = ecl_gaps(r, "vanilla")?;
+                    let d: Vec<(String, f64)> = without
+                        .iter()
+                        .zip(&with)
+                        .map(|(w, c)| (w.0.clone(), w.1 - c.1))
+                        .collect();
+                    Verdict::all_values(&d, |g| g > 0.0)
+                },
+            },
+        ],
         _ => Vec::new(),
     }
+}
+
+/// The mean E-cluster gap (`ecl_gap`, busy CPUs) of `config` at 10 threads,
+/// per benchmark; `None` when a 10-thread point is missing.
+fn ecl_gaps(r: &schedlab_report::ExperimentResult, config: &str) -> Option<Vec<(String, f64)>> {
+    let v: Vec<(String, f64)> = r
+        .rows
+        .iter()
+        .filter(|row| {
+            row.config == config
+                && row.metric == crate::experiments::ECL_GAP
+                && row.params.get("threads").and_then(|v| v.as_u64()) == Some(10)
+        })
+        .map(|row| (params_label(&row.params), row.mean))
+        .collect();
+    (v.len() == 2).then_some(v)
 }
 
 /// Our `runtime` changes of `config` over every point of an S3 experiment,
@@ -518,6 +591,7 @@ pub(crate) fn params_label(p: &schedlab_report::Params) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::ECL_GAP;
     use schedlab_report::{params, ExperimentResult, MetricSpec, SampleRow};
 
     /// The S5 tables as an experiment result: one sample per row, the
@@ -557,6 +631,143 @@ mod tests {
             let v = (c.check)(&r).expect("rows present");
             assert!(v.holds, "{}: {}", c.description, v.evidence);
         }
+    }
+
+    /// An S1 or S3 experiment as the published changes make it: the
+    /// baseline at 100 and each configuration at the published change.
+    fn published_changes_as_result(
+        name: &str,
+        config: &str,
+        points: &[schedlab_report::Params],
+        metrics: &[(&str, bool)],
+    ) -> ExperimentResult {
+        let mut rows: Vec<SampleRow> = Vec::new();
+        for p in points {
+            let published = published_changes(name, p, config).unwrap_or_default();
+            for &(metric, higher) in metrics {
+                let Some(&(_, pct)) = published.iter().find(|(m, _)| *m == metric) else {
+                    continue;
+                };
+                let patched = if higher { 100.0 + pct } else { 100.0 - pct };
+                rows.push((p.clone(), "vanilla".into(), metric.into(), vec![100.0]));
+                rows.push((p.clone(), config.into(), metric.into(), vec![patched]));
+            }
+        }
+        ExperimentResult::from_samples(
+            name,
+            "m",
+            "w",
+            "vanilla",
+            vec!["vanilla".into(), config.into()],
+            metrics
+                .iter()
+                .map(|&(m, higher)| MetricSpec::new(m, "u", higher))
+                .collect(),
+            rows,
+        )
+    }
+
+    fn threads(ts: &[u64]) -> Vec<schedlab_report::Params> {
+        ts.iter()
+            .map(|&t| params([("threads", serde_json::Value::from(t))]))
+            .collect()
+    }
+
+    /// The S1 and S3 claims read the published tables: the published
+    /// changes satisfy them (the claims about `cluster-naive`, which the
+    /// cover letter gives no table for, and the magnitude check aside).
+    #[test]
+    fn the_published_s1_and_s3_tables_satisfy_their_own_shape_claims() {
+        let check = |r: &ExperimentResult, skip: &[usize]| {
+            for (i, c) in shape_claims(&r.name).iter().enumerate() {
+                if skip.contains(&i) {
+                    continue;
+                }
+                let v = (c.check)(r).unwrap_or_else(|| panic!("{}: rows missing", c.description));
+                assert!(v.holds, "{} {}: {}", r.name, c.description, v.evidence);
+            }
+        };
+        let stream = published_changes_as_result(
+            "kunpeng920-stream",
+            "cluster",
+            &threads(&[4, 6, 12]),
+            &[("copy", true)],
+        );
+        check(&stream, &[]);
+        for name in ["kunpeng920-pbzip2-node", "kunpeng920-pixz-node"] {
+            let r = published_changes_as_result(
+                name,
+                "cluster",
+                &threads(&[2, 4, 6, 8, 12, 18, 24]),
+                &[("tput", true)],
+            );
+            check(&r, &[]);
+        }
+        let kernbench = published_changes_as_result(
+            "kunpeng920-kernbench",
+            "cluster",
+            &threads(&[24, 48, 96]),
+            &[("elsp", false)],
+        );
+        check(&kernbench, &[]);
+        let single: Vec<schedlab_report::Params> = ["tjbench", "phpbench", "flac", "pybench"]
+            .iter()
+            .map(|b| params([("bench", serde_json::json!(b))]))
+            .collect();
+        let r = published_changes_as_result(
+            "alderlake-single",
+            "cluster",
+            &single,
+            &[("runtime", false)],
+        );
+        check(&r, &[1, 2]);
+        // alderlake-multi: the runtime table, and the published placement at
+        // 10 threads as E-cluster gaps (2 / 2 = 0 with the series, 4 / 0 = 4
+        // without).
+        let mut multi_points = Vec::new();
+        for b in ["kbuild", "tflite"] {
+            for t in [8u64, 10, 12] {
+                multi_points.push(params([
+                    ("bench", serde_json::json!(b)),
+                    ("threads", t.into()),
+                ]));
+            }
+        }
+        let mut r = published_changes_as_result(
+            "alderlake-multi",
+            "cluster",
+            &multi_points,
+            &[("runtime", false)],
+        );
+        let mut rows: Vec<SampleRow> = r
+            .rows
+            .iter()
+            .map(|row| {
+                (
+                    row.params.clone(),
+                    row.config.clone(),
+                    row.metric.clone(),
+                    row.samples.clone(),
+                )
+            })
+            .collect();
+        for p in multi_points.iter().filter(|p| p["threads"] == 10) {
+            rows.push((p.clone(), "vanilla".into(), ECL_GAP.into(), vec![4.0]));
+            rows.push((p.clone(), "cluster".into(), ECL_GAP.into(), vec![0.0]));
+        }
+        r = ExperimentResult::from_samples(
+            "alderlake-multi",
+            "m",
+            "w",
+            "vanilla",
+            vec!["vanilla".into(), "cluster".into()],
+            vec![
+                MetricSpec::new("runtime", "s", false),
+                MetricSpec::new(ECL_GAP, "CPUs", false),
+            ],
+            rows,
+        );
+        check(&r, &[]);
     }
 
     /// A verdict names the figures it rests on: the lowest and highest

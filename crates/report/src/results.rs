@@ -250,6 +250,11 @@ pub struct ExperimentResult {
     /// Remarks about the whole experiment (omitted when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the runs were: the set-up the experiment mirrors, how many
+    /// repetitions, and whether it was a `--quick` run (whose shorter runs
+    /// keep the contract's parameter values as labels). Omitted when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub setup: String,
 }
 
 /// The samples and summary of one (params, config, metric).
@@ -472,6 +477,7 @@ impl ExperimentResult {
             metrics,
             rows,
             notes,
+            setup: String::new(),
         }
     }
 
