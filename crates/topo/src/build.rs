@@ -230,12 +230,16 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             // (coregroup), PKG. A shared-processor LPAR adds ASYM_PACKING to CACHE,
             // MC and PKG (powerpc_shared_cache_flags(), powerpc_shared_proc_flags()).
             // CACHE is listed when some CPU's L2 is wider than its (small)
-            // core, as smp_callin() decides `shared_caches`; MC when the
-            // firmware reports coregroups (has_coregroup_support()), which a
-            // machine description shows as dies that differ from the nodes
-            // (CHOICE: sysfs does not expose the firmware property). The level
-            // numbers that relax_domain_level compares follow from what is
-            // listed, as sd->level counts the table's entries.
+            // core, as smp_callin() decides `shared_caches`. MC is listed when
+            // the firmware reports coregroups (has_coregroup_support()), which
+            // a machine description shows as a node holding two or more dies
+            // (the coregroup mask is clipped to the node, as
+            // update_coregroup_mask() does). Since 2023 a shared-processor LPAR
+            // (here: distinct asym_prio values) reports none, so 7.3 lists no
+            // MC there. (The power10 preset models the dedicated-style
+            // topology of the 5.12 kernels S2 measured: coregroups, no asym.)
+            // The level numbers relax_domain_level compares follow from what
+            // is listed, as sd->level counts the table's entries.
             t.push(lvl("SMT", Mask::Smt, smt_flags));
             use std::collections::{BTreeMap, BTreeSet};
             let tally = |key: &dyn Fn(&CpuInfo) -> u32| {
@@ -250,11 +254,9 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             if shared_caches {
                 t.push(lvl("CACHE", Mask::L2Cache, SdFlags::SHARE_LLC | asym_f));
             }
-            let pairs: BTreeSet<(u32, u32)> = m.cpus.iter().map(|c| (c.die, c.node)).collect();
-            let dies: BTreeSet<u32> = pairs.iter().map(|p| p.0).collect();
-            let nodes: BTreeSet<u32> = pairs.iter().map(|p| p.1).collect();
-            // Dies and nodes partition the CPUs alike iff they pair one to one.
-            let coregroups = pairs.len() != dies.len() || pairs.len() != nodes.len();
+            let pairs: BTreeSet<(u32, u32)> = m.cpus.iter().map(|c| (c.node, c.die)).collect();
+            let nodes: BTreeSet<u32> = pairs.iter().map(|p| p.0).collect();
+            let coregroups = !asym && pairs.len() > nodes.len();
             if coregroups {
                 let mc_llc = if cfg.mc_is_llc {
                     SdFlags::SHARE_LLC
@@ -342,7 +344,8 @@ fn level_mask(
         },
         Mask::Coregroup => coregroup(m, mk, cfg, cpu),
         Mask::L2Cache => mk.llc[cpu],
-        Mask::PpcCoregroup => mk.die[cpu],
+        // update_coregroup_mask(): the coregroup within the CPU's node.
+        Mask::PpcCoregroup => mk.die[cpu].and(&mk.node[cpu]),
         Mask::Pkg => mk.node[cpu],
         Mask::Numa(j) => {
             let limit = dists.get(j).copied().unwrap_or(u32::MAX);
@@ -1224,6 +1227,32 @@ mod tests {
         let names: Vec<(String, u8)> = levels(&l2);
         assert_eq!(names[1], ("CACHE".into(), 1));
         assert_eq!(names[2], ("MC".into(), 2));
+        // A shared-processor LPAR (distinct asym_prio values) reports no
+        // coregroups to a 7.3 kernel.
+        let mut shared = m.clone();
+        for c in shared.cpus.iter_mut() {
+            c.asym_prio = 100 - c.core;
+        }
+        assert!(!levels(&shared).iter().any(|(n, _)| n == "MC"));
+        // Two nodes with one die each (an imported LPAR without coregroup
+        // support reads die_id -1 everywhere): no MC, and PKG and NUMA above
+        // SMT as the kernel builds them.
+        let text = crate::presets::preset_text("power10")
+            .unwrap()
+            .replacen("die = 0\ncpus", "die = 0\nnode = 0\ncpus", 1)
+            .replacen("die = 1\n", "die = 0\nnode = 1\n", 1)
+            + "\n[numa]\ndistance = [[10, 20], [20, 10]]\n";
+        let two = crate::load::load_machine_str(&text, "two-node").unwrap();
+        let d = build_domains(&two, &DomainConfig::named("vanilla").unwrap()).unwrap();
+        let chain: Vec<(String, u32)> = d.cpus[0]
+            .domains
+            .iter()
+            .map(|d| (d.name.clone(), d.span.weight()))
+            .collect();
+        assert_eq!(
+            chain,
+            [("SMT".into(), 4), ("PKG".into(), 40), ("NUMA".into(), 80)]
+        );
     }
 
     /// A min_interval write leaves sd_init()'s weight, the first balance

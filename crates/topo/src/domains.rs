@@ -320,8 +320,9 @@ pub struct SchedDomain {
     /// Groups in the kernel's order: the one holding this CPU first.
     pub groups: Vec<SchedGroup>,
     /// sd_init()'s `sd_weight`: the weight of the topology level's mask for
-    /// this CPU. The first balance interval (ms) is this, whatever a
-    /// debugfs write later makes `min_interval_ms`.
+    /// this CPU within the CPUs the domains are built over, taken before any
+    /// fix-up of a child wider than its parent. The first balance interval
+    /// (ms) is this, whatever a debugfs write later makes `min_interval_ms`.
     #[serde(default)]
     pub weight: u32,
     pub min_interval_ms: u32,
