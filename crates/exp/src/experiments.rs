@@ -14,7 +14,7 @@ use schedlab_engine::{rng, Sim, SimConfig, StopReason};
 use schedlab_report::{ExperimentResult, MetricSpec, Params};
 use schedlab_topo::CpuMask;
 use schedlab_workload::stream::StreamParams;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One experiment's definition.
 #[derive(Clone, Debug)]
@@ -505,6 +505,9 @@ fn alderlake_single(quick: bool) -> Result<ExperimentDef, String> {
 
 /// The metric name of [`HybridPlacement::small_gap_rms`].
 pub const ECL_GAP: &str = "ecl_gap";
+/// The metric name of [`HybridPlacement::small_busy`] (informational: more
+/// busy E-cores is not better in itself; tabulated as higher-is-better).
+pub const ECL_BUSY: &str = "ecl_busy";
 
 /// S3 multi-threaded kbuild (make -jN) and TensorFlow Lite at 8, 10, 12 threads.
 fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
@@ -543,6 +546,7 @@ fn alderlake_multi(quick: bool) -> Result<ExperimentDef, String> {
         metrics: vec![
             MetricSpec::new("runtime", "s", false),
             MetricSpec::new(ECL_GAP, "CPUs", false),
+            MetricSpec::new(ECL_BUSY, "CPUs", true),
         ],
         points,
         repetitions: if quick { 2 } else { 5 },
@@ -751,6 +755,8 @@ pub struct HybridPlacement {
     pub big_busy: f64,
     pub small_busy_hi: f64,
     pub small_busy_lo: f64,
+    /// Busy CPUs on all the small cores, time-averaged.
+    pub small_busy: f64,
     /// How unevenly the small cores' clusters are loaded: the RMS over time
     /// of the difference of their busy CPU counts
     /// (`Counters::cluster_gap_rms`; 0 = always as many busy CPUs in each,
@@ -782,11 +788,20 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
     if clusters.len() < 2 {
         return None;
     }
+    // The gap of the small cores' type (the first below the biggest
+    // capacity), over that type's own clusters.
     let small_type = m.cpus.iter().find(|c| c.capacity < max_cap)?.core_type;
+    let type_clusters: BTreeSet<u32> = m
+        .cpus
+        .iter()
+        .filter(|c| c.core_type == small_type)
+        .map(|c| c.cluster)
+        .collect();
     let small_gap_rms = sim
         .counters
-        .cluster_gap_rms(small_type as usize, clusters.len())
+        .cluster_gap_rms(small_type as usize, type_clusters.len())
         .unwrap_or(0.0);
+    let small_busy = clusters.values().sum::<u64>() as f64 / t;
     let hi = clusters.values().copied().max().unwrap_or(0);
     let lo = clusters.values().copied().min().unwrap_or(0);
     Some(HybridPlacement {
@@ -794,6 +809,7 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
         big_busy: big as f64 / t,
         small_busy_hi: hi as f64 / t,
         small_busy_lo: lo as f64 / t,
+        small_busy,
         small_gap_rms,
     })
 }
@@ -828,6 +844,7 @@ pub fn run_point(
         // S3's "balanced E-clusters": a placement figure tabulated like a
         // metric where an experiment lists it.
         metrics.push((ECL_GAP.into(), h.small_gap_rms));
+        metrics.push((ECL_BUSY.into(), h.small_busy));
     }
     let c = &sim.counters;
     let placement = Placement {
@@ -993,7 +1010,11 @@ pub fn run_all(
             "{}; {} repetitions{}",
             d.setup,
             d.repetitions,
-            if opts.quick { "; --quick" } else { "" }
+            if opts.quick && !d.setup.contains("--quick") {
+                "; --quick"
+            } else {
+                ""
+            }
         );
         // The LLC side of placement wherever some config runs SCHED_CACHE.
         // (Whether SCHED_CACHE is on does not depend on the architecture.)
