@@ -6,7 +6,7 @@
 //! page, small writes merged into the last page, so 40 messages of 100 bytes
 //! fill a slot and 640 the pipe) or a unix stream socket pair (`ipc=socket`,
 //! the default; a 208 KiB send buffer that charges each message its skb
-//! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each worker writes a byte to the ready pipe and
+//! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each worker writes a byte to the ready pipe (or socket) and
 //! waits for GO; the main thread times from GO until every worker has been
 //! reaped. Every sender does `for loops: for each receiver: write datasize
 //! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
@@ -23,9 +23,10 @@
 //! cost (`SYSCALL_*`, ESTIMATES) plus a copy cost per byte, cache-line
 //! transfer of the message data, poll() on the GO descriptor (a futex-style
 //! wait here, woken with WF_SYNC as pipe_write() wakes its pollers), the
-//! reaping (a semaphore each worker posts before it exits, as
-//! pthread_join()'s futex wakeup; a process's exit wakes its parent's wait()
-//! with WF_SYNC instead), the different fork cost of processes vs threads
+//! reaping (a semaphore each worker posts before it exits, so the main
+//! thread is woken by whichever worker ends, where pthread_join() waits for
+//! them in creation order and a process's exit wakes its parent's wait()
+//! with WF_SYNC), the different fork cost of processes vs threads
 //! (`mode` only changes the names), and TCP (`-i`).
 
 use crate::program::{
@@ -127,7 +128,7 @@ impl HackbenchParams {
     }
 }
 
-/// Sync ids: 0 = ready pipe, 1 = GO condition, 2 = done semaphore,
+/// Sync ids: 0 = ready pipe or socket, 1 = GO condition, 2 = done semaphore,
 /// then one channel per receiver.
 const READY: u32 = 0;
 const GO: u32 = 1;
@@ -158,11 +159,16 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             unix_skb_truesize(p.datasize),
         )
     };
+    // The ready descriptors are made by the same fdpair() as the message
+    // channels: a pipe with `-p`, else a unix socket pair. One byte per
+    // worker (a socket charges its skb's truesize).
+    let ready_wire = if p.pipe { 1 } else { unix_skb_truesize(1) };
+    let ready_call = HackbenchParams {
+        datasize: 1,
+        ..p.clone()
+    };
     let mut sync = vec![
-        SyncObject::Pipe {
-            buffers: PIPE_DEF_BUFFERS,
-            page_bytes: PAGE_BYTES,
-        },
+        chan_obj.clone(),
         SyncObject::Cond,
         SyncObject::Semaphore { initial: 0 },
     ];
@@ -175,10 +181,13 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         work_ns: p.write_ns(),
     };
     let mut prologue = vec![
-        // ready(): write one byte to the ready pipe, then poll() for GO.
+        // ready(): write one byte to the ready descriptor, then poll() for GO.
+        Step::Compute {
+            work_ns: ready_call.write_ns(),
+        },
         Step::Send {
             chan: READY,
-            bytes: 1,
+            bytes: ready_wire,
         },
         Step::Wait {
             cond: GO,
@@ -255,9 +264,12 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
     let n = main.len() as u32;
     main.extend([
         // read(readyfds[0], &dummy, 1) once per worker.
+        Step::Compute {
+            work_ns: ready_call.read_ns(),
+        },
         Step::Recv {
             chan: READY,
-            bytes: 1,
+            bytes: ready_wire,
         },
         Step::Loop {
             start: n,
@@ -269,7 +281,7 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         Step::BroadcastSync { cond: GO },
         Step::SemWait { sem: DONE },
         Step::Loop {
-            start: n + 4,
+            start: n + 5,
             count: workers,
             slot: 1,
         },
@@ -383,6 +395,12 @@ mod tests {
         assert_eq!(ready(&spec.templates[0], true), 24);
         assert!(spec.templates[1..].iter().all(|t| ready(t, false) == 1));
         assert!(matches!(spec.sync[READY as usize], SyncObject::Pipe { .. }));
+        let sock = parse_spec("hackbench:groups=1,fds=2,loops=1").unwrap();
+        let sock = build(&HackbenchParams::from_spec(&sock).unwrap(), None);
+        assert!(matches!(
+            sock.sync[READY as usize],
+            SyncObject::UnixStream { .. }
+        ));
         // GO is a write into the pipe every worker poll()s: a sync wakeup.
         assert!(spec.templates[0]
             .steps

@@ -6,7 +6,11 @@
 //! it), task A. A starts its timer, forks B (fork balancing from A's CPU:
 //! the child is placed by sched_balance_find_dst_group() with A already
 //! running), and the two ping-pong: A writes an int to pipe 1 and reads the
-//! answer from pipe 2, B reads pipe 1 and writes pipe 2, `loops` times.
+//! answer from pipe 2, B reads pipe 1 and writes pipe 2, `loops` times. That
+//! is worker_thread() as perf had it when S2 was measured (2021: the
+//! thread with nr 0 reads first); perf since 2025 (7.3's tools/perf) has both
+//! sides write first, so each write finds its reader running more often:
+//! `both_write=1` models that.
 //! The pipes follow fs/pipe.c (`SyncObject::Pipe`: 16 page slots; a
 //! write into the empty pipe wakes its blocked reader with WF_SYNC), so
 //! every write wakes the blocked peer with WF_SYNC and the pair ping-pongs
@@ -37,10 +41,12 @@ pub struct PipeParams {
     /// Round trips per instance (perf's `-l`; perf defaults to 1000000, we to
     /// 20000 to keep runs short — usecs/op is a per-op mean either way).
     pub loops: u32,
+    /// Both processes write first (perf since 2025), not only A.
+    pub both_write: bool,
 }
 
 /// Keys `pipe:` accepts.
-pub const KEYS: &[&str] = &["instances", "loops"];
+pub const KEYS: &[&str] = &["instances", "loops", "both_write"];
 
 impl PipeParams {
     pub fn from_spec(s: &BuiltinSpec) -> Result<Self, SpecError> {
@@ -48,6 +54,7 @@ impl PipeParams {
         Ok(PipeParams {
             instances: s.get_u64("instances", 1, 1, 4096)? as u32,
             loops: s.get_u64("loops", 20_000, 1, 100_000_000)? as u32,
+            both_write: s.get_u64("both_write", 0, 0, 1)? == 1,
         })
     }
 }
@@ -87,20 +94,33 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             Step::Mark { tag: 1 },
             Step::Exit,
         ];
-        // The forked child: the read-first loop (worker_thread() with nr 0).
-        let b = vec![
-            Step::NewProcess,
-            Step::Recv { chan: p1, bytes: 4 },
-            call.clone(),
-            call.clone(),
-            Step::Send { chan: p2, bytes: 4 },
+        // The forked child: the read-first loop (worker_thread() with nr 0),
+        // or write-first like A's with `both_write`.
+        let round = if p.both_write {
+            vec![
+                call.clone(),
+                Step::Send { chan: p2, bytes: 4 },
+                Step::Recv { chan: p1, bytes: 4 },
+                call.clone(),
+            ]
+        } else {
+            vec![
+                Step::Recv { chan: p1, bytes: 4 },
+                call.clone(),
+                call.clone(),
+                Step::Send { chan: p2, bytes: 4 },
+            ]
+        };
+        let mut b = vec![Step::NewProcess];
+        b.extend(round);
+        b.extend([
             Step::Loop {
                 start: 1,
                 count: p.loops,
                 slot: 0,
             },
             Step::Exit,
-        ];
+        ]);
         for (n, steps) in [("a", a), ("b", b)] {
             templates.push(ThreadTemplate {
                 idle_policy: false,
@@ -112,7 +132,14 @@ pub fn build(p: &PipeParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         }
     }
     WorkloadSpec {
-        name: format!("pipe:instances={},loops={}", p.instances, p.loops),
+        name: if p.both_write {
+            format!(
+                "pipe:instances={},loops={},both_write=1",
+                p.instances, p.loops
+            )
+        } else {
+            format!("pipe:instances={},loops={}", p.instances, p.loops)
+        },
         // The launcher forks the A tasks; each A forks its own B.
         initial: (0..p.instances).map(|i| 2 * i).collect(),
         templates,
@@ -190,6 +217,7 @@ mod tests {
         let p = PipeParams {
             instances: 2,
             loops: 1000,
+            both_write: false,
         };
         let spec = build(&p, None);
         assert_eq!(spec.templates.len(), 4);
@@ -201,5 +229,25 @@ mod tests {
         let r = report(&p, Some((us, total)));
         assert!(r.contains("6.000000 usecs/op"), "{r}");
         assert!(r.contains("166666 ops/sec"), "{r}");
+    }
+
+    /// The child reads first as perf did in 2021, or writes first with
+    /// `both_write=1` as perf does since 2025.
+    #[test]
+    fn the_child_reads_first_unless_both_write() {
+        let first = |both: bool| {
+            let p = PipeParams {
+                instances: 1,
+                loops: 10,
+                both_write: both,
+            };
+            build(&p, None).templates[1]
+                .steps
+                .iter()
+                .find(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+                .cloned()
+        };
+        assert!(matches!(first(false), Some(Step::Recv { .. })));
+        assert!(matches!(first(true), Some(Step::Send { .. })));
     }
 }
