@@ -170,6 +170,80 @@ pub fn pingpong_round_trip_ns(
     }
 }
 
+/// Work between taking and releasing the lock in [`lock_test_ns_per_op`]
+/// (an atomic bit flip), ns. ESTIMATE.
+const LOCK_TEST_BODY_NS: u64 = 5;
+
+/// [WAYCA]'s lock_test: threads pinned to `pins` take one spinlock in turn,
+/// flip a bit of a shared bitmap and release it; returns the time per
+/// critical section over all threads, ns. The model charges what it charges
+/// any program: the lock line moved to each new owner and the bitmap line
+/// taken back from its last writer, each at the core-to-core latency of
+/// their distance (uncontended: no queueing of the other spinners' requests).
+pub fn lock_test_ns_per_op(machine: &str, pins: &[CpuId]) -> Result<f64, String> {
+    const ROUNDS: u32 = 2_000;
+    let prog = |mark: bool| {
+        let mut s = Vec::new();
+        if mark {
+            s.push(Step::Mark { tag: 1 });
+        }
+        let start = s.len() as u32;
+        s.extend([
+            Step::SpinLock { mutex: 0 },
+            Step::Share {
+                region: 1,
+                chunk: 0,
+                bytes: 8,
+                write: true,
+            },
+            Step::Compute {
+                work_ns: LOCK_TEST_BODY_NS,
+            },
+            Step::Unlock { mutex: 0 },
+            Step::Loop {
+                start,
+                count: ROUNDS,
+                slot: 0,
+            },
+        ]);
+        if mark {
+            s.push(Step::Mark { tag: 2 });
+        }
+        s.push(Step::Exit);
+        s
+    };
+    let templates = pins
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            tpl(
+                &format!("lock{i}"),
+                Some(CpuMask::from_cpus([c])),
+                prog(true),
+            )
+        })
+        .collect();
+    let spec = spec_of(
+        "lock_test",
+        templates,
+        (0..pins.len() as u32).collect(),
+        vec![SyncObject::Mutex, SyncObject::Shared { chunks: 1 }],
+        10_000_000_000,
+    );
+    let mut sim = sim_for(machine, spec)?;
+    sim.run();
+    // Every thread's rounds, from the first start to the last end.
+    let start = sim.marks.iter().filter(|m| m.1 == 1).map(|m| m.2).min();
+    let end = sim.marks.iter().filter(|m| m.1 == 2).map(|m| m.2).max();
+    let ends = sim.marks.iter().filter(|m| m.1 == 2).count();
+    match (start, end) {
+        (Some(s), Some(e)) if e > s && ends == pins.len() => {
+            Ok((e - s) as f64 / (ROUNDS as f64 * pins.len() as f64))
+        }
+        _ => Err("lock_test did not complete".into()),
+    }
+}
+
 /// Time for one thread pinned on `cpu` to do `work_ns` of compute, ns.
 pub fn compute_time_ns(machine: &str, cpu: CpuId, work_ns: u64) -> Result<f64, String> {
     let spec = spec_of(
@@ -342,6 +416,16 @@ pub fn checks(machine: &str) -> Result<Vec<Check>, String> {
             ] {
                 let s = pingpong_round_trip_ns(machine, 0, b, PIPE_WAKE_LINES)?;
                 out.push(row(name, "ns", published, s, pipe, role, Some(0.15)));
+            }
+            // 10^8 critical sections: 8.2 s, 16.5 s, 29.4 s.
+            let lock = "[WAYCA] lock_test, 4 threads; model: lock and bitmap line transfers at the uncontended c2c latency, LOCK_TEST_BODY_NS (ESTIMATE)";
+            for (name, pins, published) in [
+                ("lock_test, 4 threads in 1 cluster", [0u16, 1, 2, 3], 82.0),
+                ("lock_test, 4 threads in 4 clusters", [0, 4, 8, 12], 165.0),
+                ("lock_test, 4 threads in 4 nodes", [0, 24, 48, 72], 294.0),
+            ] {
+                let s = lock_test_ns_per_op(machine, &pins)?;
+                out.push(row(name, "ns/op", published, s, lock, "prediction", None));
             }
             for (name, b, published) in [
                 ("c2c same cluster", 1u16, 34.5),
@@ -535,6 +619,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// lock_test's critical sections pay the lock's and the bitmap's line
+    /// transfers: more than one same-cluster transfer each, and dearer
+    /// across sockets than within a cluster.
+    #[test]
+    fn lock_test_pays_line_transfers_per_section() {
+        let near = lock_test_ns_per_op("kunpeng920", &[0, 1, 2, 3]).unwrap();
+        let far = lock_test_ns_per_op("kunpeng920", &[0, 24, 48, 72]).unwrap();
+        assert!(near > 1.5 * 34.0, "{near}");
+        assert!(far > 1.5 * near, "{near} {far}");
     }
 
     #[test]
