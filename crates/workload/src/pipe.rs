@@ -8,7 +8,7 @@
 //! running), and the two ping-pong: A writes an int to pipe 1 and reads the
 //! answer from pipe 2, B reads pipe 1 and writes pipe 2, `loops` times. That
 //! is worker_thread() as perf had it when S2 was measured (2021: the
-//! thread with nr 0 reads first); perf since 2025 (7.3's tools/perf) has both
+//! thread with nr 0 reads first); a later perf (7.3's tools/perf) has both
 //! sides write first, so each write finds its reader running more often:
 //! `both_write=1` models that.
 //! The pipes follow fs/pipe.c (`SyncObject::Pipe`: 16 page slots; a
@@ -41,7 +41,7 @@ pub struct PipeParams {
     /// Round trips per instance (perf's `-l`; perf defaults to 1000000, we to
     /// 20000 to keep runs short — usecs/op is a per-op mean either way).
     pub loops: u32,
-    /// Both processes write first (perf since 2025), not only A.
+    /// Both processes write first (a later perf, 7.3's tools/perf), not only A.
     pub both_write: bool,
 }
 
@@ -232,7 +232,7 @@ mod tests {
     }
 
     /// The child reads first as perf did in 2021, or writes first with
-    /// `both_write=1` as perf does since 2025.
+    /// `both_write=1` as a later perf (7.3's tools/perf) does.
     #[test]
     fn the_child_reads_first_unless_both_write() {
         let first = |both: bool| {
