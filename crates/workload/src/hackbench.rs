@@ -7,8 +7,8 @@
 //! fill a slot and 640 the pipe) or a unix stream socket pair (`ipc=socket`,
 //! the default; a 208 KiB send buffer that charges each message its skb
 //! truesize, 768 bytes for a 100-byte message, so 278 of them fit). Each
-//! worker writes a byte to the ready pipe (or socket) and waits for GO; the main thread times from GO until every worker has been
-//! reaped. Every sender does `for loops: for each receiver: write datasize
+//! worker writes a byte to the ready pipe (or socket) and waits for GO;
+//! the main thread times from GO until every worker has been reaped. Every sender does `for loops: for each receiver: write datasize
 //! bytes`; every receiver reads `fds·loops` messages of `datasize` bytes. A
 //! full buffer puts the writer to sleep until the reader drains it; an empty
 //! one puts the reader to sleep; the peer is woken with WF_SYNC, as
