@@ -256,7 +256,10 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             }
             let pairs: BTreeSet<(u32, u32)> = m.cpus.iter().map(|c| (c.node, c.die)).collect();
             let nodes: BTreeSet<u32> = pairs.iter().map(|p| p.0).collect();
-            let coregroups = !asym && pairs.len() > nodes.len();
+            // The LPAR's kind is the machine's, whatever the configuration
+            // does with the priorities it implies.
+            let shared_lpar = m.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+            let coregroups = !shared_lpar && pairs.len() > nodes.len();
             if coregroups {
                 let mc_llc = if cfg.mc_is_llc {
                     SdFlags::SHARE_LLC
@@ -1234,6 +1237,13 @@ mod tests {
             c.asym_prio = 100 - c.core;
         }
         assert!(!levels(&shared).iter().any(|(n, _)| n == "MC"));
+        // ... also when the configuration packs nothing by priority.
+        let no_itmt = DomainConfig {
+            itmt: false,
+            ..DomainConfig::named("vanilla").unwrap()
+        };
+        let d = build_domains(&shared, &no_itmt).unwrap();
+        assert!(!d.cpus[0].domains.iter().any(|d| d.name == "MC"));
         // Two nodes with one die each (an imported LPAR without coregroup
         // support reads die_id -1 everywhere): no MC, and PKG and NUMA above
         // SMT as the kernel builds them.
