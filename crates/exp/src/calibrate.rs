@@ -185,36 +185,27 @@ const LOCK_TEST_BODY_NS: u64 = 5;
 /// is about 1% of the sections.
 pub fn lock_test_ns_per_op(machine: &str, pins: &[CpuId]) -> Result<f64, String> {
     const ROUNDS: u32 = 20_000;
-    let prog = |mark: bool| {
-        let mut s = Vec::new();
-        if mark {
-            s.push(Step::Mark { tag: 1 });
-        }
-        let start = s.len() as u32;
-        s.extend([
-            Step::SpinLock { mutex: 0 },
-            Step::Share {
-                region: 1,
-                chunk: 0,
-                bytes: 8,
-                write: true,
-            },
-            Step::Compute {
-                work_ns: LOCK_TEST_BODY_NS,
-            },
-            Step::Unlock { mutex: 0 },
-            Step::Loop {
-                start,
-                count: ROUNDS,
-                slot: 0,
-            },
-        ]);
-        if mark {
-            s.push(Step::Mark { tag: 2 });
-        }
-        s.push(Step::Exit);
-        s
-    };
+    let prog = vec![
+        Step::Mark { tag: 1 },
+        Step::SpinLock { mutex: 0 },
+        Step::Share {
+            region: 1,
+            chunk: 0,
+            bytes: 8,
+            write: true,
+        },
+        Step::Compute {
+            work_ns: LOCK_TEST_BODY_NS,
+        },
+        Step::Unlock { mutex: 0 },
+        Step::Loop {
+            start: 1,
+            count: ROUNDS,
+            slot: 0,
+        },
+        Step::Mark { tag: 2 },
+        Step::Exit,
+    ];
     let templates = pins
         .iter()
         .enumerate()
@@ -222,7 +213,7 @@ pub fn lock_test_ns_per_op(machine: &str, pins: &[CpuId]) -> Result<f64, String>
             tpl(
                 &format!("lock{i}"),
                 Some(CpuMask::from_cpus([c])),
-                prog(true),
+                prog.clone(),
             )
         })
         .collect();
