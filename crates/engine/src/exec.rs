@@ -1978,25 +1978,16 @@ mod tests {
         }
     }
 
-    /// A kernel pipe of 16 slots of a 4 KiB page (fs/pipe.c): a writer far
-    /// ahead of a slow reader merges 40 messages of 100 bytes into each page,
-    /// so 640 fill the pipe, and then sleeps. The reader wakes it only when
-    /// it empties a slot of the full pipe (every 40th read), not on every
-    /// read; the woken writer's message takes a slot of its own (no merge
-    /// after a sleep) and the next 39 merge into it: 700 messages cost the
-    /// writer two sleeps, and the reader, never short of data, none.
-    #[test]
-    fn a_pipe_wakes_its_writer_only_when_a_slot_of_a_full_pipe_frees() {
-        let n = 700;
+    /// A writer on CPU 0 sending `n` messages of `bytes` far faster than a
+    /// reader on CPU 1 takes them, through channel object `obj`: the
+    /// writer's and the reader's wakeups once every message arrived.
+    fn writer_ahead_of_reader_wakeups(n: u32, bytes: u64, obj: SyncObject) -> (u64, u64) {
         let w = pinned(
             "w",
             0,
             vec![
                 Step::Compute { work_ns: 1_000 },
-                Step::Send {
-                    chan: 0,
-                    bytes: 100,
-                },
+                Step::Send { chan: 0, bytes },
                 Step::Loop {
                     start: 0,
                     count: n,
@@ -2010,10 +2001,7 @@ mod tests {
             1,
             vec![
                 Step::Compute { work_ns: 20_000 },
-                Step::Recv {
-                    chan: 0,
-                    bytes: 100,
-                },
+                Step::Recv { chan: 0, bytes },
                 Step::Compute { work_ns: 50_000 },
                 Step::Loop {
                     start: 1,
@@ -2023,17 +2011,26 @@ mod tests {
                 Step::Exit,
             ],
         );
-        let wakeups = |pipe: SyncObject| {
-            let s = spec(vec![w.clone(), r.clone()], vec![pipe]);
-            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
-            assert_eq!(sim.run(), StopReason::Finished);
-            assert_eq!(sim.ipc.nr_waiters(), 0);
-            let wakeups = |name: &str| {
-                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
-                t.stats.wakeups
-            };
-            (wakeups("w"), wakeups("r"))
+        let mut sim = crate::scenarios::quiet_sim("kunpeng920", spec(vec![w, r], vec![obj]));
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert_eq!(sim.ipc.nr_waiters(), 0);
+        let wakeups = |name: &str| {
+            let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+            t.stats.wakeups
         };
+        (wakeups("w"), wakeups("r"))
+    }
+
+    /// A kernel pipe of 16 slots of a 4 KiB page (fs/pipe.c): a writer far
+    /// ahead of a slow reader merges 40 messages of 100 bytes into each page,
+    /// so 640 fill the pipe, and then sleeps. The reader wakes it only when
+    /// it empties a slot of the full pipe (every 40th read), not on every
+    /// read; the woken writer's message takes a slot of its own (no merge
+    /// after a sleep) and the next 39 merge into it: 700 messages cost the
+    /// writer two sleeps, and the reader, never short of data, none.
+    #[test]
+    fn a_pipe_wakes_its_writer_only_when_a_slot_of_a_full_pipe_frees() {
+        let wakeups = |pipe| writer_ahead_of_reader_wakeups(700, 100, pipe);
         let pipe = SyncObject::Pipe {
             buffers: 16,
             page_bytes: 4096,
@@ -2105,55 +2102,9 @@ mod tests {
     /// 209 reads later. 600 messages cost the writer two sleeps.
     #[test]
     fn a_unix_socket_wakes_its_writer_once_a_quarter_of_the_buffer_is_left() {
-        let n = 600;
         let msg = schedlab_workload::unix_skb_truesize(100);
         assert_eq!(msg, 768);
-        let w = pinned(
-            "w",
-            0,
-            vec![
-                Step::Compute { work_ns: 1_000 },
-                Step::Send {
-                    chan: 0,
-                    bytes: msg,
-                },
-                Step::Loop {
-                    start: 0,
-                    count: n,
-                    slot: 0,
-                },
-                Step::Exit,
-            ],
-        );
-        let r = pinned(
-            "r",
-            1,
-            vec![
-                Step::Compute { work_ns: 20_000 },
-                Step::Recv {
-                    chan: 0,
-                    bytes: msg,
-                },
-                Step::Compute { work_ns: 50_000 },
-                Step::Loop {
-                    start: 1,
-                    count: n,
-                    slot: 0,
-                },
-                Step::Exit,
-            ],
-        );
-        let wakeups = |sock: SyncObject| {
-            let s = spec(vec![w.clone(), r.clone()], vec![sock]);
-            let mut sim = crate::scenarios::quiet_sim("kunpeng920", s);
-            assert_eq!(sim.run(), StopReason::Finished);
-            assert_eq!(sim.ipc.nr_waiters(), 0);
-            let wakeups = |name: &str| {
-                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
-                t.stats.wakeups
-            };
-            (wakeups("w"), wakeups("r"))
-        };
+        let wakeups = |sock| writer_ahead_of_reader_wakeups(600, msg, sock);
         assert_eq!(wakeups(SyncObject::UnixStream { sndbuf: 212_992 }), (2, 0));
         // A byte buffer of that size wakes the writer on every read that
         // finds it asleep.
