@@ -463,6 +463,8 @@ impl Sim {
             hw,
             counters: Counters {
                 idle_state_usage: vec![0; n_states],
+                type_cluster_sq_ns: vec![0.0; n_types],
+                type_busy_sq_ns: vec![0.0; n_types],
                 idle_state_ns: vec![0; n_states],
                 ..Counters::default()
             },
@@ -735,10 +737,6 @@ impl Sim {
             self.counters.llc_corun_ns += p.llc_sq * dt;
             self.counters.busy_cpu_ns += p.busy * dt;
             let c = &mut self.counters;
-            if c.type_cluster_sq_ns.len() < p.type_busy.len() {
-                c.type_cluster_sq_ns.resize(p.type_busy.len(), 0.0);
-                c.type_busy_sq_ns.resize(p.type_busy.len(), 0.0);
-            }
             for (t, &b) in p.type_busy.iter().enumerate() {
                 c.type_cluster_sq_ns[t] += p.type_cluster_sq[t] as f64 * dt as f64;
                 c.type_busy_sq_ns[t] += (b * b) as f64 * dt as f64;
