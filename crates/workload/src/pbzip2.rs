@@ -8,10 +8,17 @@
 //! no block is ready. Throughput `tput` = input MB / elapsed seconds; the
 //! output ends with pbzip2's `Wall Clock: X seconds`.
 //!
+//! Each block's compression is a `Work` step over bzip2's documented
+//! compression memory, [`working_set_bytes`] (7.6 MB at `-9`): it competes
+//! for the last-level cache with the other threads' and is refilled after a
+//! migration (engine hwcost.rs).
+//!
 //! What it leaves out: in-order output (pbzip2's writer waits for block i
 //! even when later blocks are done; here it writes blocks as they complete),
-//! the data's effect on bzip2's speed (a fixed cost per byte, ESTIMATE),
-//! memory bandwidth of the block copies, and disk I/O (page-cache speed).
+//! the data's effect on bzip2's speed (a fixed cost per byte, ESTIMATE), how
+//! often the block sort revisits its arrays (the working set is swept once
+//! per block, a lower bound), memory bandwidth of the block copies, and disk
+//! I/O (page-cache speed).
 
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
@@ -26,6 +33,13 @@ pub const READ_PS_PER_BYTE: u64 = 200;
 pub const RATIO_DIV: u64 = 4;
 /// Writing compressed output, ps per byte (ESTIMATE).
 pub const WRITE_PS_PER_BYTE: u64 = 300;
+
+/// bzip2's compression memory for a block of `block_bytes`: 400 KB plus 8
+/// bytes per block byte (bzip2(1), "MEMORY MANAGEMENT": the block, its
+/// sorting arrays and tables; 7.6 MB at `-9`).
+pub fn working_set_bytes(block_bytes: u64) -> u64 {
+    400_000 + 8 * block_bytes
+}
 
 /// Parameters of `pbzip2:threads=N,size_mib=M,block_kb=B`.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,8 +89,9 @@ pub fn build(p: &Pbzip2Params, affinity: Option<CpuMask>) -> WorkloadSpec {
             blocks: p.blocks(),
             queue_slots: p.threads,
             read_ns: block * READ_PS_PER_BYTE / 1000,
-            compress: vec![Step::Compute {
+            compress: vec![Step::Work {
                 work_ns: block * COMPRESS_PS_PER_BYTE / 1000,
+                working_set_bytes: working_set_bytes(block),
             }],
             write_ns: block / RATIO_DIV * WRITE_PS_PER_BYTE / 1000,
         },
@@ -256,5 +271,29 @@ mod tests {
         assert_eq!(secs, 2.0);
         assert!((tput - 9.0 * 1.048576 / 2.0).abs() < 1e-9);
         assert!(report(&p, Some((secs, tput))).contains("Wall Clock: 2.000000 seconds"));
+    }
+
+    #[test]
+    fn a_block_is_compressed_over_bzip2s_compression_memory() {
+        // bzip2(1): 400k + 8 x block size, 7.6 MB for -9's 900 KB blocks.
+        assert_eq!(working_set_bytes(900_000), 7_600_000);
+        let p =
+            Pbzip2Params::from_spec(&parse_spec("pbzip2:threads=2,block_kb=500").unwrap()).unwrap();
+        let spec = build(&p, None);
+        let work: Vec<_> = spec.templates[2]
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Work {
+                    work_ns,
+                    working_set_bytes,
+                } => Some((*work_ns, *working_set_bytes)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            work,
+            vec![(500_000 * COMPRESS_PS_PER_BYTE / 1000, 4_400_000)]
+        );
     }
 }
