@@ -228,9 +228,14 @@ pub struct Sim {
     /// The jiffy after which a kick also updates the idle CPUs' blocked
     /// averages (`nohz.next_blocked`).
     pub(crate) nohz_next_blocked_j: u64,
-    /// `rd->overloaded`: set when a runqueue reaches two tasks, recomputed
-    /// only by balancing at the root domain.
+    /// `rd->overloaded`: set when a runqueue reaches two tasks (a stopper
+    /// queued behind a running task counts), recomputed only by balancing at
+    /// the root domain.
     pub(crate) rd_overloaded: bool,
+    /// A newly idle pass is running on the CPU whose task just stopped: in
+    /// the kernel that task is still `rq->curr` until the switch, so
+    /// idle_cpu() is false for the balancing CPU during the pass.
+    pub(crate) newidle_after_task: bool,
     /// `sched_balance_running`: the CPU whose softirq holds the machine-wide
     /// SD_SERIALIZE balancing lock, and until when.
     pub(crate) sched_balance_running: Option<(CpuId, u64)>,
@@ -481,6 +486,7 @@ impl Sim {
             nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
+            newidle_after_task: false,
             sched_balance_running: None,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_cluster_type: vec![0; n_clusters * n_types],
@@ -1448,9 +1454,15 @@ impl Sim {
         if next.is_none() && hperf && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);
         }
-        if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) && self.sched_balance_newidle(cpu) > 0
-        {
-            next = self.pick_next_entity(cpu);
+        if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) {
+            // pick_next_task_fair() balances before the switch: `prev`, if a
+            // task, is still the CPU's current task.
+            self.newidle_after_task = prev.is_some();
+            let pulled = self.sched_balance_newidle(cpu);
+            self.newidle_after_task = false;
+            if pulled > 0 {
+                next = self.pick_next_entity(cpu);
+            }
         }
         if next.is_none() && !hperf && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);

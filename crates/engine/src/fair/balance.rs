@@ -1089,7 +1089,11 @@ impl Sim {
             let nr = rq.nr_running();
             s.sum_nr_running += nr;
             s.nr_pref_dst_llc += self.nr_pref_dst_llc(c, env.dst);
-            if nr == 0 && self.is_idle_cpu(c) {
+            // idle_cpu(): during a newly idle pass after a task stopped, that
+            // task is still the balancing CPU's `curr`, so it is not idle.
+            let curr_is_prev =
+                c == env.this_cpu && env.idle == IdleType::NewlyIdle && self.newidle_after_task;
+            if nr == 0 && self.is_idle_cpu(c) && !curr_is_prev {
                 s.idle_cpus += 1;
                 continue;
             }
@@ -1454,6 +1458,12 @@ impl Sim {
             env.all_pinned = false;
             if !self.rqs[src as usize].active_balance {
                 self.rqs[src as usize].active_balance = true;
+                // stop_one_cpu_nowait() enqueues src's stopper at once (the
+                // stop class never goes through the wake list): add_nr_running()
+                // overloads the root domain when src goes from one task to two.
+                if self.rqs[src as usize].nr_running() == 1 {
+                    self.rd_overloaded = true;
+                }
                 // LBF_ACTIVE_LB_LLC: the stopper moves only tasks preferring dst's LLC.
                 self.cache.active_llc[src as usize] = env.mt == MigrationType::LlcTask;
                 // stop_one_cpu_nowait() wakes src's stopper with an IPI; until
@@ -1854,6 +1864,29 @@ pub fn nr_idle_scan(sum_util: u64, llc_weight: u32, pct: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// idle_cpu() during a newly idle pass: the task that just stopped is
+    /// still the balancing CPU's `rq->curr` until the switch, so the local
+    /// group counts one idle CPU fewer than after an idle CPU's reschedule
+    /// (whose `curr` is the idle task) or in an idle CPU's periodic pass.
+    #[test]
+    fn a_newly_idle_cpu_whose_task_just_stopped_is_not_an_idle_cpu() {
+        let mut s = crate::fair::fidelity_tests::bare("kunpeng920");
+        let cpu = 0;
+        let level = 0;
+        let d = &s.domains.cpus[cpu as usize].domains[level];
+        let (flags, span) = (d.flags, d.span);
+        let local = d.groups.iter().position(|g| g.span.test(cpu)).unwrap();
+        let weight = d.groups[local].span.weight();
+        let idle_cpus = |s: &Sim, idle: IdleType| {
+            let env = LbEnv::new(cpu, level, flags, span, idle);
+            s.sg_lb_stats(&env, local, &GroupStats::default()).idle_cpus
+        };
+        assert_eq!(idle_cpus(&s, IdleType::NewlyIdle), weight);
+        s.newidle_after_task = true;
+        assert_eq!(idle_cpus(&s, IdleType::NewlyIdle), weight - 1);
+        assert_eq!(idle_cpus(&s, IdleType::Idle), weight);
+    }
 
     fn stats(nr: u32, weight: u32, util: u64, cap: u64) -> GroupStats {
         GroupStats {

@@ -1335,6 +1335,36 @@ fn the_active_balance_stopper_runs_one_ipi_later() {
     );
 }
 
+/// stop_one_cpu_nowait() enqueues the source's stopper at once (the stop
+/// class skips the wake list), and add_nr_running() on a runqueue going from
+/// one task to two overloads the root domain, which opens newly idle
+/// balancing everywhere.
+#[test]
+fn queuing_the_stopper_behind_a_lone_task_overloads_the_root_domain() {
+    let mut s = bare("exynos5422");
+    let t = add_task(&mut s, 0);
+    put(&mut s, 0, t);
+    s.tasks[t as usize].avg.util_avg = 900;
+    s.tasks[t as usize].avg.load_avg = 1024;
+    let avg = &mut s.rqs[0].cfs.avg;
+    avg.util_avg = 900;
+    avg.runnable_avg = 1024;
+    avg.load_avg = 1024;
+    s.update_misfit_status(0, Some(t));
+    let pkg = s.domains.cpus[4]
+        .domains
+        .iter()
+        .position(|d| d.span.weight() == 8)
+        .expect("the PKG level");
+    s.now = 10_000_000;
+    while s.q.pop().is_some() {}
+    s.rd_overloaded = false;
+    assert_eq!(s.rqs[0].nr_running(), 1);
+    s.sched_balance_rq(4, pkg, IdleType::Idle);
+    assert!(s.rqs[0].active_balance, "the push is pending");
+    assert!(s.rd_overloaded, "the stopper makes two on CPU 0");
+}
+
 #[test]
 fn an_idle_period_with_a_queued_wakeup_on_its_way_takes_no_avg_idle_sample() {
     // sched_balance_newidle() returns at ttwu_pending before it stamps the
