@@ -287,7 +287,11 @@ impl Sim {
     ///
     /// A queued entity is taken out of the timeline and put back, as the
     /// kernel dequeues and enqueues it around the change, so the tree's
-    /// slice bounds stay true.
+    /// slice bounds stay true. Unlike the kernel's DEQUEUE_SAVE/ENQUEUE_RESTORE
+    /// pair it keeps vruntime and deadline as they are: the kernel saves the
+    /// lag (clamped to the largest slice plus a tick) and places the entity
+    /// again, which differs by rounding, or by the clamp for a task far from
+    /// the average (only rt-app imports with `dl-runtime` change a slice).
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
         let base = self.base_slice_ns;
         let cpu = self.tasks[t as usize].cpu;
