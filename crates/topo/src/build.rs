@@ -51,7 +51,8 @@ struct Level {
     mask: Mask,
     /// The level's `sd_flags()` result.
     flags: SdFlags,
-    /// SDTL_OVERLAP (the NUMA levels above NODE).
+    /// Groups overlap (the NUMA levels above NODE: 7.3 builds overlapping
+    /// groups for SD_NUMA domains; it has no SD_OVERLAP flag any more).
     overlap: bool,
     /// `sched_domains_numa_distance[numa_level]` for NODE/NUMA levels.
     distance: u32,
@@ -285,7 +286,7 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
         }
     }
     // sched_init_numa(): the distinct distances; NODE for the identity distance,
-    // one NUMA level (SD_NUMA, SDTL_OVERLAP) per larger one.
+    // one NUMA level (SD_NUMA, overlapping groups) per larger one.
     for (j, &d) in numa_distances(m).iter().enumerate() {
         if j == 0 {
             t.push(Level {
@@ -449,9 +450,6 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
                     .without(SdFlags::BALANCE_NEWIDLE)
                     .without(SdFlags::BALANCE_WAKE);
             }
-            if l.overlap {
-                d.flags = d.flags | SdFlags::OVERLAP;
-            }
             let done = d.span == all;
             chain.push(d);
             if done {
@@ -509,10 +507,13 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
     let attached: Vec<Attached> = raw.iter().map(|c| attach(c, cfg)).collect();
 
     // Shortcut keys need every CPU's final chain: assemble.
-    let cluster_active = raw
+    // sched_cluster_active: build_sched_domains() asks lowest_flag_domain()
+    // after cpu_attach_domain(), so a CLS level that degenerated everywhere
+    // (a cluster no wider than an SMT core) leaves it off. has_asym is
+    // collected before degeneration.
+    let cluster_active = attached
         .iter()
-        .flatten()
-        .any(|d| d.flags.contains(SdFlags::CLUSTER));
+        .any(|a| a.flags.iter().any(|f| f.contains(SdFlags::CLUSTER)));
     let asym_cpucapacity = raw
         .iter()
         .flatten()
@@ -1026,7 +1027,7 @@ mod tests {
         let cls = &c.domains[0];
         assert_eq!(cls.flags.names().join(" "), "SD_BALANCE_NEWIDLE SD_BALANCE_EXEC SD_BALANCE_FORK SD_WAKE_AFFINE SD_CLUSTER SD_SHARE_LLC SD_PREFER_SIBLING");
         let numa = &c.domains[2];
-        assert_eq!(numa.flags.names().join(" "), "SD_BALANCE_NEWIDLE SD_BALANCE_EXEC SD_BALANCE_FORK SD_WAKE_AFFINE SD_SERIALIZE SD_OVERLAP SD_NUMA");
+        assert_eq!(numa.flags.names().join(" "), "SD_BALANCE_NEWIDLE SD_BALANCE_EXEC SD_BALANCE_FORK SD_WAKE_AFFINE SD_SERIALIZE SD_NUMA");
         assert_eq!((numa.cache_nice_tries, numa.imbalance_pct), (2, 117));
         assert_eq!(numa.numa_distance, 12);
         // imb_numa_nr: 1 LLC per node => 24 >> 3 = 3, scaled by |A| / 48 above.
@@ -1160,6 +1161,16 @@ mod tests {
         assert_eq!(chain(&v, 12), ["MC 0-19"]);
         assert!(!v.cluster_active);
         assert!(c.cluster_active);
+    }
+
+    /// sched_cluster_active is decided on the attached domains: Genoa's CLS
+    /// level spans an SMT core, degenerates everywhere and leaves it off.
+    #[test]
+    fn a_cluster_level_that_degenerates_everywhere_is_not_active() {
+        let g = doms("genoa", "cluster");
+        assert!(g.cpus.iter().all(|c| c.sd_cluster.is_none()));
+        assert!(!g.cluster_active);
+        assert!(doms("kunpeng920", "cluster").cluster_active);
     }
 
     #[test]

@@ -27,7 +27,6 @@ impl SdFlags {
     pub const SERIALIZE: SdFlags = SdFlags(1 << 10);
     pub const ASYM_PACKING: SdFlags = SdFlags(1 << 11);
     pub const PREFER_SIBLING: SdFlags = SdFlags(1 << 12);
-    pub const OVERLAP: SdFlags = SdFlags(1 << 13);
     pub const NUMA: SdFlags = SdFlags(1 << 14);
     /// Not in mainline: the POWER10 fallback-LLC flag of patch set S2.
     pub const FALLBACK_LLC: SdFlags = SdFlags(1 << 15);
@@ -47,7 +46,6 @@ impl SdFlags {
         (Self::SERIALIZE, "SD_SERIALIZE"),
         (Self::ASYM_PACKING, "SD_ASYM_PACKING"),
         (Self::PREFER_SIBLING, "SD_PREFER_SIBLING"),
-        (Self::OVERLAP, "SD_OVERLAP"),
         (Self::NUMA, "SD_NUMA"),
         (Self::FALLBACK_LLC, "SD_FALLBACK_LLC"),
     ];
@@ -398,7 +396,6 @@ impl SdFlags {
             | Self::SERIALIZE.0
             | Self::ASYM_PACKING.0
             | Self::PREFER_SIBLING.0
-            | Self::OVERLAP.0
             | Self::NUMA.0,
     );
     /// SDF_SHARED_CHILD flags: set from the base domain up to some level.

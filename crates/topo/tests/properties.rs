@@ -196,7 +196,7 @@ proptest! {
                     total += g.span.weight();
                 }
                 prop_assert_eq!(union, dom.span, "cpu{} {} groups do not cover\n{}", c.cpu, dom.name, text);
-                if !dom.flags.contains(SdFlags::OVERLAP) {
+                if !dom.flags.contains(SdFlags::NUMA) {
                     prop_assert_eq!(total, dom.span.weight(), "cpu{} {} groups overlap\n{}", c.cpu, dom.name, text);
                 }
                 prop_assert!(dom.min_interval_ms >= 1 && dom.max_interval_ms == 2 * dom.min_interval_ms);
