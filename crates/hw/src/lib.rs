@@ -780,6 +780,9 @@ mod tests {
             wakeup: WakeupCosts {
                 ipi_ns: 1000,
                 wakeup_path_ns: 1000,
+                balance_pass_ns: 2000,
+                balance_pass_per_cpu_ns: 50,
+                balance_refused_ns: 100,
                 idle_states: vec![schedlab_topo::IdleState::new("WFI", 1000, 0, false)],
             },
         }

@@ -156,8 +156,12 @@ pub fn format_machine(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "  wakeup ns: ipi {} wakeup path {}",
-        w.ipi_ns, w.wakeup_path_ns
+        "  wakeup ns: ipi {} wakeup path {}; balance pass {} + {} per CPU, refused {}",
+        w.ipi_ns,
+        w.wakeup_path_ns,
+        w.balance_pass_ns,
+        w.balance_pass_per_cpu_ns,
+        w.balance_refused_ns
     );
     for st in &w.idle_states {
         let mut notes = Vec::new();

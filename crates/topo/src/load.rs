@@ -245,6 +245,12 @@ struct FileC2c {
 struct FileWakeup {
     ipi_ns: i64,
     wakeup_path_ns: i64,
+    #[serde(default)]
+    balance_pass_ns: Option<i64>,
+    #[serde(default)]
+    balance_pass_per_cpu_ns: Option<i64>,
+    #[serde(default)]
+    balance_refused_ns: Option<i64>,
     // The short form of a machine without `[[idle_state]]` tables (kept for
     // files written before them): one exit latency, and how the states poll.
     #[serde(default)]
@@ -1444,6 +1450,33 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             0,
             MAX_NS,
         )?,
+        balance_pass_ns: u32_in(
+            origin,
+            "wakeup.balance_pass_ns",
+            f.wakeup
+                .balance_pass_ns
+                .unwrap_or(i64::from(crate::machine::DEFAULT_BALANCE_PASS_NS)),
+            0,
+            MAX_NS,
+        )?,
+        balance_pass_per_cpu_ns: u32_in(
+            origin,
+            "wakeup.balance_pass_per_cpu_ns",
+            f.wakeup
+                .balance_pass_per_cpu_ns
+                .unwrap_or(i64::from(crate::machine::DEFAULT_BALANCE_PASS_PER_CPU_NS)),
+            0,
+            1_000_000,
+        )?,
+        balance_refused_ns: u32_in(
+            origin,
+            "wakeup.balance_refused_ns",
+            f.wakeup
+                .balance_refused_ns
+                .unwrap_or(i64::from(crate::machine::DEFAULT_BALANCE_REFUSED_NS)),
+            0,
+            MAX_NS,
+        )?,
         idle_states: idle_states(origin, &f.wakeup, &f.idle_state)?,
     };
 
@@ -1851,6 +1884,29 @@ wakeup_path_ns = 1000
         assert_eq!(st.len(), 2);
         assert!(st[0].poll_loop && st[0].poll_limit_ns == 100_000);
         assert!(!st[1].polls && st[1].residency_ns == 100_000 && st[1].exit_ns == 1000);
+    }
+
+    /// The balance-pass costs are optional: defaults when absent, checked
+    /// when given.
+    #[test]
+    fn balance_pass_costs_default_and_are_range_checked() {
+        let m = load_machine_str(MINI, "f.toml").unwrap();
+        assert_eq!(m.wakeup.balance_pass_ns_for(10), 2_000 + 50 * 10);
+        assert_eq!(m.wakeup.balance_refused_ns, 100);
+        let given = MINI.replace(
+            "wakeup_path_ns = 1000\n",
+            "wakeup_path_ns = 1000\nbalance_pass_ns = 500\nbalance_pass_per_cpu_ns = 7\nbalance_refused_ns = 0\n",
+        );
+        let w = load_machine_str(&given, "f.toml").unwrap().wakeup;
+        assert_eq!(w.balance_pass_ns_for(4), 528);
+        assert_eq!(w.balance_refused_ns, 0);
+        let huge = MINI.replace(
+            "wakeup_path_ns = 1000\n",
+            "wakeup_path_ns = 1000\nbalance_pass_per_cpu_ns = 2000000\n",
+        );
+        let e = err(&huge);
+        assert!(e.contains("wakeup.balance_pass_per_cpu_ns"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -102,6 +102,20 @@ pub struct WakeupCosts {
     pub ipi_ns: u32,
     /// Kernel path of one wakeup plus context switch on the waking side, ns.
     pub wakeup_path_ns: u32,
+    /// How long one load-balancing pass over a domain takes: this fixed part
+    /// plus [`WakeupCosts::balance_pass_per_cpu_ns`] per CPU of the domain,
+    /// ns. Newly idle balancing weighs it against the expected idle time, and
+    /// a pass over an SD_SERIALIZE domain holds `sched_balance_running` that
+    /// long.
+    #[serde(default = "default_balance_pass_ns")]
+    pub balance_pass_ns: u32,
+    /// See [`WakeupCosts::balance_pass_ns`], ns per CPU.
+    #[serde(default = "default_balance_pass_per_cpu_ns")]
+    pub balance_pass_per_cpu_ns: u32,
+    /// A newly idle pass that SD_SERIALIZE refuses (should_we_balance() and
+    /// a failed compare-and-swap), ns.
+    #[serde(default = "default_balance_refused_ns")]
+    pub balance_refused_ns: u32,
     /// The CPU's idle states, shallowest first, as its cpuidle driver
     /// registers them (`/sys/devices/system/cpu/cpuN/cpuidle/stateK`); never
     /// empty. The idle governor picks one per idle period and a wakeup pays
@@ -156,7 +170,31 @@ impl IdleState {
     }
 }
 
+/// Default [`WakeupCosts::balance_pass_ns`] (ESTIMATE).
+pub const DEFAULT_BALANCE_PASS_NS: u32 = 2_000;
+/// Default [`WakeupCosts::balance_pass_per_cpu_ns`] (ESTIMATE).
+pub const DEFAULT_BALANCE_PASS_PER_CPU_NS: u32 = 50;
+/// Default [`WakeupCosts::balance_refused_ns`] (ESTIMATE).
+pub const DEFAULT_BALANCE_REFUSED_NS: u32 = 100;
+
+fn default_balance_pass_ns() -> u32 {
+    DEFAULT_BALANCE_PASS_NS
+}
+fn default_balance_pass_per_cpu_ns() -> u32 {
+    DEFAULT_BALANCE_PASS_PER_CPU_NS
+}
+fn default_balance_refused_ns() -> u32 {
+    DEFAULT_BALANCE_REFUSED_NS
+}
+
 impl WakeupCosts {
+    /// The time one balance pass over a domain of `span_cpus` CPUs takes,
+    /// ns (see [`WakeupCosts::balance_pass_ns`]).
+    pub fn balance_pass_ns_for(&self, span_cpus: u32) -> u64 {
+        u64::from(self.balance_pass_ns)
+            + u64::from(self.balance_pass_per_cpu_ns) * u64::from(span_cpus)
+    }
+
     /// Whether any enabled idle state keeps the polling flag.
     pub fn any_state_polls(&self) -> bool {
         self.idle_states.iter().any(|s| s.polls && !s.disabled)

@@ -212,8 +212,12 @@ pub fn machine_to_toml(m: &Machine) -> String {
     let w = &m.wakeup;
     let _ = writeln!(
         s,
-        "\n[wakeup]\nipi_ns = {}\nwakeup_path_ns = {}",
-        w.ipi_ns, w.wakeup_path_ns
+        "\n[wakeup]\nipi_ns = {}\nwakeup_path_ns = {}\nbalance_pass_ns = {}\nbalance_pass_per_cpu_ns = {}\nbalance_refused_ns = {}",
+        w.ipi_ns,
+        w.wakeup_path_ns,
+        w.balance_pass_ns,
+        w.balance_pass_per_cpu_ns,
+        w.balance_refused_ns
     );
     s.push_str(&idle_state_tables(&w.idle_states, ""));
     s

@@ -24,17 +24,6 @@ pub const NOHZ_NEWILB_KICK: u8 = 4;
 pub const NOHZ_NEXT_KICK: u8 = 8;
 /// The work a kick's IPI carries (`NOHZ_KICK_MASK`).
 pub const NOHZ_KICK_MASK: u8 = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK | NOHZ_NEXT_KICK;
-/// The time one balance pass over a domain of `span_cpus` CPUs takes,
-/// proportional to the CPUs it looks at (ESTIMATE: 2 µs + ~50 ns per CPU):
-/// newidle balancing weighs it against the expected idle time, and a pass
-/// over an SD_SERIALIZE domain holds `sched_balance_running` that long.
-pub(crate) fn balance_pass_ns(span_cpus: u32) -> u64 {
-    2_000 + 50 * u64::from(span_cpus)
-}
-
-/// The time a pass takes that SD_SERIALIZE refuses: should_we_balance() and
-/// a failed compare-and-swap (ESTIMATE).
-const REFUSED_PASS_NS: u64 = 100;
 
 /// SCHED_NR_MIGRATE_BREAK: detach_tasks() takes a breather (attaches what
 /// it has, then goes on) after this many tasks looked at.
@@ -713,9 +702,9 @@ impl Sim {
                 // (A newly idle CPU always passes should_we_balance(), so a
                 // pass refused for SD_SERIALIZE is known beforehand.)
                 let cost = if self.serialize_refuses(d.flags) {
-                    REFUSED_PASS_NS
+                    u64::from(self.machine.wakeup.balance_refused_ns)
                 } else {
-                    balance_pass_ns(d.span.weight())
+                    self.machine.wakeup.balance_pass_ns_for(d.span.weight())
                 };
                 let (moved, c) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
                 cont = c;
@@ -1370,7 +1359,8 @@ impl Sim {
         let mut continue_balancing = true;
         let mut moved = 0;
         let serialize = d.flags.contains(SdFlags::SERIALIZE);
-        let pass_ns = balance_pass_ns(d.span.weight());
+        // How long the pass takes (the machine's `balance_pass_ns`, ESTIMATE).
+        let pass_ns = self.machine.wakeup.balance_pass_ns_for(d.span.weight());
         let mut holds_running = false;
         // Each redo removes a fully pinned source CPU: bounded by the span.
         let outcome = 'redo: loop {

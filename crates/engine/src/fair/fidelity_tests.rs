@@ -1227,7 +1227,10 @@ fn numa_balancing_passes_are_serialized_machine_wide() {
         .iter()
         .position(|d| d.flags.contains(SdFlags::SERIALIZE))
         .expect("a NUMA level");
-    let pass_ns = balance_pass_ns(s.domains.cpus[0].domains[numa].span.weight());
+    let pass_ns = s
+        .machine
+        .wakeup
+        .balance_pass_ns_for(s.domains.cpus[0].domains[numa].span.weight());
     s.now = 1_000_000;
     // CPU 0 balances its NUMA level (its first idle CPU is itself).
     s.this_cpu = 0;
