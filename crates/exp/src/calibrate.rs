@@ -377,7 +377,7 @@ pub fn checks(machine: &str) -> Result<Vec<Check>, String> {
             // gives the full cluster's streams the bus's 30.7 GB/s whatever
             // else loads the node, while on the machine they slow down when
             // two more streams load the node (docs/reproduction.md,
-            // kunpeng920-stream). Its row is informative.
+            // kunpeng920-stream). Their rows are informative.
             let rows: [(&str, Vec<CpuId>, f64, &str); 13] = [
                 ("stream copy, 1 core", vec![0], 12_431.0, "input"),
                 (

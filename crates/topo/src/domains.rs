@@ -363,7 +363,8 @@ pub struct CpuDomains {
 pub struct Domains {
     pub config: DomainConfig,
     pub cpus: Vec<CpuDomains>,
-    /// `sched_cluster_active`: some CPU has a cluster domain.
+    /// `sched_cluster_active`: some CPU keeps a cluster domain after
+    /// degenerate domains are removed.
     pub cluster_active: bool,
     /// `sched_asym_cpucapacity`: the machine has CPUs of different capacity.
     pub asym_cpucapacity: bool,
