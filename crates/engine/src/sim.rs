@@ -849,9 +849,9 @@ impl Sim {
             .all(|s| self.is_idle_cpu(s))
         {
             self.set_idle_cores(cpu, true);
-            if self.feat(Feat::IDLE_CORE_ID) {
-                self.set_idle_core(cpu);
-            }
+        }
+        if self.feat(Feat::IDLE_CORE_ID) {
+            self.update_idle_core_id(cpu);
         }
         self.idle_loop_turn(cpu, false);
         self.smt_sibling_changed(cpu);

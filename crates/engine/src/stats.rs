@@ -195,8 +195,9 @@ pub struct S2Counters {
     pub fallback_ratio: u64,
     /// WA_WEIGHT's sync stacking (moved there from WA_IDLE) chose the waker.
     pub sync_stack: u64,
-    /// Idle-core identity: set on idle entry, set by a search, cleared when
-    /// the core runs, cleared by a failed idle-core search.
+    /// Idle-core identity: recorded at idle entry (own core; another core
+    /// found by the LLC search), cleared when the core runs, cleared when a
+    /// wakeup's idle-core search takes it.
     pub idle_core_set_idle: u64,
     pub idle_core_set_search: u64,
     pub idle_core_cleared_busy: u64,

@@ -4,10 +4,14 @@
 //! 4-thread small core).
 //!
 //! Pieces, each switched by a feature (on in the `patchset` configuration):
-//! - IDLE_CORE_ID: each LLC keeps the identity of one idle core
-//!   (`sds->idle_core`), set when a core goes fully idle or when an LLC
-//!   search finds one, cleared when that core runs a task or when an
-//!   idle-core search fails.
+//! - IDLE_CORE_ID ("Maintain the identity of idle-core", "Update idle-core
+//!   more often"): each LLC keeps the identity of one idle core
+//!   (`sds->idle_core`, the core's first thread), which replaces
+//!   `has_idle_cores`. A CPU entering idle records its own core if it is
+//!   wholly idle, else the first wholly idle core of the LLC, unless a core
+//!   is already recorded (the first record stays). It is cleared when a
+//!   thread of that core runs a task or when a wakeup's idle-core search
+//!   takes it; a search that finds no idle core leaves it.
 //! - NR_BUSY_ON_IDLE: `nr_busy_cpus` changes at every idle entry and exit
 //!   (the series' "Move busy_cpu accounting to idle callback"), so the busy
 //!   ratios below are current; without it the kernel counts a CPU busy
@@ -77,12 +81,49 @@ fn fallback_parent(domains: &Domains, cpu: CpuId) -> Option<usize> {
 }
 
 impl Sim {
-    /// `cpu` went idle and its whole core is idle: remember the core
-    /// (mirrors the patch's set_idle_core(cpu, cpu) in __update_idle_core()).
+    /// Records `cpu`'s core as its LLC's idle core, by the core's first
+    /// thread (the patch's `set_idle_core(cpu, per_cpu(smt_id, cpu))`).
     pub(crate) fn set_idle_core(&mut self, cpu: CpuId) {
         let l = self.domains.cpus[cpu as usize].llc_id as usize;
-        self.llc[l].idle_core = Some(cpu);
-        self.counters.s2.idle_core_set_idle += 1;
+        let first = self.smt_masks[cpu as usize].first().unwrap_or(cpu);
+        self.llc[l].idle_core = Some(first);
+    }
+
+    /// `cpu` went idle (mirrors the patch's __update_idle_core() with
+    /// set_next_idle_core(), "sched/fair: Maintain the identity of idle-core"
+    /// and "Update idle-core more often"): unless its LLC already has an idle
+    /// core recorded (the first one stays), record `cpu`'s core if it is
+    /// wholly idle, else the first wholly idle core of the LLC from `cpu`
+    /// on.
+    pub(crate) fn update_idle_core_id(&mut self, cpu: CpuId) {
+        let l = self.domains.cpus[cpu as usize].llc_id as usize;
+        if self.llc[l].idle_core.is_some() {
+            return;
+        }
+        let own = self.smt_masks[cpu as usize];
+        // (The patch skips `cpu` itself, which is entering idle.)
+        if own.iter().all(|s| s == cpu || self.is_idle_cpu(s)) {
+            self.set_idle_core(cpu);
+            self.counters.s2.idle_core_set_idle += 1;
+            return;
+        }
+        let Some(li) = self.domains.cpus[cpu as usize].sd_llc else {
+            return;
+        };
+        let span = self.domains.cpus[cpu as usize].domains[li].span;
+        let mut cpus = span.and_not(&own);
+        for c in span.iter_wrap(cpu) {
+            if !cpus.test(c) {
+                continue;
+            }
+            let core = self.smt_masks[c as usize];
+            if core.iter().all(|s| self.is_idle_cpu(s)) {
+                self.set_idle_core(c);
+                self.counters.s2.idle_core_set_search += 1;
+                return;
+            }
+            cpus = cpus.and_not(&core);
+        }
     }
 
     /// `cpu` starts running a task: if the LLC's idle core is `cpu`'s core,
@@ -97,19 +138,17 @@ impl Sim {
         }
     }
 
-    /// select_idle_cpu() found the idle core of `core_cpu` in LLC `llc_id`
-    /// (mirrors the patch's set_idle_core() on a successful select_idle_core()).
-    /// The wakee is about to take it; the identity is cleared when it runs.
+    /// select_idle_cpu() found the idle core of `core_cpu` in LLC `llc_id`:
+    /// if it is the recorded one, the wakee takes it and the record is
+    /// cleared (the patch's `set_idle_core(i, -1)` when `smt_id` matches). A
+    /// search that finds none leaves the record as it is: the patch drops
+    /// mainline's clearing of has_idle_cores after a failed search.
     pub(crate) fn idle_core_found(&mut self, llc_id: usize, core_cpu: CpuId) {
-        self.llc[llc_id].idle_core = Some(core_cpu);
-        self.counters.s2.idle_core_set_search += 1;
-    }
-
-    /// An idle-core search of LLC `llc_id` failed (mirrors the patch's
-    /// set_idle_core(target, -1), which replaces clearing has_idle_cores).
-    pub(crate) fn idle_core_search_failed(&mut self, llc_id: usize) {
-        if self.llc[llc_id].idle_core.take().is_some() {
-            self.counters.s2.idle_core_cleared_search += 1;
+        if let Some(c) = self.llc[llc_id].idle_core {
+            if self.smt_masks[core_cpu as usize].test(c) {
+                self.llc[llc_id].idle_core = None;
+                self.counters.s2.idle_core_cleared_search += 1;
+            }
         }
     }
 

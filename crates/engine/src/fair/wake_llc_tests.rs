@@ -8,7 +8,7 @@ use super::*;
 use crate::scenarios::pinned_thread;
 use crate::sim::{EnqueueKind, Sim, SimConfig, StopReason, WF_SYNC};
 use crate::task::Task;
-use schedlab_topo::{build_domains, preset, DomainConfig};
+use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
 use schedlab_workload::{Step, WorkloadSpec};
 
 const S2: [&str; 4] = [
@@ -157,34 +157,44 @@ fn nr_busy_cpus_follows_the_tick_in_vanilla_and_idle_entry_with_the_series() {
     assert_eq!(s.run(), StopReason::Finished);
 }
 
+/// The idle-core identity as the patch keeps it ("Maintain the identity of
+/// idle-core", "Update idle-core more often"): recorded at idle entry (the
+/// CPU's own core, else the first wholly idle core of the LLC), the first
+/// record stays, it replaces has_idle_cores for the scan, a search that
+/// takes the recorded core clears it, and a search that finds none (here: a
+/// wakee not allowed on it) leaves it.
 #[test]
-fn an_llc_search_that_finds_an_idle_core_remembers_it() {
-    // Genoa: LLC 0 is CPUs 0-15, cores {0,1}, {2,3}, ... Cores 0 and 1 are
-    // half busy, core {4,5} is fully idle; a wakee targeting busy CPU 0
-    // searches the LLC in idle-core mode and finds core {4,5}.
+fn the_idle_core_identity_follows_the_patch() {
+    // Genoa: LLC 0 is CPUs 0-15, cores {0,1}, {2,3}, ... CPUs 0, 2 and the
+    // even CPUs 6-14 run, so core {4,5} is the only wholly idle core.
     let mut s = s2_sim("genoa", "vanilla", empty());
     run_on(&mut s, 0);
     run_on(&mut s, 2);
-    for c in 6..16 {
-        if c % 2 == 0 {
-            run_on(&mut s, c);
-        }
+    for c in (6..16).step_by(2) {
+        run_on(&mut s, c);
     }
-    s.llc[0].has_idle_cores = true;
+    s.llc[0].idle_core = None;
+    // CPU 1 goes idle with its sibling busy: the LLC search records {4,5}.
+    s.update_idle_core_id(1);
+    assert_eq!(s.llc[0].idle_core, Some(4));
+    assert_eq!(s.counters.s2.idle_core_set_search, 1);
+    // The first record stays.
+    s.update_idle_core_id(3);
+    assert_eq!(s.llc[0].idle_core, Some(4));
+    // A wakee not allowed on {4,5}: the idle-core scan finds none, takes an
+    // idle CPU, and the record stays (mainline would clear its flag).
+    s.llc[0].has_idle_cores = false;
+    let pinned = add_task(&mut s, 0);
+    s.tasks[pinned as usize].affinity = s.machine.all_cpus().and_not(&CpuMask::from_cpus([4, 5]));
+    let cpu = s.select_idle_sibling(pinned, 0, 0, 0, None);
+    assert!(cpu != 4 && cpu != 5 && s.is_idle_cpu(cpu), "{cpu}");
+    assert_eq!(s.llc[0].idle_core, Some(4), "a failed search leaves it");
+    // A wakee allowed there: the scan (idle-core mode because a core is
+    // recorded, whatever has_idle_cores says) takes {4,5} and clears it.
     let p = add_task(&mut s, 0);
     let cpu = s.select_idle_sibling(p, 0, 0, 0, None);
     assert_eq!(cpu, 4, "first whole idle core after the target");
-    assert_eq!(s.llc[0].idle_core, Some(4));
-    assert_eq!(s.counters.s2.idle_core_set_search, 1);
-    // Every core busy: the idle-core search fails and forgets the core.
-    run_on(&mut s, 4);
-    assert_eq!(s.llc[0].idle_core, None, "cleared when core {{4,5}} runs");
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].idle_core = Some(5);
-    let cpu = s.select_idle_sibling(p, 0, 0, 0, None);
-    assert_eq!(cpu, 1, "an idle sibling is still taken");
     assert_eq!(s.llc[0].idle_core, None);
-    assert!(!s.llc[0].has_idle_cores);
     assert_eq!(s.counters.s2.idle_core_cleared_search, 1);
     s.check_invariants().unwrap();
 }
@@ -246,10 +256,14 @@ fn both_llcs_full_leave_it_to_wa_weight_and_skip_the_idle_search() {
     let p = add_task(&mut s, 8);
     assert_eq!(s.wake_affine_idler_llc(p, 0, 8, false), IdlerLlc::BothFull);
     // The sync waker runs alone: WA_WEIGHT's sync stacking takes the waker,
-    // and no idle search follows (CPU 1's idle LLC is not looked at).
+    // and no idle search follows (CPU 1's idle LLC is not looked at). The
+    // patch skips only the LLC scan: select_idle_sibling()'s earlier checks
+    // run, and the recent_used_cpu step records prev.
     let w = s.rqs[0].curr.unwrap();
+    s.tasks[p as usize].recent_used_cpu = 3;
     let cpu = s.select_task_rq_fair(p, 8, 0, Some(w), WF_SYNC | crate::sim::WF_TTWU);
     assert_eq!(cpu, 0);
+    assert_eq!(s.tasks[p as usize].recent_used_cpu, 8);
     assert_eq!(s.counters.s2.both_full, 2);
     assert_eq!(s.counters.s2.sync_stack, 1);
     // Vanilla wake_affine() on the same state: the waker stacks too, but

@@ -73,11 +73,7 @@ impl Sim {
             if new_cpu != prev {
                 self.counters.wakeups_affine += 1;
             }
-            if skip_search {
-                new_cpu
-            } else {
-                self.select_idle_sibling(t, prev, new_cpu, this_cpu, waker)
-            }
+            self.select_idle_sibling_scan(t, prev, new_cpu, this_cpu, waker, !skip_search)
         } else {
             new_cpu
         };
@@ -210,7 +206,13 @@ impl Sim {
     /// mirrors test_idle_cores(): the idle-core hint of `cpu`'s
     /// `sd_balance_shared` (its asym-capacity domain's state when that has
     /// its own, else its LLC's).
+    /// With S2's idle-core identity (IDLE_CORE_ID), the recorded idle core
+    /// replaces the flag: "has an idle core" is "an idle core is recorded".
     pub(crate) fn test_idle_cores(&self, cpu: CpuId) -> bool {
+        if self.feat(Feat::IDLE_CORE_ID) && self.asym_shared_of[cpu as usize].is_none() {
+            let l = self.domains.cpus[cpu as usize].llc_id as usize;
+            return self.llc[l].idle_core.is_some();
+        }
         match self.asym_shared_of[cpu as usize] {
             Some(a) => self.asym_shared[a as usize].has_idle_cores,
             None => self.llc[self.domains.cpus[cpu as usize].llc_id as usize].has_idle_cores,
@@ -257,6 +259,7 @@ impl Sim {
     }
 
     /// Finds an idle CPU near `target` (mirrors select_idle_sibling()).
+    #[cfg(test)]
     pub(crate) fn select_idle_sibling(
         &mut self,
         t: TaskId,
@@ -264,6 +267,23 @@ impl Sim {
         target: CpuId,
         this_cpu: CpuId,
         waker: Option<TaskId>,
+    ) -> CpuId {
+        self.select_idle_sibling_scan(t, prev, target, this_cpu, waker, true)
+    }
+
+    /// select_idle_sibling() with S2's `idle` argument ("sched/fair: Dont
+    /// iterate if no idle CPUs"): when wake_affine_idler_llc() found both
+    /// LLCs full, `scan` is false and the function returns `target` where
+    /// it would look up the LLC domain, after its target, prev, kthread,
+    /// recent_used_cpu and asymmetric-capacity checks.
+    pub(crate) fn select_idle_sibling_scan(
+        &mut self,
+        t: TaskId,
+        prev: CpuId,
+        target: CpuId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        scan: bool,
     ) -> CpuId {
         // sched_cluster_active(), with the cluster-aware wakeup (CLUSTER_SCAN).
         let cluster_active = self.domains.cluster_active && self.feat(Feat::CLUSTER_SCAN);
@@ -317,6 +337,9 @@ impl Sim {
                 self.counters.sis_scan_found += i.is_some() as u64;
                 return i.unwrap_or(target);
             }
+        }
+        if !scan {
+            return target;
         }
         let Some(llc_idx) = self.domains.cpus[target as usize].sd_llc else {
             return target;
@@ -551,9 +574,6 @@ impl Sim {
         }
         if has_idle_core {
             self.set_idle_cores(target, false);
-            if self.feat(Feat::IDLE_CORE_ID) {
-                self.idle_core_search_failed(llc_id);
-            }
         }
         idle_cpu
     }
