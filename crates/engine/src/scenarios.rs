@@ -1504,6 +1504,48 @@ fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
     assert!(util > 900, "util {util}");
 }
 
+/// The same with the root domain overloaded (two hogs on CPU 4), so the
+/// LITTLE CPU balances newly idle when its task sleeps: during that pass the
+/// sleeping task is still the kernel's `rq->curr`, so the pass's clock
+/// updates do not resynchronise the PELT clock, and the lag is still lost at
+/// idle entry (sched_balance_newidle() before set_next_task_idle()).
+#[test]
+fn a_newly_idle_pass_keeps_the_pelt_lag_for_idle_entry() {
+    let cpu = |c: u16| Some(CpuMask::from_cpus([c]));
+    let spec = WorkloadSpec {
+        name: "lag".into(),
+        templates: vec![
+            thread(
+                "little",
+                cpu(0),
+                vec![
+                    Step::RunWall { ns: 2_000_000_000 },
+                    Step::Sleep { ns: 1_000_000_000 },
+                ],
+            ),
+            thread("big1", cpu(4), vec![Step::RunWall { ns: 3_000_000_000 }]),
+            thread("big2", cpu(4), vec![Step::RunWall { ns: 3_000_000_000 }]),
+        ],
+        initial: vec![0, 1, 2],
+        sync: vec![],
+        mem_node: None,
+        max_time_ns: 3_000_000_000,
+    };
+    let mut s = quiet_sim("exynos5422", spec);
+    s.run_until(2_001_000_000);
+    assert!(s.rd_overloaded);
+    assert!(s.counters.newidle_balance > 0);
+    let rq = &s.rqs[0];
+    assert!(rq.curr.is_none());
+    assert!(
+        rq.lost_idle_time_ns > 1_200_000_000,
+        "lost {}",
+        rq.lost_idle_time_ns
+    );
+    let util = rq.cfs.avg.util_avg;
+    assert!(util > 900, "util {util}");
+}
+
 /// A forked child keeps its parent's sched_setattr() slice (__sched_fork()
 /// leaves se.slice and se.custom_slice alone).
 #[test]

@@ -232,10 +232,11 @@ pub struct Sim {
     /// queued behind a running task counts), recomputed only by balancing at
     /// the root domain.
     pub(crate) rd_overloaded: bool,
-    /// A newly idle pass is running on the CPU whose task just stopped: in
-    /// the kernel that task is still `rq->curr` until the switch, so
-    /// idle_cpu() is false for the balancing CPU during the pass.
-    pub(crate) newidle_after_task: bool,
+    /// The CPU running a newly idle pass after its task stopped: in the
+    /// kernel that task is still `rq->curr` until the switch, so idle_cpu()
+    /// is false for the balancing CPU during the pass, and its PELT clock does
+    /// not resynchronise (the lag becomes lost idle time at idle entry).
+    pub(crate) newidle_after_task: Option<CpuId>,
     /// `sched_balance_running`: the CPU whose softirq holds the machine-wide
     /// SD_SERIALIZE balancing lock, and until when.
     pub(crate) sched_balance_running: Option<(CpuId, u64)>,
@@ -486,7 +487,7 @@ impl Sim {
             nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
-            newidle_after_task: false,
+            newidle_after_task: None,
             sched_balance_running: None,
             busy_in_cluster: vec![0; n_clusters],
             busy_in_cluster_type: vec![0; n_clusters * n_types],
@@ -712,7 +713,9 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         let delta = now.saturating_sub(rq.clock);
         rq.clock = now;
-        if rq.curr.is_none() {
+        // (During a newly idle pass after a task stopped, that task is still
+        // the kernel's curr: no resync yet.)
+        if rq.curr.is_none() && self.newidle_after_task != Some(cpu) {
             rq.clock_pelt = now - rq.lost_idle_time_ns;
         } else {
             rq.clock_pelt += delta * cap / 1024;
@@ -1457,9 +1460,9 @@ impl Sim {
         if next.is_none() && self.feat(Feat::NEWIDLE_BALANCE) {
             // pick_next_task_fair() balances before the switch: `prev`, if a
             // task, is still the CPU's current task.
-            self.newidle_after_task = prev.is_some();
+            self.newidle_after_task = prev.map(|_| cpu);
             let pulled = self.sched_balance_newidle(cpu);
-            self.newidle_after_task = false;
+            self.newidle_after_task = None;
             if pulled > 0 {
                 next = self.pick_next_entity(cpu);
             }

@@ -1080,8 +1080,9 @@ impl Sim {
             s.nr_pref_dst_llc += self.nr_pref_dst_llc(c, env.dst);
             // idle_cpu(): during a newly idle pass after a task stopped, that
             // task is still the balancing CPU's `curr`, so it is not idle.
-            let curr_is_prev =
-                c == env.this_cpu && env.idle == IdleType::NewlyIdle && self.newidle_after_task;
+            let curr_is_prev = c == env.this_cpu
+                && env.idle == IdleType::NewlyIdle
+                && self.newidle_after_task == Some(c);
             if nr == 0 && self.is_idle_cpu(c) && !curr_is_prev {
                 s.idle_cpus += 1;
                 continue;
@@ -1873,7 +1874,7 @@ mod tests {
             s.sg_lb_stats(&env, local, &GroupStats::default()).idle_cpus
         };
         assert_eq!(idle_cpus(&s, IdleType::NewlyIdle), weight);
-        s.newidle_after_task = true;
+        s.newidle_after_task = Some(cpu);
         assert_eq!(idle_cpus(&s, IdleType::NewlyIdle), weight - 1);
         assert_eq!(idle_cpus(&s, IdleType::Idle), weight);
     }
