@@ -1479,21 +1479,21 @@ fn a_busy_ticks_next_kick_collates_the_idle_cpus_next_balance() {
     assert_eq!(s.nohz_next_balance, earliest);
 }
 
-/// An always-running LITTLE CPU (Exynos A7, capacity 377) whose PELT clock
-/// ran at 37% of wall time for 2 s loses that lag when it goes idle with its
-/// utilisation saturated (update_idle_rq_clock_pelt()): its signals do not
-/// decay over the 63% catch-up, which would make a saturated CPU look idle.
-#[test]
-fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
-    let steps = vec![
+/// The LITTLE thread of the PELT-lag scenarios: 2 s of wall-clock running,
+/// then a sleep.
+fn run_two_seconds_then_sleep() -> Vec<Step> {
+    vec![
         Step::RunWall { ns: 2_000_000_000 },
         Step::Sleep { ns: 1_000_000_000 },
-    ];
-    let mut s = quiet_sim("exynos5422", pinned_thread("hog", 0, steps, 3_000_000_000));
-    s.run_until(2_001_000_000);
+    ]
+}
+
+/// CPU 0, idle just after its 2 s of saturated running at 377/1024, kept
+/// the ~1.26 s lag of its PELT clock as lost idle time, so its utilisation
+/// did not decay over it.
+fn assert_cpu0_lost_its_pelt_lag(s: &Sim) {
     let rq = &s.rqs[0];
     assert!(rq.curr.is_none());
-    // 2 s at 377/1024 leaves the PELT clock ~1.26 s behind.
     assert!(
         rq.lost_idle_time_ns > 1_200_000_000,
         "lost {}",
@@ -1502,6 +1502,18 @@ fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
     assert_eq!(rq.clock_pelt, rq.clock - rq.lost_idle_time_ns);
     let util = rq.cfs.avg.util_avg;
     assert!(util > 900, "util {util}");
+}
+
+/// An always-running LITTLE CPU (Exynos A7, capacity 377) whose PELT clock
+/// ran at 37% of wall time for 2 s loses that lag when it goes idle with its
+/// utilisation saturated (update_idle_rq_clock_pelt()): its signals do not
+/// decay over the 63% catch-up, which would make a saturated CPU look idle.
+#[test]
+fn a_saturated_little_cpu_loses_its_pelt_lag_at_idle() {
+    let spec = pinned_thread("hog", 0, run_two_seconds_then_sleep(), 3_000_000_000);
+    let mut s = quiet_sim("exynos5422", spec);
+    s.run_until(2_001_000_000);
+    assert_cpu0_lost_its_pelt_lag(&s);
 }
 
 /// The same with the root domain overloaded (two hogs on CPU 4), so the
@@ -1515,14 +1527,7 @@ fn a_newly_idle_pass_keeps_the_pelt_lag_for_idle_entry() {
     let spec = WorkloadSpec {
         name: "lag".into(),
         templates: vec![
-            thread(
-                "little",
-                cpu(0),
-                vec![
-                    Step::RunWall { ns: 2_000_000_000 },
-                    Step::Sleep { ns: 1_000_000_000 },
-                ],
-            ),
+            thread("little", cpu(0), run_two_seconds_then_sleep()),
             thread("big1", cpu(4), vec![Step::RunWall { ns: 3_000_000_000 }]),
             thread("big2", cpu(4), vec![Step::RunWall { ns: 3_000_000_000 }]),
         ],
@@ -1535,15 +1540,7 @@ fn a_newly_idle_pass_keeps_the_pelt_lag_for_idle_entry() {
     s.run_until(2_001_000_000);
     assert!(s.rd_overloaded);
     assert!(s.counters.newidle_balance > 0);
-    let rq = &s.rqs[0];
-    assert!(rq.curr.is_none());
-    assert!(
-        rq.lost_idle_time_ns > 1_200_000_000,
-        "lost {}",
-        rq.lost_idle_time_ns
-    );
-    let util = rq.cfs.avg.util_avg;
-    assert!(util > 900, "util {util}");
+    assert_cpu0_lost_its_pelt_lag(&s);
 }
 
 /// A forked child keeps its parent's sched_setattr() slice (__sched_fork()

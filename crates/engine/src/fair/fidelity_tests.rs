@@ -1303,11 +1303,10 @@ fn task_h_load_makes_later_tasks_of_a_pass_heavier() {
     assert_eq!(moved(true), 1, "task_h_load: the second task looks heavier");
 }
 
-/// Active balance starts the busiest CPU's stopper with an IPI
-/// (stop_one_cpu_nowait()): the push runs one IPI latency after the
-/// balancing CPU decided it, and `active_balance` is set meanwhile.
-#[test]
-fn the_active_balance_stopper_runs_one_ipi_later() {
+/// Exynos 5422 with one misfit task running alone on little CPU 0, the
+/// event queue empty at 10 ms: returns the simulator and big CPU 4's PKG
+/// level, whose balancing pass pushes the task by active balance.
+fn misfit_on_little_cpu0() -> (Sim, usize) {
     let mut s = bare("exynos5422");
     let t = add_task(&mut s, 0);
     put(&mut s, 0, t);
@@ -1326,6 +1325,15 @@ fn the_active_balance_stopper_runs_one_ipi_later() {
         .expect("the PKG level");
     s.now = 10_000_000;
     while s.q.pop().is_some() {}
+    (s, pkg)
+}
+
+/// Active balance starts the busiest CPU's stopper with an IPI
+/// (stop_one_cpu_nowait()): the push runs one IPI latency after the
+/// balancing CPU decided it, and `active_balance` is set meanwhile.
+#[test]
+fn the_active_balance_stopper_runs_one_ipi_later() {
+    let (mut s, pkg) = misfit_on_little_cpu0();
     s.sched_balance_rq(4, pkg, IdleType::Idle);
     assert!(s.rqs[0].active_balance, "the push is pending");
     let ipi = s.machine.wakeup.ipi_ns as u64;
@@ -1344,23 +1352,7 @@ fn the_active_balance_stopper_runs_one_ipi_later() {
 /// balancing everywhere.
 #[test]
 fn queuing_the_stopper_behind_a_lone_task_overloads_the_root_domain() {
-    let mut s = bare("exynos5422");
-    let t = add_task(&mut s, 0);
-    put(&mut s, 0, t);
-    s.tasks[t as usize].avg.util_avg = 900;
-    s.tasks[t as usize].avg.load_avg = 1024;
-    let avg = &mut s.rqs[0].cfs.avg;
-    avg.util_avg = 900;
-    avg.runnable_avg = 1024;
-    avg.load_avg = 1024;
-    s.update_misfit_status(0, Some(t));
-    let pkg = s.domains.cpus[4]
-        .domains
-        .iter()
-        .position(|d| d.span.weight() == 8)
-        .expect("the PKG level");
-    s.now = 10_000_000;
-    while s.q.pop().is_some() {}
+    let (mut s, pkg) = misfit_on_little_cpu0();
     s.rd_overloaded = false;
     assert_eq!(s.rqs[0].nr_running(), 1);
     s.sched_balance_rq(4, pkg, IdleType::Idle);
