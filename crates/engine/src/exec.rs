@@ -17,6 +17,7 @@ use crate::event::{EventKind, TaskId};
 use crate::sim::{Sim, StopReason, WF_SYNC};
 use crate::task::{Activity, SpinWait};
 use rand::Rng;
+use schedlab_topo::{CpuId, CpuMask};
 use schedlab_workload::{Step, SyncObject};
 use std::collections::VecDeque;
 
@@ -420,6 +421,11 @@ impl Sim {
                     }
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
+                Step::SetAffinity { cpus } => {
+                    if let Flow::Stop = self.set_cpus_allowed(t, cpus) {
+                        return;
+                    }
+                }
                 Step::Yield { syscall_ns } => {
                     let switched = matches!(self.yield_task(t), Flow::Stop);
                     if syscall_ns > 0 {
@@ -1482,6 +1488,48 @@ impl Sim {
         Flow::Stop
     }
 
+    /// The running task `t` restricts itself to `cpus` (`None`: the CPUs it
+    /// was created with), as sched_setaffinity() on itself does (mirrors
+    /// __set_cpus_allowed_ptr_locked() and affine_move_task()): an unchanged
+    /// mask does nothing; if the task's CPU stays allowed it only records
+    /// the mask; otherwise the stopper on its CPU moves it to the CPU that
+    /// cpumask_any_and_distribute() picks, and the task goes on there. A
+    /// mask with none of the machine's CPUs fails as the system call does
+    /// (EINVAL), leaving the affinity as it was.
+    fn set_cpus_allowed(&mut self, t: TaskId, cpus: Option<CpuMask>) -> Flow {
+        let tk = &self.tasks[t as usize];
+        let mask = match cpus {
+            Some(m) => m.and(&self.machine.all_cpus()),
+            None => tk.start_affinity,
+        };
+        if mask.is_empty() || mask == tk.affinity {
+            return Flow::Next;
+        }
+        let cpu = tk.cpu;
+        self.tasks[t as usize].affinity = mask;
+        if mask.test(cpu) {
+            return Flow::Next;
+        }
+        let dest = self.any_and_distribute(cpu, &mask);
+        self.tasks[t as usize].activity = Activity::Idle;
+        self.stopper_move_task(t, dest, true);
+        Flow::Stop
+    }
+
+    /// Picks a CPU of `mask` for a migration that `cpu` requests (mirrors
+    /// cpumask_any_and_distribute()): the first allowed CPU after the one
+    /// this CPU picked last time, wrapping around, so successive requests
+    /// spread over the mask.
+    fn any_and_distribute(&mut self, cpu: CpuId, mask: &CpuMask) -> CpuId {
+        let prev = self.rqs[cpu as usize].distribute_prev;
+        let next = mask
+            .next_from(prev.saturating_add(1))
+            .or_else(|| mask.first())
+            .unwrap_or(cpu);
+        self.rqs[cpu as usize].distribute_prev = next;
+        next
+    }
+
     /// The running task `t` sleeps for `ns`: it arms its timer on its CPU,
     /// the last `slack_ns` of it its slack range, and blocks; the timer
     /// carries the generation blocking gave it.
@@ -1605,6 +1653,46 @@ mod tests {
         assert_eq!(
             woke_after(Step::Nanosleep { ns: 1_000_000 }),
             1_000_000 + super::TIMER_SLACK_NS + exit
+        );
+    }
+
+    /// sched_setaffinity() on itself: a thread whose CPU leaves its mask is
+    /// moved by the stopper to the CPU cpumask_any_and_distribute() picks
+    /// (the first allowed one after the CPU's previous pick, so repeated
+    /// moves from one CPU spread); a mask that keeps its CPU, or an
+    /// unchanged one, moves nothing; `None` returns to the start affinity.
+    #[test]
+    fn set_affinity_moves_a_thread_off_a_cpu_it_leaves() {
+        let ms = 1_000_000;
+        let to = |cpus: &[CpuId]| Step::SetAffinity {
+            cpus: Some(CpuMask::from_cpus(cpus.iter().copied())),
+        };
+        let work = Step::RunWall { ns: ms };
+        let steps = vec![
+            work.clone(),
+            to(&[2, 3]), // cpu0 picks after 0: cpu2
+            work.clone(),
+            to(&[2, 3]), // unchanged: stays
+            work.clone(),
+            Step::SetAffinity { cpus: None }, // back to {0}
+            work.clone(),
+            to(&[0, 1]), // keeps cpu0: stays
+            work.clone(),
+            to(&[2, 3]), // cpu0 picks after 2: cpu3
+            work.clone(),
+            to(&[3, 511]), // CPUs beyond the machine are dropped
+            work,
+        ];
+        let mut sim =
+            crate::scenarios::quiet_sim("kunpeng920", spec(vec![pinned("a", 0, steps)], vec![]));
+        assert_eq!(sim.run(), StopReason::Finished);
+        let a = sim.tasks.iter().find(|t| !t.kthread).unwrap();
+        assert_eq!(a.stats.migrations, 3);
+        assert_eq!(a.affinity, CpuMask::from_cpus([3]));
+        let busy_ms = |c: usize| (sim.rqs[c].busy_ns + ms / 2) / ms;
+        assert_eq!(
+            [busy_ms(0), busy_ms(1), busy_ms(2), busy_ms(3)],
+            [3, 0, 2, 2]
         );
     }
 

@@ -153,6 +153,9 @@ pub struct Rq {
     /// 0 means never).
     pub hmp_last_up_ns: Option<u64>,
     pub hmp_last_down_ns: Option<u64>,
+    /// The CPU this CPU's last cpumask_any_and_distribute() picked
+    /// (the per-CPU `distribute_cpu_mask_prev`, 0 at boot).
+    pub distribute_prev: CpuId,
     /// Counters.
     pub busy_ns: u64,
     pub idle_ns: u64,

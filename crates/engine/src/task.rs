@@ -102,6 +102,9 @@ pub struct Task {
     /// CPU whose runqueue holds the task, or where it last ran.
     pub cpu: CpuId,
     pub affinity: CpuMask,
+    /// The affinity the task was created with (what an rt-app thread's
+    /// phase without `cpus` returns to).
+    pub start_affinity: CpuMask,
     pub nice: i8,
     /// A per-CPU kernel thread (`is_per_cpu_kthread()`).
     pub kthread: bool,
@@ -212,6 +215,7 @@ impl Task {
             state: TaskState::Blocked,
             cpu: 0,
             affinity,
+            start_affinity: affinity,
             nice,
             kthread: false,
             idle_policy: false,

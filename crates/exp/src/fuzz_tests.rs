@@ -76,13 +76,7 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
             _ => {}
         }
         if rng.gen_bool(0.3) {
-            let n = rng.gen_range(1..=nr_cpus.min(8));
-            let mut cpus: Vec<usize> = (0..nr_cpus).collect();
-            cpus.shuffle(rng);
-            cpus.truncate(n);
-            cpus.sort_unstable();
-            let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-            let _ = write!(doc, "\"cpus\": [{}], ", list.join(", "));
+            let _ = write!(doc, "\"cpus\": [{}], ", cpu_list(rng, nr_cpus));
         }
         if rng.gen_bool(0.2) {
             let _ = write!(doc, "\"delay\": {}, ", rng.gen_range(0..3000));
@@ -102,6 +96,9 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
                 doc.push_str(", ");
             }
             let _ = write!(doc, "\"p{p}\": {{\"loop\": {}", rng.gen_range(1..=5));
+            if rng.gen_bool(0.2) {
+                let _ = write!(doc, ", \"cpus\": [{}]", cpu_list(rng, nr_cpus));
+            }
             let events = rng.gen_range(1..=8);
             for e in 0..events {
                 doc.push_str(", ");
@@ -114,6 +111,17 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
     }
     doc.push_str("  }\n}\n");
     doc
+}
+
+/// A random rt-app `cpus` list: 1-8 distinct CPUs of the machine, sorted.
+fn cpu_list(rng: &mut Pcg64, nr_cpus: usize) -> String {
+    let n = rng.gen_range(1..=nr_cpus.min(8));
+    let mut cpus: Vec<usize> = (0..nr_cpus).collect();
+    cpus.shuffle(rng);
+    cpus.truncate(n);
+    cpus.sort_unstable();
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    list.join(", ")
 }
 
 /// A duration in µs, log-uniform from 1 µs to `max_us`: mostly short steps,
@@ -512,6 +520,16 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 },
                 Step::SetSlice {
                     ns: rng.gen_range(0..3) * 1_000_000,
+                },
+                Step::SetAffinity {
+                    cpus: match rng.gen_range(0..3) {
+                        0 => None,
+                        // CPUs the machine may not have: dropped, or a
+                        // failed call when none is left.
+                        _ => Some(CpuMask::from_cpus(
+                            (0..rng.gen_range(1..=4)).map(|_| rng.gen_range(0..160)),
+                        )),
+                    },
                 },
             ],
             10 => vec![

@@ -19,7 +19,7 @@ use schedlab_workload::rtapp::{self, RtApp, RtAppError};
 use schedlab_workload::schbench::{self, SchbenchParams};
 use schedlab_workload::stream::{self, StreamParams};
 use schedlab_workload::ycsb::{self, YcsbParams};
-use schedlab_workload::{parse_spec, SpecError, WorkloadSpec};
+use schedlab_workload::{parse_spec, SpecError, Step, WorkloadSpec};
 
 /// A parsed built-in workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -304,21 +304,35 @@ impl Builtin {
             return Ok(());
         };
         for (id, t) in r.spec.templates.iter().enumerate() {
+            // rt-app names a task's instances `<task>-<idx>`; a fork-only
+            // task's one template keeps the task's name.
+            let started = r.spec.initial.iter().any(|&i| i as usize == id);
+            let task = match t.name.rsplit_once('-') {
+                Some((task, idx)) if started && idx.parse::<u32>().is_ok() => task,
+                _ => &t.name,
+            };
             if let Some(own) = t.affinity {
                 if own.and(&a).is_empty() {
-                    // rt-app names a task's instances `<task>-<idx>`; a
-                    // fork-only task's one template keeps the task's name.
-                    let started = r.spec.initial.iter().any(|&i| i as usize == id);
-                    let task = match t.name.rsplit_once('-') {
-                        Some((task, idx)) if started && idx.parse::<u32>().is_ok() => task,
-                        _ => &t.name,
-                    };
                     return Err(format!(
                         "tasks.{task}.cpus: CPUs {} are all outside --cpus {} (thread {} could run nowhere)",
                         own.to_list_string(),
                         a.to_list_string(),
                         t.name
                     ));
+                }
+            }
+            // A phase's `cpus` go through sched_setaffinity(), which a
+            // cpuset restricts the same way (EINVAL when nothing is left).
+            for step in &t.steps {
+                if let Step::SetAffinity { cpus: Some(own) } = step {
+                    if own.and(&a).is_empty() {
+                        return Err(format!(
+                            "tasks.{task}.phases: a phase's cpus {} are all outside --cpus {} (thread {} could run nowhere)",
+                            own.to_list_string(),
+                            a.to_list_string(),
+                            t.name
+                        ));
+                    }
                 }
             }
         }
@@ -351,6 +365,15 @@ impl Builtin {
                             Some(own) if !own.and(&a).is_empty() => own.and(&a),
                             _ => a,
                         });
+                        for step in &mut t.steps {
+                            if let Step::SetAffinity { cpus: Some(own) } = step {
+                                *own = if own.and(&a).is_empty() {
+                                    a
+                                } else {
+                                    own.and(&a)
+                                };
+                            }
+                        }
                     }
                 }
                 spec

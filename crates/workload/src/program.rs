@@ -115,6 +115,12 @@ pub enum Step {
     /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
+    /// sched_setaffinity() on the thread itself (rt-app's phase-level `cpus`,
+    /// through pthread_setaffinity_np()): the thread may run only on `cpus`
+    /// (those of them the machine has), or with `None` again on the CPUs it
+    /// started with. If its CPU is no longer allowed, the stopper moves it to
+    /// one that is before the next step. No change, no cost.
+    SetAffinity { cpus: Option<CpuMask> },
     /// The thread becomes its own process (fork without threads: a new
     /// thread-group id), as hackbench's or perf's child processes are.
     NewProcess,

@@ -6,10 +6,12 @@
 //! variables, barriers and semaphores as [`SyncObject`]s, and each phase as a
 //! list of [`Step`]s wrapped in loops.
 //!
-//! JSON objects are read in document order *with* duplicate keys (rt-app's
-//! event lists depend on both: `workgen` de-duplicates repeated keys by
-//! suffixing them, but hand-written files repeat keys), through an ordered
-//! value type of our own rather than `serde_json::Value`.
+//! The text may use the relaxed syntax of json-c's default mode, which rt-app
+//! parses with (comments, trailing commas: [`strict_json`]). JSON objects are
+//! read in document order *with* duplicate keys (rt-app's event lists depend
+//! on both: `workgen` de-duplicates repeated keys by suffixing them, but
+//! hand-written files repeat keys), through an ordered value type of our own
+//! rather than `serde_json::Value`.
 //!
 //! Event keys match by prefix as in rt-app (`run0`, `sleep_a`), with
 //! `runtime` checked before `run` and `memrun` before `mem`.
@@ -25,11 +27,15 @@
 //! - `mem` N: N bytes streamed through the memory model; `memrun`
 //!   {size, count}: size·count bytes likewise; `iorun` N: a sleep of N ns
 //!   (a 1 GB/s device, ESTIMATE).
+//! - Phase-level `cpus`: an affinity change at every phase start (the
+//!   phase's CPUs, else the task's, else the thread's starting ones), as
+//!   rt-app's set_thread_affinity() makes.
 //! - Accepted and recorded as notes, without effect: `util_min`/`util_max`
-//!   (no uclamp), `taskgroup` (no cgroups), `nodes_membind`, and the global
-//!   keys other than `duration`.
-//! - Rejected: real-time and deadline policies, `dl-*` parameters,
-//!   phase-level `policy`/`priority`/`cpus`.
+//!   (no uclamp), `taskgroup` (no cgroups), `nodes_membind`, the global
+//!   keys other than `duration`, a fair task's `dl-period`/`dl-deadline`,
+//!   and keys rt-app does not read (it passes over them too).
+//! - Rejected: real-time and deadline policies, phase-level
+//!   `policy`/`priority`.
 
 use crate::program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
 use schedlab_topo::{CpuId, CpuMask};
@@ -117,9 +123,11 @@ impl<'de> Deserialize<'de> for Json {
 }
 
 impl Json {
-    /// Parses JSON text keeping key order and duplicates.
+    /// Parses JSON text keeping key order and duplicates, in the relaxed
+    /// syntax rt-app accepts (see [`strict_json`]).
     pub fn parse(text: &str) -> Result<Json, RtAppError> {
-        serde_json::from_str(text).map_err(|e| RtAppError {
+        let text = strict_json(text)?;
+        serde_json::from_str(&text).map_err(|e| RtAppError {
             path: "(file)".into(),
             msg: format!("not valid JSON: {e}"),
         })
@@ -135,6 +143,144 @@ impl Json {
             Json::Obj(_) => "an object",
         }
     }
+}
+
+/// Rewrites the relaxed JSON that rt-app reads into strict JSON.
+///
+/// rt-app loads its file with json-c's json_object_from_file(), whose
+/// tokener runs in json-c's default, non-strict mode, and rt-app's own
+/// examples (doc/examples) rely on that: they carry `/* */` comments and
+/// trailing commas. What this accepts beyond strict JSON is what that mode
+/// accepts: `/* */` and `//` comments, a comma before a closing `]` or `}`,
+/// single-quoted strings, raw control characters inside strings, and
+/// `true`, `false` and `null` in any letter case. Comments and dropped commas
+/// become spaces (newlines are kept), so the line and column of a later
+/// syntax error still point into the file as written; only a single-quoted
+/// string holding a double quote shifts its line's later columns by one per
+/// such quote. Strict JSON comes back unchanged.
+pub fn strict_json(text: &str) -> Result<String, RtAppError> {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let line_at = |i: usize| 1 + b[..i].iter().filter(|&&c| c == b'\n').count();
+    let syntax = |i: usize, what: &str| RtAppError {
+        path: "(file)".into(),
+        msg: format!("not valid JSON: {what} at line {}", line_at(i)),
+    };
+    // Index just past the comment starting at `i` (a `/`), or None if `i`
+    // starts no comment; Err if a block comment never ends.
+    let comment_end = |i: usize| -> Result<Option<usize>, RtAppError> {
+        match b.get(i + 1) {
+            Some(b'*') => match text[i + 2..].find("*/") {
+                Some(k) => Ok(Some(i + 2 + k + 2)),
+                None => Err(syntax(i, "unterminated /* comment")),
+            },
+            Some(b'/') => Ok(Some(text[i..].find('\n').map_or(b.len(), |k| i + k))),
+            _ => Ok(None),
+        }
+    };
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'/' => match comment_end(i)? {
+                Some(end) => {
+                    for &d in &b[i..end] {
+                        out.push(if d == b'\n' { '\n' } else { ' ' });
+                    }
+                    i = end;
+                }
+                None => {
+                    out.push('/');
+                    i += 1;
+                }
+            },
+            b',' => {
+                // A trailing comma: the next token (past blanks and comments)
+                // closes the list or object.
+                let mut j = i + 1;
+                loop {
+                    match b.get(j) {
+                        Some(d) if d.is_ascii_whitespace() => j += 1,
+                        Some(b'/') => match comment_end(j)? {
+                            Some(end) => j = end,
+                            None => break,
+                        },
+                        _ => break,
+                    }
+                }
+                // Only after a value: json-c refuses `[,]` and `{,}`.
+                let after_value = !matches!(
+                    out.trim_end().as_bytes().last(),
+                    None | Some(b'[' | b'{' | b',')
+                );
+                out.push(if after_value && matches!(b.get(j), Some(b']' | b'}')) {
+                    ' '
+                } else {
+                    ','
+                });
+                i += 1;
+            }
+            b'"' | b'\'' => {
+                let quote = c;
+                out.push('"');
+                i += 1;
+                loop {
+                    let Some(ch) = text[i..].chars().next() else {
+                        return Err(syntax(i, "unterminated string"));
+                    };
+                    let n = ch.len_utf8();
+                    match ch {
+                        '\\' => {
+                            let Some(next) = text[i + 1..].chars().next() else {
+                                return Err(syntax(i, "unterminated string"));
+                            };
+                            if next == '\'' {
+                                out.push('\'');
+                            } else {
+                                out.push('\\');
+                                out.push(next);
+                            }
+                            i += 1 + next.len_utf8();
+                            continue;
+                        }
+                        _ if ch as u32 == quote as u32 => {
+                            out.push('"');
+                            i += 1;
+                            break;
+                        }
+                        '"' => out.push_str("\\\""),
+                        _ if (ch as u32) < 0x20 => {
+                            out.push_str(&format!("\\u{:04x}", ch as u32));
+                        }
+                        _ => out.push(ch),
+                    }
+                    i += n;
+                }
+            }
+            _ if c.is_ascii_alphabetic()
+                && !(i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.')) =>
+            {
+                let end = b[i..]
+                    .iter()
+                    .position(|d| !d.is_ascii_alphanumeric())
+                    .map_or(b.len(), |k| i + k);
+                let word = &text[i..end];
+                let lower = word.to_ascii_lowercase();
+                if matches!(lower.as_str(), "true" | "false" | "null") {
+                    out.push_str(&lower);
+                } else {
+                    out.push_str(word);
+                }
+                i = end;
+            }
+            _ => {
+                let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
+                out.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A malformed or unsupported part of an rt-app file, with its JSON path.
@@ -391,19 +537,19 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                         | "cumulative_slack" => {
                             notes.push(format!("{path} accepted and ignored"));
                         }
-                        _ => return err(&path, "unknown global key"),
+                        // rt-app reads the keys it knows and passes over
+                        // the rest (mp3-short.json in its examples sets
+                        // "frag").
+                        _ => notes.push(format!("{path} ignored: rt-app does not read it")),
                     }
                 }
             }
             "resources" => {
                 notes.push("resources (legacy) ignored: objects are created by name".into())
             }
-            _ => {
-                return err(
-                    k,
-                    "unknown top-level key (expected tasks, global, resources)",
-                )
-            }
+            _ => notes.push(format!(
+                "{k} ignored: rt-app reads only tasks, global and resources at the top level"
+            )),
         }
     }
     // rt-app calibrates CPU0 when the file does not say.
@@ -691,22 +837,28 @@ fn parse_task(
         let phase_slices = phases
             .iter()
             .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "dl-runtime").is_some()));
+        // Likewise the affinity (rt-app's set_thread_affinity() at every
+        // phase: the phase's `cpus`, else the task's, else the CPUs the
+        // thread started with).
+        let phase_cpus = phases
+            .iter()
+            .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "cpus").is_some()));
         for (pname, pv) in phases {
             let pp = format!("{path}.phases.{pname}");
             let po = object(pv, &pp)?;
             let mut ploop = 1;
             let mut slice = task_slice;
+            let mut cpus = def.affinity;
             for (k, v) in po {
                 let p = format!("{pp}.{k}");
                 match k.as_str() {
                     "loop" => ploop = loop_count(v, &p)?,
                     "dl-runtime" => slice = Some(us(v, &p)?),
-                    "policy" | "priority" | "cpus" => {
-                        return err(
-                            &p,
-                            "phase-level settings are not supported (set them on the task)",
-                        )
-                    }
+                    "cpus" => cpus = Some(parse_cpus(v, &p, nr_cpus)?),
+                    "policy" | "priority" => return err(
+                        &p,
+                        "a phase-level policy or priority is not supported (set it on the task)",
+                    ),
                     _ if event_kind(k).is_some() => {}
                     _ => check_prop(k, &p, notes)?,
                 }
@@ -715,6 +867,9 @@ fn parse_task(
                 def.steps.push(Step::SetSlice {
                     ns: slice.unwrap_or(0),
                 });
+            }
+            if phase_cpus {
+                def.steps.push(Step::SetAffinity { cpus });
             }
             let start = def.steps.len() as u32;
             events(po, &pp, &mut def, names)?;
@@ -746,15 +901,31 @@ fn parse_task(
     Ok(def)
 }
 
-/// Accepts a known property without effect (noted) or rejects the key.
+/// Accepts a property without effect, or a key rt-app does not read, with a
+/// note.
 fn check_prop(k: &str, p: &str, notes: &mut Vec<String>) -> Result<(), RtAppError> {
     match k {
         "util_min" | "util_max" | "taskgroup" | "nodes_membind" => {
             notes.push(format!("{p} accepted and recorded (not modelled)"));
             Ok(())
         }
-        _ if PROPS.contains(&k) => err(p, "not supported (no deadline class)"),
-        _ => err(p, "unknown key (not an rt-app event or property)"),
+        // The deadline parameters go to sched_setattr(), which uses only
+        // sched_runtime (a custom slice) for a fair task; a deadline policy
+        // is refused with the policy.
+        _ if PROPS.contains(&k) => {
+            notes.push(format!(
+                "{p} ignored: a fair task's sched_setattr() uses only its runtime"
+            ));
+            Ok(())
+        }
+        // rt-app takes the keys that start like an event as events and
+        // reads its properties by name; anything else it passes over.
+        _ => {
+            notes.push(format!(
+                "{p} ignored: neither an rt-app event nor a property (rt-app ignores it too)"
+            ));
+            Ok(())
+        }
     }
 }
 
@@ -1005,11 +1176,108 @@ mod tests {
         assert_eq!(e.path, "tasks.a.cpus[0]");
         let e = parse(r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "run": 1}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.policy");
-        let e = parse(r#"{"tasks": {"a": {"bogus": 1, "run": 1}}}"#, 4).unwrap_err();
-        assert_eq!(e.path, "tasks.a.bogus");
+        // rt-app passes over keys it does not read: so do we, with a note,
+        // unless nothing is left to run.
+        let r = parse(r#"{"tasks": {"a": {"bogus": 1, "run": 1}}}"#, 4).unwrap();
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.starts_with("tasks.a.bogus ignored")));
+        let e = parse(r#"{"tasks": {"a": {"bogus": 1}}}"#, 4).unwrap_err();
+        assert_eq!(e.path, "tasks.a");
+        assert!(e.msg.contains("no event"), "{e}");
         let e = parse(r#"{"tasks": {"a": {"loop": 1, "fork": "b"}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.fork");
         assert!(parse("[1,2", 4).is_err());
+    }
+
+    /// json-c's default mode, which rt-app parses with: comments, trailing
+    /// commas, single quotes, raw control characters in strings and
+    /// literals in any case; positions of later errors stay where they are
+    /// in the file; strict JSON passes unchanged.
+    #[test]
+    fn the_relaxed_syntax_of_json_c_is_accepted() {
+        let relaxed = "{\n  /* a comment, with \"quotes\", commas, } and ] */\n  \"a\": [1, 2, /* x */ ],\n  // line comment, {\n  'b': 'it\\'s \"q\"',\n  \"c\": \"tab\there // not a comment\",\n  \"d\": TRUE, \"e\": Null,\n  \"f\": 1e3,\n}\n";
+        let strict = strict_json(relaxed).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&strict).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": [1, 2], "b": "it's \"q\"", "c": "tab\there // not a comment",
+                "d": true, "e": null, "f": 1000.0})
+        );
+        assert_eq!(strict.lines().count(), relaxed.lines().count());
+        // An error after a comment keeps its line and column.
+        let e = Json::parse("{ /* one\n two */ \"a\": 1 \"b\": 2 }").unwrap_err();
+        assert!(e.msg.contains("line 2 column 16"), "{e}");
+        for bad in [
+            "{ /* never closed",
+            "{\"a\": 'open",
+            "[1,,2]",
+            "[,]",
+            "{,}",
+            "[1,,]",
+        ] {
+            assert!(Json::parse(bad).is_err(), "{bad}");
+        }
+        for text in [
+            "{\"a\": [1, {\"b\": \"/* x */ // y, ]\"}], \"c\": -1.5e-3}",
+            "[]",
+            "\"\\u00e9\"",
+        ] {
+            assert_eq!(strict_json(text).unwrap(), text);
+        }
+    }
+
+    /// A phase's `cpus` become an affinity change at the phase's start; the
+    /// phases without one return to the task's `cpus`, or to the CPUs the
+    /// thread started with (`None`), as rt-app's set_thread_affinity() does.
+    #[test]
+    fn phase_cpus_set_the_affinity_at_phase_start() {
+        let doc = |task_cpus: &str| {
+            format!(
+                r#"{{"tasks": {{"a": {{ {task_cpus} "loop": 1, "phases": {{
+                    "p1": {{"cpus": [1, 2], "run": 10}},
+                    "p2": {{"run": 10}} }} }} }} }}"#
+            )
+        };
+        let affinity_steps = |r: &RtApp| -> Vec<Option<CpuMask>> {
+            r.spec.templates[0]
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::SetAffinity { cpus } => Some(*cpus),
+                    _ => None,
+                })
+                .collect()
+        };
+        let r = parse(&doc(""), 4).unwrap();
+        assert_eq!(
+            affinity_steps(&r),
+            vec![Some(CpuMask::from_cpus([1, 2])), None]
+        );
+        let r = parse(&doc(r#""cpus": [3],"#), 4).unwrap();
+        assert_eq!(
+            affinity_steps(&r),
+            vec![
+                Some(CpuMask::from_cpus([1, 2])),
+                Some(CpuMask::from_cpus([3]))
+            ]
+        );
+        // No phase sets CPUs: no affinity steps.
+        let r = parse(r#"{"tasks": {"a": {"phases": {"p": {"run": 10}}}}}"#, 4).unwrap();
+        assert!(affinity_steps(&r).is_empty());
+        let e = parse(
+            r#"{"tasks": {"a": {"phases": {"p": {"cpus": [4], "run": 10}}}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.a.phases.p.cpus[0]");
+        let e = parse(
+            r#"{"tasks": {"a": {"phases": {"p": {"priority": 3, "run": 10}}}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.a.phases.p.priority");
     }
 
     /// rt-app exits on a SCHED_OTHER nice value outside -20..=19

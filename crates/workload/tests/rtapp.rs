@@ -1,6 +1,7 @@
 //! rt-app import: fixtures covering every event, and malformed input never panics.
 
 use proptest::prelude::*;
+use schedlab_topo::CpuMask;
 use schedlab_workload::rtapp::{self, Json};
 use schedlab_workload::{Step, SyncObject};
 
@@ -162,21 +163,17 @@ fn malformed_parts_are_errors_with_paths() {
             "tasks.a.timer.mode",
         ),
         (
-            r#"{"tasks": {"a": {"phases": {"p": {"cpus": [0], "run": 1}}}}}"#,
-            "tasks.a.phases.p.cpus",
+            r#"{"tasks": {"a": {"phases": {"p": {"cpus": [4], "run": 1}}}}}"#,
+            "tasks.a.phases.p.cpus[0]",
         ),
         (
-            r#"{"tasks": {"a": {"dl-period": 5, "run": 1}}}"#,
-            "tasks.a.dl-period",
+            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_OTHER", "run": 1}}}}}"#,
+            "tasks.a.phases.p.policy",
         ),
-        (r#"{"tasks": {"a": {"run": 1}}, "extra": 1}"#, "extra"),
+        (r#"{"tasks": {"a": {"bogus": 1}}}"#, "tasks.a"),
         (
             r#"{"global": {"duration": 0}, "tasks": {"a": {"run": 1}}}"#,
             "global.duration",
-        ),
-        (
-            r#"{"global": {"colour": 1}, "tasks": {"a": {"run": 1}}}"#,
-            "global.colour",
         ),
         (
             r#"{"tasks": {"a": {"run": 1, "memrun": {"size": 1, "kind": 2}}}}"#,
@@ -187,6 +184,70 @@ fn malformed_parts_are_errors_with_paths() {
         let e = rtapp::parse(text, 4).unwrap_err();
         assert_eq!(e.path, path, "{text}: {e}");
     }
+}
+
+/// rt-app reads the keys it knows and passes over the others (and a fair
+/// task's deadline parameters, which sched_setattr() does not use): such
+/// files run, and a note names each key.
+#[test]
+fn keys_rt_app_does_not_read_are_noted() {
+    let cases = [
+        (
+            r#"{"tasks": {"a": {"run": 1}}, "extra": 1}"#,
+            "extra ignored",
+        ),
+        (
+            r#"{"global": {"frag": 1}, "tasks": {"a": {"run": 1}}}"#,
+            "global.frag ignored",
+        ),
+        (
+            r#"{"tasks": {"a": {"colour": "red", "run": 1}}}"#,
+            "tasks.a.colour ignored",
+        ),
+        (
+            r#"{"tasks": {"a": {"phases": {"p": {"note": 1, "run": 1}}}}}"#,
+            "tasks.a.phases.p.note ignored",
+        ),
+        (
+            r#"{"tasks": {"a": {"dl-period": 5, "run": 1}}}"#,
+            "tasks.a.dl-period ignored",
+        ),
+    ];
+    for (text, note) in cases {
+        let r = rtapp::parse(text, 4).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(
+            r.notes.iter().any(|n| n.starts_with(note)),
+            "{text}: {:?}",
+            r.notes
+        );
+    }
+}
+
+/// A file in the relaxed syntax rt-app's own examples use (json-c's
+/// default mode: comments, trailing commas), with phases that move the
+/// thread between CPUs.
+#[test]
+fn relaxed_syntax_fixture_with_phase_cpus() {
+    let r = rtapp::parse(&fixture("relaxed_phases.json"), 4).unwrap();
+    let t = &r.spec.templates[0];
+    assert_eq!(t.affinity, Some(CpuMask::from_cpus([3])));
+    let masks: Vec<Option<CpuMask>> = t
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::SetAffinity { cpus } => Some(*cpus),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        masks,
+        vec![
+            Some(CpuMask::from_cpus([0])),
+            Some(CpuMask::from_cpus([1, 2])),
+            Some(CpuMask::from_cpus([3])),
+        ]
+    );
+    assert_eq!(r.spec.max_time_ns, 2_000_000_000);
 }
 
 /// Strings drawn from rt-app's vocabulary, so random documents reach deep.
@@ -292,6 +353,28 @@ proptest! {
                 }
             }
         }
+    }
+
+    /// Strict JSON passes the relaxed-syntax rewrite unchanged, and the
+    /// same document with comments after every opening bracket and comma
+    /// and a trailing comma in every non-empty list and object (json-c's
+    /// default mode) reads the same.
+    #[test]
+    fn relaxed_syntax_reads_as_the_strict_document(doc in json()) {
+        prop_assert_eq!(rtapp::strict_json(&doc).unwrap(), doc.clone());
+        let mut relaxed = String::new();
+        let mut prev = ' ';
+        for ch in doc.chars() {
+            if matches!(ch, ']' | '}') && !matches!(prev, '[' | '{') {
+                relaxed.push_str(", // a trailing comma, ] }\n");
+            }
+            relaxed.push(ch);
+            if matches!(ch, ',' | '[' | '{') {
+                relaxed.push_str("/* \"x\", ] */");
+            }
+            prev = ch;
+        }
+        prop_assert_eq!(Json::parse(&relaxed).unwrap(), Json::parse(&doc).unwrap());
     }
 
     #[test]

@@ -534,6 +534,32 @@ fn run_accepts_rtapp_files_and_rejects_malformed_ones_with_the_json_path() {
         &format!("{fixtures}/finite.json"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The relaxed syntax of rt-app's own examples runs, with its phases'
+    // CPUs, and a note names the key rt-app would pass over.
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        &format!("{fixtures}/relaxed_phases.json"),
+        "--checked",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("global.frag ignored"), "{all}");
+    assert!(all.contains("TimeLimit"), "{all}");
+    // Under --cpus that leave a phase none of its CPUs, the run is refused.
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        &format!("{fixtures}/relaxed_phases.json"),
+        "--cpus",
+        "3-7",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("tasks.mover.phases"), "{}", stderr(&o));
     let dir = tempdir("rtapp-bad");
     let bad = dir.join("bad.json");
     std::fs::write(
