@@ -837,6 +837,16 @@ fn parse_task(
         let phase_slices = phases
             .iter()
             .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "dl-runtime").is_some()));
+        if phase_slices {
+            // rt-app's _set_thread_cfs() returns early for a phase that sets
+            // neither a policy nor a priority (its nice is "unchanged"), so
+            // there a phase's dl-runtime never reaches sched_setattr(), and a
+            // phase without attributes keeps the previous phase's; we apply
+            // the slice the file asks for.
+            notes.push(format!(
+                "{path}.phases: a phase's dl-runtime is applied at the phase's start and other phases return to the task's slice; rt-app itself applies it only in a phase that also sets a policy or priority (which schedlab rejects)"
+            ));
+        }
         // Likewise the affinity (rt-app's set_thread_affinity() at every
         // phase: the phase's `cpus`, else the task's, else the CPUs the
         // thread started with).
