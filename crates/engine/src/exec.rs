@@ -1491,11 +1491,12 @@ impl Sim {
     /// The running task `t` restricts itself to `cpus` (`None`: the CPUs it
     /// was created with), as sched_setaffinity() on itself does (mirrors
     /// __set_cpus_allowed_ptr_locked() and affine_move_task()): an unchanged
-    /// mask does nothing; if the task's CPU stays allowed it only records
-    /// the mask; otherwise the stopper on its CPU moves it to the CPU that
-    /// cpumask_any_and_distribute() picks, and the task goes on there. A
-    /// mask with none of the machine's CPUs fails as the system call does
-    /// (EINVAL), leaving the affinity as it was.
+    /// mask does nothing; otherwise cpumask_any_and_distribute() picks a
+    /// destination (which advances its per-CPU cursor even when nothing
+    /// moves), the mask is recorded, and if the task's CPU is no longer
+    /// allowed the stopper on it moves the task to that destination, where
+    /// it goes on. A mask with none of the machine's CPUs fails as the
+    /// system call does (EINVAL), leaving the affinity as it was.
     fn set_cpus_allowed(&mut self, t: TaskId, cpus: Option<CpuMask>) -> Flow {
         let tk = &self.tasks[t as usize];
         let mask = match cpus {
@@ -1506,11 +1507,11 @@ impl Sim {
             return Flow::Next;
         }
         let cpu = tk.cpu;
+        let dest = self.any_and_distribute(cpu, &mask);
         self.tasks[t as usize].affinity = mask;
         if mask.test(cpu) {
             return Flow::Next;
         }
-        let dest = self.any_and_distribute(cpu, &mask);
         self.tasks[t as usize].activity = Activity::Idle;
         self.stopper_move_task(t, dest, true);
         Flow::Stop
@@ -1659,8 +1660,9 @@ mod tests {
     /// sched_setaffinity() on itself: a thread whose CPU leaves its mask is
     /// moved by the stopper to the CPU cpumask_any_and_distribute() picks
     /// (the first allowed one after the CPU's previous pick, so repeated
-    /// moves from one CPU spread); a mask that keeps its CPU, or an
-    /// unchanged one, moves nothing; `None` returns to the start affinity.
+    /// moves from one CPU spread; a new mask that keeps the CPU moves
+    /// nothing but still advances the pick, an unchanged one does neither);
+    /// `None` returns to the start affinity.
     #[test]
     fn set_affinity_moves_a_thread_off_a_cpu_it_leaves() {
         let ms = 1_000_000;
@@ -1676,23 +1678,27 @@ mod tests {
             work.clone(),
             Step::SetAffinity { cpus: None }, // back to {0}
             work.clone(),
-            to(&[0, 1]), // keeps cpu0: stays
+            to(&[0, 1]), // keeps cpu0: stays, but cpu0 picked 0
+            work.clone(),
+            to(&[2, 3]), // cpu0 picks after 0: cpu2
+            work.clone(),
+            to(&[3, 511]), // CPUs beyond the machine are dropped: cpu3
+            work.clone(),
+            to(&[0]), // cpu3 picks cpu0
             work.clone(),
             to(&[2, 3]), // cpu0 picks after 2: cpu3
-            work.clone(),
-            to(&[3, 511]), // CPUs beyond the machine are dropped
             work,
         ];
         let mut sim =
             crate::scenarios::quiet_sim("kunpeng920", spec(vec![pinned("a", 0, steps)], vec![]));
         assert_eq!(sim.run(), StopReason::Finished);
         let a = sim.tasks.iter().find(|t| !t.kthread).unwrap();
-        assert_eq!(a.stats.migrations, 3);
-        assert_eq!(a.affinity, CpuMask::from_cpus([3]));
+        assert_eq!(a.stats.migrations, 6);
+        assert_eq!((a.cpu, a.affinity), (3, CpuMask::from_cpus([2, 3])));
         let busy_ms = |c: usize| (sim.rqs[c].busy_ns + ms / 2) / ms;
         assert_eq!(
             [busy_ms(0), busy_ms(1), busy_ms(2), busy_ms(3)],
-            [3, 0, 2, 2]
+            [4, 0, 3, 2]
         );
     }
 
