@@ -421,6 +421,11 @@ impl Sim {
                     }
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
+                Step::SetAttr {
+                    idle_policy,
+                    nice,
+                    runtime_ns,
+                } => self.sched_setattr_fair(t, idle_policy, nice, runtime_ns),
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus) {
                         return;
@@ -1700,6 +1705,68 @@ mod tests {
             [busy_ms(0), busy_ms(1), busy_ms(2), busy_ms(3)],
             [4, 0, 3, 2]
         );
+    }
+
+    /// sched_setattr() on itself with a new nice value or SCHED_IDLE: the
+    /// thread is requeued at its new weight, so from then on two hogs
+    /// sharing a CPU split it by weight (nice 5: 335 against 1024), its
+    /// load average follows the new weight, and under SCHED_IDLE (weight 3)
+    /// it gets almost nothing and counts as an idle-policy task.
+    #[test]
+    fn set_attr_reweights_a_running_thread() {
+        let run = |attr: Step| {
+            let hog = |name: &str, first: Option<Step>| {
+                let mut steps: Vec<Step> = first.into_iter().collect();
+                steps.push(Step::Compute {
+                    work_ns: 10_000_000_000,
+                });
+                pinned(name, 1, steps)
+            };
+            let mut sim = crate::scenarios::quiet_sim(
+                "kunpeng920",
+                spec(vec![hog("a", Some(attr)), hog("b", None)], vec![]),
+            );
+            sim.run_until(1_000_000_000);
+            let cpu_ms = |name: &str| {
+                let t = sim.tasks.iter().find(|t| &*t.name == name).unwrap();
+                t.stats.cpu_time_ns / 1_000_000
+            };
+            let (a, b) = (cpu_ms("a"), cpu_ms("b"));
+            let ta = sim.tasks.iter().find(|t| &*t.name == "a").unwrap().clone();
+            (a, b, ta, sim.rqs[1].cfs.nr_idle)
+        };
+        let (a, b, ta, nr_idle) = run(Step::SetAttr {
+            idle_policy: false,
+            nice: Some(5),
+            runtime_ns: None,
+        });
+        assert_eq!((ta.nice, ta.se.weight, nr_idle), (5, 335, 0));
+        let share = a as f64 / (a + b) as f64;
+        assert!((share - 335.0 / 1359.0).abs() < 0.02, "{a} {b}");
+        // Always runnable: the load average is near the new weight.
+        assert!(
+            (300..=335).contains(&ta.avg.load_avg),
+            "{}",
+            ta.avg.load_avg
+        );
+        let (a, b, ta, nr_idle) = run(Step::SetAttr {
+            idle_policy: true,
+            nice: None,
+            runtime_ns: None,
+        });
+        assert_eq!((ta.idle_policy, ta.se.weight, nr_idle), (true, 3, 1));
+        assert!(a * 100 < b, "{a} {b}");
+        // A custom slice on its own keeps the weight.
+        let (a, b, ta, _) = run(Step::SetAttr {
+            idle_policy: false,
+            nice: None,
+            runtime_ns: Some(300_000),
+        });
+        assert_eq!(
+            (ta.se.weight, ta.se.custom_slice, ta.se.slice),
+            (1024, true, 300_000)
+        );
+        assert!(a.abs_diff(b) < 20, "{a} {b}");
     }
 
     /// A reader that gets its message in two passes (half now, half after

@@ -2148,4 +2148,6 @@ pub enum EnqueueKind {
     Wakeup,
     /// A migrated runnable task (ENQUEUE_MIGRATED).
     Migrated,
+    /// Put back after a change of its attributes (ENQUEUE_RESTORE).
+    Restore,
 }

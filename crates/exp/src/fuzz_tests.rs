@@ -99,6 +99,16 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
             if rng.gen_bool(0.2) {
                 let _ = write!(doc, ", \"cpus\": [{}]", cpu_list(rng, nr_cpus));
             }
+            if rng.gen_bool(0.15) {
+                let policy = ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"][rng.gen_range(0..3)];
+                let _ = write!(doc, ", \"policy\": \"{policy}\"");
+            }
+            if rng.gen_bool(0.15) {
+                let _ = write!(doc, ", \"priority\": {}", rng.gen_range(-20..=19));
+            }
+            if rng.gen_bool(0.1) {
+                let _ = write!(doc, ", \"dl-runtime\": {}", rng.gen_range(0..20_000));
+            }
             let events = rng.gen_range(1..=8);
             for e in 0..events {
                 doc.push_str(", ");
@@ -520,6 +530,11 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 },
                 Step::SetSlice {
                     ns: rng.gen_range(0..3) * 1_000_000,
+                },
+                Step::SetAttr {
+                    idle_policy: rng.gen_bool(0.2),
+                    nice: rng.gen_bool(0.5).then(|| rng.gen_range(-20..=19)),
+                    runtime_ns: rng.gen_bool(0.3).then(|| rng.gen_range(0..3) * 1_000_000),
                 },
                 Step::SetAffinity {
                     cpus: match rng.gen_range(0..3) {

@@ -115,6 +115,17 @@ pub enum Step {
     /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
+    /// sched_setattr() on itself with a fair policy (rt-app's phase-level
+    /// `policy`, `priority` and `dl-runtime`): SCHED_IDLE or not, a new nice
+    /// value and a new `sched_runtime` (0: the base slice), each `None` to
+    /// keep the current one. The kernel dequeues and requeues the thread
+    /// around the change (its lag kept, its weight and load average
+    /// rescaled); no change, no cost.
+    SetAttr {
+        idle_policy: bool,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+    },
     /// sched_setaffinity() on the thread itself (rt-app's phase-level `cpus`,
     /// through pthread_setaffinity_np()): the thread may run only on `cpus`
     /// (those of them the machine has), or with `None` again on the CPUs it

@@ -29,13 +29,14 @@
 //!   (a 1 GB/s device, ESTIMATE).
 //! - Phase-level `cpus`: an affinity change at every phase start (the
 //!   phase's CPUs, else the task's, else the thread's starting ones), as
-//!   rt-app's set_thread_affinity() makes.
+//!   rt-app's set_thread_affinity() makes; phase-level `policy`,
+//!   `priority` and `dl-runtime`: a change of attributes in the phases that
+//!   name a policy or a priority, as its set_thread_param() makes.
 //! - Accepted and recorded as notes, without effect: `util_min`/`util_max`
 //!   (no uclamp), `taskgroup` (no cgroups), `nodes_membind`, the global
 //!   keys other than `duration`, a fair task's `dl-period`/`dl-deadline`,
 //!   and keys rt-app does not read (it passes over them too).
-//! - Rejected: real-time and deadline policies, phase-level
-//!   `policy`/`priority`.
+//! - Rejected: real-time and deadline policies.
 
 use crate::program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
 use schedlab_topo::{CpuId, CpuMask};
@@ -832,54 +833,73 @@ fn parse_task(
         if phases.is_empty() {
             return err(&format!("{path}.phases"), "no phase defined");
         }
-        // Phase-level slices apply at phase start; phases without one then
-        // return to the task's (rt-app copies the task's attributes).
-        let phase_slices = phases
-            .iter()
-            .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "dl-runtime").is_some()));
-        if phase_slices {
-            // rt-app's _set_thread_cfs() returns early for a phase that sets
-            // neither a policy nor a priority (its nice is "unchanged"), so
-            // there a phase's dl-runtime never reaches sched_setattr(), and a
-            // phase without attributes keeps the previous phase's; we apply
-            // the slice the file asks for.
-            notes.push(format!(
-                "{path}.phases: a phase's dl-runtime is applied at the phase's start and other phases return to the task's slice; rt-app itself applies it only in a phase that also sets a policy or priority (which schedlab rejects)"
-            ));
-        }
-        // Likewise the affinity (rt-app's set_thread_affinity() at every
-        // phase: the phase's `cpus`, else the task's, else the CPUs the
-        // thread started with).
+        // The affinity at every phase start (rt-app's set_thread_affinity():
+        // the phase's `cpus`, else the task's, else the CPUs the thread
+        // started with).
         let phase_cpus = phases
             .iter()
             .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "cpus").is_some()));
+        // The scheduling attributes (rt-app's set_thread_param()): only a
+        // phase that names a policy or a priority changes them (for the fair
+        // policies _set_thread_cfs() returns early otherwise, dl-runtime or
+        // not), and they stay until another such phase; a phase without a
+        // policy takes the one in force, which rt-app resolves on the first
+        // pass and then keeps.
+        let mut policy_now = policy.clone();
         for (pname, pv) in phases {
             let pp = format!("{path}.phases.{pname}");
             let po = object(pv, &pp)?;
             let mut ploop = 1;
-            let mut slice = task_slice;
             let mut cpus = def.affinity;
+            let (mut ppolicy, mut pprio, mut pruntime) = (None, None, None);
             for (k, v) in po {
                 let p = format!("{pp}.{k}");
                 match k.as_str() {
                     "loop" => ploop = loop_count(v, &p)?,
-                    "dl-runtime" => slice = Some(us(v, &p)?),
+                    "dl-runtime" => pruntime = Some((us(v, &p)?, p)),
                     "cpus" => cpus = Some(parse_cpus(v, &p, nr_cpus)?),
-                    "policy" | "priority" => return err(
-                        &p,
-                        "a phase-level policy or priority is not supported (set it on the task)",
-                    ),
+                    "policy" => ppolicy = Some((string(v, &p)?.to_string(), p)),
+                    "priority" => pprio = Some((int(v, &p, i32::MIN.into(), i32::MAX.into())?, p)),
                     _ if event_kind(k).is_some() => {}
                     _ => check_prop(k, &p, notes)?,
                 }
             }
-            if phase_slices {
-                def.steps.push(Step::SetSlice {
-                    ns: slice.unwrap_or(0),
-                });
-            }
             if phase_cpus {
                 def.steps.push(Step::SetAffinity { cpus });
+            }
+            if ppolicy.is_some() || pprio.is_some() {
+                let (pol, pol_path) = match ppolicy {
+                    Some((pol, p)) => (pol, p),
+                    None => (policy_now.clone(), format!("{pp}.priority")),
+                };
+                // A policy without a priority sets nice 0 (rt-app's
+                // DEFAULT_THREAD_NICE).
+                let nice = nice_for_policy(
+                    &pol,
+                    Some(
+                        pprio
+                            .as_ref()
+                            .map_or((0, pol_path.as_str()), |(n, p)| (*n, p)),
+                    ),
+                    &pol_path,
+                )?;
+                let idle_policy = pol == "SCHED_IDLE";
+                if let (true, Some((_, p))) = (idle_policy, &pprio) {
+                    notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
+                }
+                // SCHED_IDLE gets neither a nice value nor sched_setattr()'s
+                // runtime from rt-app; the others get both (runtime 0: the
+                // base slice).
+                def.steps.push(Step::SetAttr {
+                    idle_policy,
+                    nice: (!idle_policy).then_some(nice),
+                    runtime_ns: (!idle_policy).then_some(pruntime.as_ref().map_or(0, |r| r.0)),
+                });
+                policy_now = pol;
+            } else if let Some((_, p)) = &pruntime {
+                notes.push(format!(
+                    "{p} ignored: rt-app applies a phase's attributes only when the phase sets a policy or a priority"
+                ));
             }
             let start = def.steps.len() as u32;
             events(po, &pp, &mut def, names)?;
@@ -1283,7 +1303,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.path, "tasks.a.phases.p.cpus[0]");
         let e = parse(
-            r#"{"tasks": {"a": {"phases": {"p": {"priority": 3, "run": 10}}}}}"#,
+            r#"{"tasks": {"a": {"phases": {"p": {"priority": 30, "run": 10}}}}}"#,
             4,
         )
         .unwrap_err();

@@ -108,24 +108,52 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     let steps = &r.spec.templates[0].steps;
     assert_eq!(steps[0], Step::SetSlice { ns: 300_000 });
     assert_eq!(steps[1], Step::Delay { ns: 10_000 });
-    // Phase level: applied at each phase start; a phase without one returns
-    // to the task's slice (here none: 0 = the base slice).
+    // Phase level, as rt-app's set_thread_param() does it: only a phase
+    // that names a policy or a priority changes the attributes, dl-runtime
+    // included (0 when absent: the base slice); a phase with a dl-runtime
+    // alone changes nothing (noted), and a phase without attributes keeps
+    // those in force.
     let r = rtapp::parse(
-        r#"{"tasks": {"a": {"loop": 1, "phases": {
-            "short": {"dl-runtime": 200, "run": 100},
-            "plain": {"run": 100}}}}}"#,
+        r#"{"tasks": {"a": {"loop": 1, "priority": 3, "phases": {
+            "short": {"priority": 3, "dl-runtime": 200, "run": 100},
+            "plain": {"run": 100},
+            "alone": {"dl-runtime": 400, "run": 100},
+            "batch": {"policy": "SCHED_BATCH", "run": 100},
+            "idle": {"policy": "SCHED_IDLE", "priority": 7, "run": 100},
+            "back": {"priority": -2, "run": 100}}}}}"#,
         4,
     )
     .unwrap();
-    let slices: Vec<_> = r.spec.templates[0]
+    let attrs: Vec<_> = r.spec.templates[0]
         .steps
         .iter()
-        .filter_map(|s| match s {
-            Step::SetSlice { ns } => Some(*ns),
-            _ => None,
-        })
+        .filter(|s| matches!(s, Step::SetAttr { .. }))
+        .cloned()
         .collect();
-    assert_eq!(slices, [200_000, 0]);
+    let attr = |idle_policy, nice, runtime_ns| Step::SetAttr {
+        idle_policy,
+        nice,
+        runtime_ns,
+    };
+    assert_eq!(
+        attrs,
+        [
+            attr(false, Some(3), Some(200_000)),
+            attr(false, Some(0), Some(0)),
+            attr(true, None, None),
+            // "back" names no policy: the one in force, SCHED_IDLE, stays,
+            // and its priority is ignored as under SCHED_IDLE.
+            attr(true, None, None),
+        ]
+    );
+    assert_eq!(r.spec.templates[0].nice, 3);
+    for p in [
+        "phases.alone.dl-runtime ignored",
+        "phases.idle.priority ignored",
+        "phases.back.priority ignored",
+    ] {
+        assert!(r.notes.iter().any(|n| n.contains(p)), "{p}: {:?}", r.notes);
+    }
 }
 
 #[test]
@@ -167,8 +195,12 @@ fn malformed_parts_are_errors_with_paths() {
             "tasks.a.phases.p.cpus[0]",
         ),
         (
-            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_OTHER", "run": 1}}}}}"#,
+            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_FIFO", "run": 1}}}}}"#,
             "tasks.a.phases.p.policy",
+        ),
+        (
+            r#"{"tasks": {"a": {"phases": {"p": {"priority": 20, "run": 1}}}}}"#,
+            "tasks.a.phases.p.priority",
         ),
         (r#"{"tasks": {"a": {"bogus": 1}}}"#, "tasks.a"),
         (

@@ -280,39 +280,111 @@ impl Sim {
         bound.unwrap_or(base)
     }
 
-    /// sched_setattr() with `sched_runtime` for a fair task (mirrors
-    /// __setparam_fair()): a non-zero request becomes a custom slice clamped
-    /// to 0.1-100 ms; zero restores the base slice. It applies from the
-    /// task's next deadline.
-    ///
-    /// A queued entity is taken out of the timeline and put back, as the
-    /// kernel dequeues and enqueues it around the change, so the tree's
-    /// slice bounds stay true. Unlike the kernel's DEQUEUE_SAVE/ENQUEUE_RESTORE
-    /// pair it keeps vruntime and deadline as they are: the kernel saves the
-    /// lag (clamped to the largest slice plus a tick) and places the entity
-    /// again, which differs by rounding, or by the clamp for a task far from
-    /// the average (only rt-app imports with `dl-runtime` change a slice).
+    /// sched_setattr() with `sched_runtime` for a fair task, keeping its
+    /// policy and nice value: see [`Sim::sched_setattr_fair`].
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
+        let idle = self.tasks[t as usize].idle_policy;
+        self.sched_setattr_fair(t, idle, None, Some(ns));
+    }
+
+    /// sched_setattr() of a fair policy on task `t`: SCHED_IDLE or not, a
+    /// new nice value, a new `sched_runtime` (`None`: keep the current one).
+    /// Mirrors __sched_setscheduler() inside the sched_change guard
+    /// (sched_change_begin(): update_rq_clock(), dequeue_task() with
+    /// DEQUEUE_SAVE, put_prev_task(); then __setparam_fair() and
+    /// set_load_weight() → reweight_entity(); sched_change_end():
+    /// enqueue_task() with ENQUEUE_RESTORE, set_next_task(),
+    /// prio_changed_fair()):
+    ///
+    /// - nothing happens when the policy, the nice value and the slice stay
+    ///   (`runtime_ns` 0 asks for the base slice, more for a custom slice
+    ///   clamped to 0.1-100 ms);
+    /// - a queued task leaves the runqueue saving its lag and its relative
+    ///   deadline, takes its new weight (its PELT load average is
+    ///   recomputed from its load sum, and its runqueue's with it), and is
+    ///   placed again with that lag, so it keeps its virtual lag as the
+    ///   kernel does, scaled up for its own new weight by place_entity();
+    /// - a running task becomes curr again, with a fresh protected slice;
+    ///   if its nice value rose and others are queued, its CPU
+    ///   reschedules; a queued task that is not running gets a preemption
+    ///   check instead.
+    ///
+    /// A task off the runqueue only takes the new attributes.
+    pub(crate) fn sched_setattr_fair(
+        &mut self,
+        t: TaskId,
+        idle_policy: bool,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+    ) {
         let base = self.base_slice_ns;
-        let cpu = self.tasks[t as usize].cpu;
-        let in_tree = self.tasks[t as usize].se.on_rq && self.rqs[cpu as usize].cfs.curr != Some(t);
-        // sched_setattr() dequeues and enqueues a queued task, which ends its
-        // nomination as next buddy.
-        self.clear_buddies(cpu, t);
-        if in_tree {
-            self.queue_remove(cpu, t);
+        let tk = &self.tasks[t as usize];
+        let cpu = tk.cpu;
+        let old_nice = tk.nice;
+        let nice = nice.unwrap_or(old_nice);
+        let slice = runtime_ns.map(|ns| {
+            if ns > 0 {
+                (true, ns.clamp(100_000, 100_000_000))
+            } else {
+                (false, base)
+            }
+        });
+        if tk.idle_policy == idle_policy
+            && old_nice == nice
+            && slice.is_none_or(|(custom, ns)| custom == tk.se.custom_slice && ns == tk.se.slice)
+        {
+            return;
         }
-        let se = &mut self.tasks[t as usize].se;
-        if ns > 0 {
-            se.custom_slice = true;
-            se.slice = ns.clamp(100_000, 100_000_000);
-            self.custom_slices = true;
+        let queued = tk.se.on_rq;
+        let running = queued && self.rqs[cpu as usize].cfs.curr == Some(t);
+        debug_assert!(!tk.se.sched_delayed, "sched_setattr() on a delayed task");
+        if queued {
+            self.update_rq_clock(cpu);
+            self.dequeue_task(cpu, t, false);
+        }
+        // __setparam_fair() and set_load_weight(): reweight_entity() on an
+        // entity that is not queued.
+        let old_w = self.tasks[t as usize].se.weight;
+        let new_w = if idle_policy {
+            WEIGHT_IDLEPRIO
         } else {
-            se.custom_slice = false;
-            se.slice = base;
+            crate::task::nice_to_weight(nice)
+        };
+        {
+            let tk = &mut self.tasks[t as usize];
+            tk.nice = nice;
+            tk.idle_policy = idle_policy;
+            if let Some((custom, ns)) = slice {
+                tk.se.custom_slice = custom;
+                tk.se.slice = ns;
+            }
+            tk.se.weight = new_w;
         }
-        if in_tree {
-            self.queue_insert(cpu, t);
+        if slice.is_some_and(|(custom, _)| custom) {
+            self.custom_slices = true;
+        }
+        if old_w != new_w && self.tasks[t as usize].cpu == cpu {
+            let rq_avg = &mut self.rqs[cpu as usize].cfs.avg;
+            rq_avg.reweight(&mut self.tasks[t as usize].avg, old_w, new_w);
+        }
+        if !queued {
+            return;
+        }
+        self.enqueue_task(cpu, t, EnqueueKind::Restore);
+        if running {
+            self.set_next_entity(cpu, t);
+        }
+        // prio_changed_fair(): the priority follows the nice value.
+        if nice != old_nice && self.rqs[cpu as usize].cfs.nr_queued > 1 {
+            if running {
+                if nice > old_nice {
+                    self.resched_cpu(cpu, cpu);
+                }
+            } else if let Some(c) = self.rqs[cpu as usize].curr {
+                if c != t {
+                    self.wakeup_preempt(cpu, t, cpu, 0);
+                }
+            }
         }
     }
 

@@ -197,6 +197,24 @@ impl SchedAvg {
     }
 }
 
+impl SchedAvg {
+    /// The load part of reweight_entity() for an entity that is not queued
+    /// (dequeue_load_avg(), the entity's load_avg recomputed from its load
+    /// sum at the new weight, enqueue_load_avg()): `self` is the runqueue's
+    /// signals, which keep a dequeued entity's contribution.
+    pub fn reweight(&mut self, se: &mut SchedAvg, old_weight: u64, new_weight: u64) {
+        sub_sa(
+            &mut self.load_avg,
+            &mut self.load_sum,
+            se.load_avg,
+            old_weight * se.load_sum,
+        );
+        se.load_avg = new_weight * se.load_sum / se.divider();
+        self.load_avg += se.load_avg;
+        self.load_sum += new_weight * se.load_sum;
+    }
+}
+
 /// Takes `d_avg` off an average and `d_sum` off its sum, both clipped at
 /// zero, the sum never below the average times the smallest divider
 /// (mirrors __update_sa() with negative deltas).
