@@ -1661,3 +1661,37 @@ fn next_buddy_nominates_the_wakee_and_obeys_the_sync_hint() {
     );
     assert_eq!(s.rqs[0].cfs.next, Some(c), "C's deadline beats buddy B's");
 }
+
+/// sched_setattr() with a new nice value on the running task, by hand: A
+/// (curr, nice 0) has run 1 ms ahead of B, so V = 0.5 ms and A's lag is
+/// -0.5 ms with 0.4 ms of its request left. Dequeued with DEQUEUE_SAVE,
+/// reweighted to nice 5 (335) and placed again against B alone, A's lag
+/// is inflated for its own weight, -500 000 · (1024 + 335) / 1024 =
+/// -663 574, and its deadline is its saved relative one; afterwards its
+/// lag against the new V is the virtual lag it left with.
+#[test]
+fn renicing_the_running_task_keeps_its_virtual_lag() {
+    let mut s = bare("kunpeng920");
+    let a = add_task(&mut s, 0);
+    let b = add_task(&mut s, 0);
+    put(&mut s, 0, a);
+    put(&mut s, 0, b);
+    assert_eq!(s.tasks[a as usize].se.deadline, 1_400_000);
+    s.now = 1_000_000;
+    s.update_curr(0);
+    assert_eq!(s.avg_vruntime(0), 500_000);
+    let vprot = s.tasks[a as usize].se.vprot;
+    s.sched_setattr_fair(a, false, Some(5), None);
+    let se = s.tasks[a as usize].se;
+    assert_eq!(
+        (se.weight, se.vruntime, se.deadline),
+        (335, 663_574, 1_063_574)
+    );
+    assert_eq!(s.rqs[0].cfs.curr, Some(a));
+    // set_next_task() with `first` false: the protection stays.
+    assert_eq!(se.vprot, vprot);
+    let lag = s.avg_vruntime(0) as i64 - se.vruntime as i64;
+    assert!((lag + 500_000).abs() <= 1, "{lag}");
+    // A higher nice value with B waiting: A's CPU reschedules.
+    assert!(s.rqs[0].need_resched);
+}

@@ -304,10 +304,10 @@ impl Sim {
     ///   recomputed from its load sum, and its runqueue's with it), and is
     ///   placed again with that lag, so it keeps its virtual lag as the
     ///   kernel does, scaled up for its own new weight by place_entity();
-    /// - a running task becomes curr again, with a fresh protected slice;
-    ///   if its nice value rose and others are queued, its CPU
-    ///   reschedules; a queued task that is not running gets a preemption
-    ///   check instead.
+    /// - a running task becomes curr again keeping its protected slice
+    ///   (set_next_task() with `first` false); if its nice value rose and
+    ///   others are queued, its CPU reschedules; a queued task that is not
+    ///   running gets a preemption check instead.
     ///
     /// A task off the runqueue only takes the new attributes.
     pub(crate) fn sched_setattr_fair(
@@ -372,7 +372,7 @@ impl Sim {
         }
         self.enqueue_task(cpu, t, EnqueueKind::Restore);
         if running {
-            self.set_next_entity(cpu, t);
+            self.set_next_task_again(cpu, t);
         }
         // prio_changed_fair(): the priority follows the nice value.
         if nice != old_nice && self.rqs[cpu as usize].cfs.nr_queued > 1 {
@@ -778,6 +778,15 @@ impl Sim {
     /// Makes `t` the runqueue's current entity (mirrors set_next_task_fair()
     /// → set_next_entity()): a picked buddy stops being the buddy.
     pub(crate) fn set_next_entity(&mut self, cpu: CpuId, t: TaskId) {
+        self.set_next_task_again(cpu, t);
+        self.set_protect_slice(cpu, t);
+    }
+
+    /// Makes the task that was running on `cpu` curr again after a change
+    /// of its attributes (set_next_task_fair() with `first` false, as
+    /// sched_change_end() calls it): as [`Sim::set_next_entity`] but without
+    /// a new protected slice (nor an HRTICK timer), so `vprot` stays.
+    fn set_next_task_again(&mut self, cpu: CpuId, t: TaskId) {
         self.clear_buddies(cpu, t);
         if self.rqs[cpu as usize].cfs.curr != Some(t) {
             self.queue_remove(cpu, t);
@@ -789,7 +798,6 @@ impl Sim {
         let se = &mut self.tasks[t as usize].se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
-        self.set_protect_slice(cpu, t);
     }
 
     /// Puts the running task back into the tree (mirrors put_prev_entity()).
