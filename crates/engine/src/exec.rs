@@ -422,10 +422,10 @@ impl Sim {
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
                 Step::SetAttr {
-                    idle_policy,
+                    policy,
                     nice,
                     runtime_ns,
-                } => self.sched_setattr_fair(t, idle_policy, nice, runtime_ns),
+                } => self.sched_setattr_fair(t, policy, nice, runtime_ns),
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus) {
                         return;
@@ -1581,7 +1581,7 @@ mod tests {
     use crate::sim::{Sim, SimConfig, StopReason};
     use rand::Rng;
     use schedlab_topo::{build_domains, preset, CpuId, CpuMask, DomainConfig};
-    use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+    use schedlab_workload::{FairPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
     const SEEDS: [u64; 6] = [1, 2, 3, 17, 99, 12345];
 
@@ -1736,7 +1736,7 @@ mod tests {
             (a, b, ta, sim.rqs[1].cfs.nr_idle)
         };
         let (a, b, ta, nr_idle) = run(Step::SetAttr {
-            idle_policy: false,
+            policy: FairPolicy::Normal,
             nice: Some(5),
             runtime_ns: None,
         });
@@ -1750,7 +1750,7 @@ mod tests {
             ta.avg.load_avg
         );
         let (a, b, ta, nr_idle) = run(Step::SetAttr {
-            idle_policy: true,
+            policy: FairPolicy::Idle,
             nice: None,
             runtime_ns: None,
         });
@@ -1758,7 +1758,7 @@ mod tests {
         assert!(a * 100 < b, "{a} {b}");
         // A custom slice on its own keeps the weight.
         let (a, b, ta, _) = run(Step::SetAttr {
-            idle_policy: false,
+            policy: FairPolicy::Normal,
             nice: None,
             runtime_ns: Some(300_000),
         });
@@ -1767,6 +1767,43 @@ mod tests {
             (1024, true, 300_000)
         );
         assert!(a.abs_diff(b) < 20, "{a} {b}");
+    }
+
+    /// SCHED_BATCH (normal_policy() false): a woken batch thread does not
+    /// preempt the hog on its CPU, so it waits for the hog's slice or tick
+    /// where a normal one runs at once.
+    #[test]
+    fn a_batch_wakee_does_not_preempt() {
+        let sleeper_wait_ms = |policy: FairPolicy| {
+            let mut steps = vec![Step::SetAttr {
+                policy,
+                nice: None,
+                runtime_ns: None,
+            }];
+            steps.extend(crate::scenarios::compute_sleep_rounds(
+                50_000, 3_000_000, 100,
+            ));
+            let hog = pinned(
+                "hog",
+                1,
+                vec![Step::Compute {
+                    work_ns: 10_000_000_000,
+                }],
+            );
+            let mut sim = crate::scenarios::quiet_sim(
+                "kunpeng920",
+                spec(vec![hog, pinned("s", 1, steps)], vec![]),
+            );
+            sim.run_until(300_000_000);
+            let s = sim.tasks.iter().find(|t| &*t.name == "s").unwrap();
+            assert_eq!(s.batch_policy, policy == FairPolicy::Batch);
+            s.stats.wait_time_ns / 1_000_000
+        };
+        let (normal, batch) = (
+            sleeper_wait_ms(FairPolicy::Normal),
+            sleeper_wait_ms(FairPolicy::Batch),
+        );
+        assert!(normal * 10 < batch, "{normal} ms against {batch} ms");
     }
 
     /// A reader that gets its message in two passes (half now, half after

@@ -112,6 +112,10 @@ pub struct Task {
     /// never preempts a normal task, and its CPU counts as idle for placement
     /// (`sched_idle_cpu()`). Set before the task is first enqueued.
     pub idle_policy: bool,
+    /// SCHED_BATCH: weighted like a normal task, but its wakeups never
+    /// preempt (normal_policy() is false for it). Only sched_setattr()
+    /// (`Step::SetAttr`) sets it; a new thread starts without it.
+    pub batch_policy: bool,
     pub se: SchedEntity,
     pub avg: SchedAvg,
     /// util_est: the EWMA of util at dequeue (`se.avg.util_est`, what
@@ -219,6 +223,7 @@ impl Task {
             nice,
             kthread: false,
             idle_policy: false,
+            batch_policy: false,
             se: SchedEntity {
                 weight: nice_to_weight(nice),
                 ..Default::default()

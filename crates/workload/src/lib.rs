@@ -26,6 +26,7 @@ pub mod stream;
 pub mod ycsb;
 
 pub use program::{
-    unix_skb_truesize, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
+    unix_skb_truesize, FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate,
+    WorkloadSpec,
 };
 pub use spec::{parse_spec, BuiltinSpec, SpecError};

@@ -116,13 +116,13 @@ pub enum Step {
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
     /// sched_setattr() on itself with a fair policy (rt-app's phase-level
-    /// `policy`, `priority` and `dl-runtime`): SCHED_IDLE or not, a new nice
+    /// `policy`, `priority` and `dl-runtime`): the policy, a new nice
     /// value and a new `sched_runtime` (0: the base slice), each `None` to
     /// keep the current one. The kernel dequeues and requeues the thread
     /// around the change (its lag kept, its weight and load average
     /// rescaled); no change, no cost.
     SetAttr {
-        idle_policy: bool,
+        policy: FairPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
     },
@@ -236,6 +236,20 @@ pub enum Step {
         bytes: u64,
         write: bool,
     },
+}
+
+/// The fair-class scheduling policies (`SCHED_NORMAL`, `SCHED_BATCH`,
+/// `SCHED_IDLE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FairPolicy {
+    #[default]
+    Normal,
+    /// SCHED_BATCH: weighted by its nice value like SCHED_NORMAL, but its
+    /// wakeups never preempt the running task (7.3's
+    /// check_preempt_wakeup_fair() tests normal_policy()).
+    Batch,
+    /// SCHED_IDLE: weight 3 whatever the nice value.
+    Idle,
 }
 
 /// A thread template.

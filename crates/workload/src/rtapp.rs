@@ -38,7 +38,9 @@
 //!   and keys rt-app does not read (it passes over them too).
 //! - Rejected: real-time and deadline policies.
 
-use crate::program::{Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec};
+use crate::program::{
+    FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
+};
 use schedlab_topo::{CpuId, CpuMask};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::collections::BTreeMap;
@@ -376,7 +378,7 @@ pub struct RtApp {
 }
 
 /// Scheduling policies rt-app knows. `prio` is the task's `priority` with
-/// its path: for SCHED_OTHER (and SCHED_BATCH, taken as OTHER) a nice
+/// its path: for SCHED_OTHER and SCHED_BATCH a nice
 /// value, which rt-app rejects outside -20..=19 (it exits), as we do; under
 /// SCHED_IDLE rt-app sets no nice value and ignores it (the caller notes
 /// that).
@@ -817,8 +819,18 @@ fn parse_task(
     // Every thread waits for t_zero + delay (at once when that has passed)
     // and counts its timers from there.
     def.steps.push(Step::Delay { ns: delay_ns });
-    if let Some(ns) = task_slice {
-        // rt-app sets the thread's attributes before anything else.
+    // rt-app sets the thread's attributes before anything else; SCHED_BATCH
+    // only exists through that call (a template starts SCHED_NORMAL).
+    if policy == "SCHED_BATCH" {
+        def.steps.insert(
+            0,
+            Step::SetAttr {
+                policy: FairPolicy::Batch,
+                nice: None,
+                runtime_ns: task_slice,
+            },
+        );
+    } else if let Some(ns) = task_slice {
         def.steps.insert(0, Step::SetSlice { ns });
     }
     if has_phases && has_events {
@@ -883,7 +895,12 @@ fn parse_task(
                     ),
                     &pol_path,
                 )?;
-                let idle_policy = pol == "SCHED_IDLE";
+                let fair = match pol.as_str() {
+                    "SCHED_IDLE" => FairPolicy::Idle,
+                    "SCHED_BATCH" => FairPolicy::Batch,
+                    _ => FairPolicy::Normal,
+                };
+                let idle_policy = fair == FairPolicy::Idle;
                 if let (true, Some((_, p))) = (idle_policy, &pprio) {
                     notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
                 }
@@ -891,7 +908,7 @@ fn parse_task(
                 // runtime from rt-app; the others get both (runtime 0: the
                 // base slice).
                 def.steps.push(Step::SetAttr {
-                    idle_policy,
+                    policy: fair,
                     nice: (!idle_policy).then_some(nice),
                     runtime_ns: (!idle_policy).then_some(pruntime.as_ref().map_or(0, |r| r.0)),
                 });
@@ -1311,7 +1328,7 @@ mod tests {
     }
 
     /// rt-app exits on a SCHED_OTHER nice value outside -20..=19
-    /// (`__set_thread_nice()`): so do we (BATCH taken as OTHER), instead of
+    /// (`__set_thread_nice()`): so do we (BATCH alike), instead of
     /// clamping; under SCHED_IDLE it sets no nice value, and any priority is
     /// ignored with a note. An RT policy is rejected for itself.
     #[test]

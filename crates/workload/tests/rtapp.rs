@@ -130,20 +130,21 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
         .filter(|s| matches!(s, Step::SetAttr { .. }))
         .cloned()
         .collect();
-    let attr = |idle_policy, nice, runtime_ns| Step::SetAttr {
-        idle_policy,
+    let attr = |policy, nice, runtime_ns| Step::SetAttr {
+        policy,
         nice,
         runtime_ns,
     };
+    use schedlab_workload::FairPolicy::{Batch, Idle, Normal};
     assert_eq!(
         attrs,
         [
-            attr(false, Some(3), Some(200_000)),
-            attr(false, Some(0), Some(0)),
-            attr(true, None, None),
+            attr(Normal, Some(3), Some(200_000)),
+            attr(Batch, Some(0), Some(0)),
+            attr(Idle, None, None),
             // "back" names no policy: the one in force, SCHED_IDLE, stays,
             // and its priority is ignored as under SCHED_IDLE.
-            attr(true, None, None),
+            attr(Idle, None, None),
         ]
     );
     assert_eq!(r.spec.templates[0].nice, 3);
@@ -154,6 +155,17 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     ] {
         assert!(r.notes.iter().any(|n| n.contains(p)), "{p}: {:?}", r.notes);
     }
+    // A SCHED_BATCH task becomes one by its first step (with its slice).
+    let rb = rtapp::parse(
+        r#"{"tasks": {"a": {"policy": "SCHED_BATCH", "priority": 2, "dl-runtime": 300, "run": 100}}}"#,
+        4,
+    )
+    .unwrap();
+    assert_eq!(rb.spec.templates[0].nice, 2);
+    assert_eq!(
+        rb.spec.templates[0].steps[0],
+        attr(Batch, None, Some(300_000))
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ use crate::sim::{EnqueueKind, Sim};
 use crate::task::TaskState;
 use crate::timeline::{ListLink, RunNode};
 use schedlab_topo::CpuId;
+use schedlab_workload::FairPolicy;
 
 /// NICE_0_LOAD.
 pub const NICE_0_LOAD: u64 = 1024;
@@ -283,12 +284,19 @@ impl Sim {
     /// sched_setattr() with `sched_runtime` for a fair task, keeping its
     /// policy and nice value: see [`Sim::sched_setattr_fair`].
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
-        let idle = self.tasks[t as usize].idle_policy;
-        self.sched_setattr_fair(t, idle, None, Some(ns));
+        let tk = &self.tasks[t as usize];
+        let policy = if tk.idle_policy {
+            FairPolicy::Idle
+        } else if tk.batch_policy {
+            FairPolicy::Batch
+        } else {
+            FairPolicy::Normal
+        };
+        self.sched_setattr_fair(t, policy, None, Some(ns));
     }
 
-    /// sched_setattr() of a fair policy on task `t`: SCHED_IDLE or not, a
-    /// new nice value, a new `sched_runtime` (`None`: keep the current one).
+    /// sched_setattr() of a fair policy on task `t`: the policy, a new nice
+    /// value, a new `sched_runtime` (`None`: keep the current one).
     /// Mirrors __sched_setscheduler() inside the sched_change guard
     /// (sched_change_begin(): update_rq_clock(), dequeue_task() with
     /// DEQUEUE_SAVE, put_prev_task(); then __setparam_fair() and
@@ -313,10 +321,12 @@ impl Sim {
     pub(crate) fn sched_setattr_fair(
         &mut self,
         t: TaskId,
-        idle_policy: bool,
+        policy: FairPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
     ) {
+        let idle_policy = policy == FairPolicy::Idle;
+        let batch_policy = policy == FairPolicy::Batch;
         let base = self.base_slice_ns;
         let tk = &self.tasks[t as usize];
         let cpu = tk.cpu;
@@ -330,6 +340,7 @@ impl Sim {
             }
         });
         if tk.idle_policy == idle_policy
+            && tk.batch_policy == batch_policy
             && old_nice == nice
             && slice.is_none_or(|(custom, ns)| custom == tk.se.custom_slice && ns == tk.se.slice)
         {
@@ -354,6 +365,7 @@ impl Sim {
             let tk = &mut self.tasks[t as usize];
             tk.nice = nice;
             tk.idle_policy = idle_policy;
+            tk.batch_policy = batch_policy;
             if let Some((custom, ns)) = slice {
                 tk.se.custom_slice = custom;
                 tk.se.slice = ns;
@@ -860,7 +872,8 @@ impl Sim {
         // wake_up_new_task() passes WF_FORK; the balancer's attach_task()
         // passes no flags.
         let forked = wake_flags & crate::sim::WF_FORK != 0;
-        let normal = !wk.se.sched_delayed && !p_idle && !c_idle;
+        // normal_policy(): SCHED_BATCH wakees do not preempt either.
+        let normal = !wk.se.sched_delayed && !p_idle && !c_idle && !wk.batch_policy;
         let short = normal
             && self.feat(Feat::PREEMPT_SHORT)
             && wk.se.slice < self.tasks[curr as usize].se.slice;
