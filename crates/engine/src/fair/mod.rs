@@ -375,7 +375,7 @@ impl Sim {
         if slice.is_some_and(|(custom, _)| custom) {
             self.custom_slices = true;
         }
-        if old_w != new_w && self.tasks[t as usize].cpu == cpu {
+        if old_w != new_w {
             let rq_avg = &mut self.rqs[cpu as usize].cfs.avg;
             rq_avg.reweight(&mut self.tasks[t as usize].avg, old_w, new_w);
         }

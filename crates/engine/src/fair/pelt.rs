@@ -195,9 +195,7 @@ impl SchedAvg {
             se.runnable_sum,
         );
     }
-}
 
-impl SchedAvg {
     /// The load part of reweight_entity() for an entity that is not queued
     /// (dequeue_load_avg(), the entity's load_avg recomputed from its load
     /// sum at the new weight, enqueue_load_avg()): `self` is the runqueue's
