@@ -425,7 +425,9 @@ impl Sim {
                     policy,
                     nice,
                     runtime_ns,
-                } => self.sched_setattr_fair(t, policy, nice, runtime_ns),
+                    util_min,
+                    util_max,
+                } => self.sched_setattr_fair(t, policy, nice, runtime_ns, (util_min, util_max)),
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus) {
                         return;
@@ -1739,6 +1741,8 @@ mod tests {
             policy: FairPolicy::Normal,
             nice: Some(5),
             runtime_ns: None,
+            util_min: None,
+            util_max: None,
         });
         assert_eq!((ta.nice, ta.se.weight, nr_idle), (5, 335, 0));
         let share = a as f64 / (a + b) as f64;
@@ -1753,6 +1757,8 @@ mod tests {
             policy: FairPolicy::Idle,
             nice: None,
             runtime_ns: None,
+            util_min: None,
+            util_max: None,
         });
         assert_eq!((ta.idle_policy, ta.se.weight, nr_idle), (true, 3, 1));
         assert!(a * 100 < b, "{a} {b}");
@@ -1761,6 +1767,8 @@ mod tests {
             policy: FairPolicy::Normal,
             nice: None,
             runtime_ns: Some(300_000),
+            util_min: None,
+            util_max: None,
         });
         assert_eq!(
             (ta.se.weight, ta.se.custom_slice, ta.se.slice),
@@ -1779,6 +1787,8 @@ mod tests {
                 policy,
                 nice: None,
                 runtime_ns: None,
+                util_min: None,
+                util_max: None,
             }];
             steps.extend(crate::scenarios::compute_sleep_rounds(
                 50_000, 3_000_000, 100,
@@ -1804,6 +1814,60 @@ mod tests {
             sleeper_wait_ms(FairPolicy::Batch),
         );
         assert!(normal * 10 < batch, "{normal} ms against {batch} ms");
+    }
+
+    /// Utilisation clamps on a big.LITTLE machine (exynos5422: A7s 0-3 at
+    /// capacity 377, A15s 4-7): a small periodic task boosted to
+    /// util_min 1024 fits no A7 (util_fits_cpu() is -1 there) and wakes on
+    /// the A15s, where unboosted it stays on the A7s; a hog left on an A7
+    /// is a misfit that the balancer moves to an A15, unless util_max 300
+    /// caps it, which fits the A7.
+    #[test]
+    fn utilisation_clamps_steer_placement_on_big_little() {
+        let attr = |util_min, util_max| Step::SetAttr {
+            policy: FairPolicy::Normal,
+            nice: None,
+            runtime_ns: None,
+            util_min,
+            util_max,
+        };
+        let big_share = |steps: Vec<Step>| {
+            let mut sim =
+                crate::scenarios::quiet_sim("exynos5422", spec(vec![tpl("t", steps)], vec![]));
+            sim.run_until(1_000_000_000);
+            let busy =
+                |cpus: std::ops::Range<usize>| -> u64 { cpus.map(|c| sim.rqs[c].busy_ns).sum() };
+            busy(4..8) as f64 / (busy(0..8) as f64)
+        };
+        let periodic = |first: Option<Step>| {
+            let mut steps: Vec<Step> = first.into_iter().collect();
+            steps.extend(crate::scenarios::compute_sleep_rounds(
+                300_000, 10_000_000, 200,
+            ));
+            steps
+        };
+        let unboosted = big_share(periodic(None));
+        let boosted = big_share(periodic(Some(attr(Some(1024), None))));
+        assert!(unboosted < 0.1, "{unboosted}");
+        assert!(boosted > 0.9, "{boosted}");
+        let hog = |clamp: Option<Step>| {
+            let mut steps = vec![Step::SetAffinity {
+                cpus: Some(CpuMask::from_cpus([0])),
+            }];
+            steps.extend(clamp);
+            steps.push(Step::RunWall { ns: 5_000_000 });
+            steps.push(Step::SetAffinity {
+                cpus: Some(CpuMask::first_n(8)),
+            });
+            steps.push(Step::Compute {
+                work_ns: 10_000_000_000,
+            });
+            steps
+        };
+        let misfit = big_share(hog(None));
+        let capped = big_share(hog(Some(attr(None, Some(300)))));
+        assert!(misfit > 0.9, "{misfit}");
+        assert!(capped < 0.1, "{capped}");
     }
 
     /// A reader that gets its message in two passes (half now, half after

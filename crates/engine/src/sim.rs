@@ -275,6 +275,10 @@ pub struct Sim {
     /// Some task asked for a custom slice (sched_setattr): runqueues'
     /// min/max slices must then be computed, not assumed.
     pub(crate) custom_slices: bool,
+    /// Some task has asked for utilisation clamps (the kernel's
+    /// `sched_uclamp_used` static key, never turned off again): from then
+    /// on the fitness tests take clamps into account.
+    pub(crate) uclamp_used: bool,
     /// sysctl_sched_base_slice and normalized_sysctl_sched_base_slice for
     /// this machine and the tunables.
     pub(crate) base_slice_ns: u64,
@@ -439,6 +443,7 @@ impl Sim {
             rng_newidle: rng::stream(cfg.seed, "newidle"),
             hmp_next_balance: 0,
             custom_slices: false,
+            uclamp_used: false,
             base_slice_ns: cfg.tunables.base_slice_ns(n),
             normalized_base_slice_ns: cfg.tunables.normalized_base_slice_ns(n),
             hmp_in_balance: false,
@@ -1884,6 +1889,9 @@ impl Sim {
             t.wakee_flip_decay_ns = pt.wakee_flip_decay_ns;
             t.last_wakee = pt.last_wakee;
             t.se.custom_slice = pt.se.custom_slice;
+            // uclamp_fork(): the requested clamps are inherited.
+            t.uclamp_min = pt.uclamp_min;
+            t.uclamp_max = pt.uclamp_max;
             if pt.se.custom_slice {
                 t.se.slice = pt.se.slice;
             }

@@ -116,6 +116,12 @@ pub struct Task {
     /// preempt (normal_policy() is false for it). Only sched_setattr()
     /// (`Step::SetAttr`) sets it; a new thread starts without it.
     pub batch_policy: bool,
+    /// The task's utilisation clamps (`p->uclamp_req[]`, which with no
+    /// cgroup and the system defaults at 1024 are also its effective
+    /// clamps, uclamp_eff_value()): 0 and 1024 unless sched_setattr() set
+    /// them; inherited at fork.
+    pub uclamp_min: u16,
+    pub uclamp_max: u16,
     pub se: SchedEntity,
     pub avg: SchedAvg,
     /// util_est: the EWMA of util at dequeue (`se.avg.util_est`, what
@@ -224,6 +230,8 @@ impl Task {
             kthread: false,
             idle_policy: false,
             batch_policy: false,
+            uclamp_min: 0,
+            uclamp_max: 1024,
             se: SchedEntity {
                 weight: nice_to_weight(nice),
                 ..Default::default()

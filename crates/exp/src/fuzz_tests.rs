@@ -109,6 +109,15 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
             if rng.gen_bool(0.1) {
                 let _ = write!(doc, ", \"dl-runtime\": {}", rng.gen_range(0..20_000));
             }
+            // Clamps, with the minimum below the maximum when both are set
+            // (otherwise rt-app exits at start).
+            if rng.gen_bool(0.15) {
+                let lo = rng.gen_range(0..=1024);
+                let _ = write!(doc, ", \"util_min\": {lo}");
+                if rng.gen_bool(0.5) {
+                    let _ = write!(doc, ", \"util_max\": {}", rng.gen_range(lo..=1024));
+                }
+            }
             let events = rng.gen_range(1..=8);
             for e in 0..events {
                 doc.push_str(", ");
@@ -536,6 +545,10 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                         [rng.gen_range(0..3)],
                     nice: rng.gen_bool(0.5).then(|| rng.gen_range(-20..=19)),
                     runtime_ns: rng.gen_bool(0.3).then(|| rng.gen_range(0..3) * 1_000_000),
+                    // Any pair, a minimum above the maximum included (the
+                    // call then fails and changes nothing).
+                    util_min: rng.gen_bool(0.3).then(|| rng.gen_range(0..=1024)),
+                    util_max: rng.gen_bool(0.3).then(|| rng.gen_range(0..=1024)),
                 },
                 Step::SetAffinity {
                     cpus: match rng.gen_range(0..3) {

@@ -115,16 +115,20 @@ pub enum Step {
     /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
-    /// sched_setattr() on itself with a fair policy (rt-app's phase-level
-    /// `policy`, `priority` and `dl-runtime`): the policy, a new nice
-    /// value and a new `sched_runtime` (0: the base slice), each `None` to
-    /// keep the current one. The kernel dequeues and requeues the thread
-    /// around the change (its lag kept, its weight and load average
-    /// rescaled); no change, no cost.
+    /// sched_setattr() on itself with a fair policy (rt-app's `policy`,
+    /// `priority`, `dl-runtime`, `util_min` and `util_max`): the policy, a
+    /// new nice value, a new `sched_runtime` (0: the base slice) and new
+    /// utilisation clamps (0-1024), each `None` to keep the current one.
+    /// The kernel dequeues and requeues the thread around the change (its
+    /// lag kept, its weight and load average rescaled); no change, no cost.
+    /// Clamps with the minimum above the maximum fail (EINVAL) and change
+    /// nothing.
     SetAttr {
         policy: FairPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
+        util_min: Option<u16>,
+        util_max: Option<u16>,
     },
     /// sched_setaffinity() on the thread itself (rt-app's phase-level `cpus`,
     /// through pthread_setaffinity_np()): the thread may run only on `cpus`

@@ -31,9 +31,11 @@
 //!   phase's CPUs, else the task's, else the thread's starting ones), as
 //!   rt-app's set_thread_affinity() makes; phase-level `policy`,
 //!   `priority` and `dl-runtime`: a change of attributes in the phases that
-//!   name a policy or a priority, as its set_thread_param() makes.
-//! - Accepted and recorded as notes, without effect: `util_min`/`util_max`
-//!   (no uclamp), `taskgroup` (no cgroups), `nodes_membind`, the global
+//!   name a policy or a priority, as its set_thread_param() makes;
+//!   `util_min`/`util_max` (task or phase): utilisation clamps, applied
+//!   whether or not the phase changes the rest.
+//! - Accepted and recorded as notes, without effect: `taskgroup` (no
+//!   cgroups), `nodes_membind`, the global
 //!   keys other than `duration`, a fair task's `dl-period`/`dl-deadline`,
 //!   and keys rt-app does not read (it passes over them too).
 //! - Rejected: real-time and deadline policies.
@@ -400,6 +402,51 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
             format!("policy {policy} is not supported (schedlab models the fair class only)"),
         ),
         other => err(path, format!("unknown policy '{other}'")),
+    }
+}
+
+/// The fair policy an rt-app policy name (already checked) stands for.
+fn fair_policy(policy: &str) -> FairPolicy {
+    match policy {
+        "SCHED_IDLE" => FairPolicy::Idle,
+        "SCHED_BATCH" => FairPolicy::Batch,
+        _ => FairPolicy::Normal,
+    }
+}
+
+/// A task's or phase's `util_min` and `util_max` (`None`: not set, or -1,
+/// rt-app's "no change").
+#[derive(Clone, Copy, Default)]
+struct Clamps {
+    min: Option<u16>,
+    max: Option<u16>,
+}
+
+impl Clamps {
+    fn any(&self) -> bool {
+        self.min.is_some() || self.max.is_some()
+    }
+
+    /// Both set with the minimum above the maximum: sched_setattr() fails
+    /// with EINVAL and rt-app exits.
+    fn check(&self, path: &str) -> Result<(), RtAppError> {
+        match (self.min, self.max) {
+            (Some(lo), Some(hi)) if lo > hi => err(
+                &format!("{path}.util_min"),
+                format!(
+                    "{lo} is above util_max {hi} (sched_setattr() refuses it, and rt-app exits)"
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A utilisation clamp: -1 (no change) or 0-1024, as rt-app accepts it.
+fn util_clamp(v: &Json, path: &str) -> Result<Option<u16>, RtAppError> {
+    match int(v, path, -1, 1024)? {
+        -1 => Ok(None),
+        n => Ok(Some(n as u16)),
     }
 }
 
@@ -786,9 +833,12 @@ fn parse_task(
     let mut delay_ns = 0;
     let mut has_phases = false;
     let mut has_events = false;
+    let mut clamps = Clamps::default();
     for (k, v) in o {
         let p = format!("{path}.{k}");
         match k.as_str() {
+            "util_min" => clamps.min = util_clamp(v, &p)?,
+            "util_max" => clamps.max = util_clamp(v, &p)?,
             "instance" => def.instances = int(v, &p, 0, 4096)? as u32,
             "delay" => delay_ns = us(v, &p)?,
             "loop" => task_loop = loop_count(v, &p)?,
@@ -820,14 +870,18 @@ fn parse_task(
     // and counts its timers from there.
     def.steps.push(Step::Delay { ns: delay_ns });
     // rt-app sets the thread's attributes before anything else; SCHED_BATCH
-    // only exists through that call (a template starts SCHED_NORMAL).
-    if policy == "SCHED_BATCH" {
+    // and clamps only exist through that call (a template starts
+    // SCHED_NORMAL, unclamped).
+    clamps.check(path)?;
+    if policy == "SCHED_BATCH" || clamps.any() {
         def.steps.insert(
             0,
             Step::SetAttr {
-                policy: FairPolicy::Batch,
+                policy: fair_policy(&policy),
                 nice: None,
                 runtime_ns: task_slice,
+                util_min: clamps.min,
+                util_max: clamps.max,
             },
         );
     } else if let Some(ns) = task_slice {
@@ -864,9 +918,12 @@ fn parse_task(
             let mut ploop = 1;
             let mut cpus = def.affinity;
             let (mut ppolicy, mut pprio, mut pruntime) = (None, None, None);
+            let mut pclamps = Clamps::default();
             for (k, v) in po {
                 let p = format!("{pp}.{k}");
                 match k.as_str() {
+                    "util_min" => pclamps.min = util_clamp(v, &p)?,
+                    "util_max" => pclamps.max = util_clamp(v, &p)?,
                     "loop" => ploop = loop_count(v, &p)?,
                     "dl-runtime" => pruntime = Some((us(v, &p)?, p)),
                     "cpus" => cpus = Some(parse_cpus(v, &p, nr_cpus)?),
@@ -876,6 +933,7 @@ fn parse_task(
                     _ => check_prop(k, &p, notes)?,
                 }
             }
+            pclamps.check(&pp)?;
             if phase_cpus {
                 def.steps.push(Step::SetAffinity { cpus });
             }
@@ -895,11 +953,7 @@ fn parse_task(
                     ),
                     &pol_path,
                 )?;
-                let fair = match pol.as_str() {
-                    "SCHED_IDLE" => FairPolicy::Idle,
-                    "SCHED_BATCH" => FairPolicy::Batch,
-                    _ => FairPolicy::Normal,
-                };
+                let fair = fair_policy(&pol);
                 let idle_policy = fair == FairPolicy::Idle;
                 if let (true, Some((_, p))) = (idle_policy, &pprio) {
                     notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
@@ -911,12 +965,26 @@ fn parse_task(
                     policy: fair,
                     nice: (!idle_policy).then_some(nice),
                     runtime_ns: (!idle_policy).then_some(pruntime.as_ref().map_or(0, |r| r.0)),
+                    util_min: pclamps.min,
+                    util_max: pclamps.max,
                 });
                 policy_now = pol;
-            } else if let Some((_, p)) = &pruntime {
-                notes.push(format!(
-                    "{p} ignored: rt-app applies a phase's attributes only when the phase sets a policy or a priority"
-                ));
+            } else {
+                if let Some((_, p)) = &pruntime {
+                    notes.push(format!(
+                        "{p} ignored: rt-app applies a phase's attributes only when the phase sets a policy or a priority"
+                    ));
+                }
+                // _set_thread_uclamp() runs whatever _set_thread_cfs() did.
+                if pclamps.any() {
+                    def.steps.push(Step::SetAttr {
+                        policy: fair_policy(&policy_now),
+                        nice: None,
+                        runtime_ns: None,
+                        util_min: pclamps.min,
+                        util_max: pclamps.max,
+                    });
+                }
             }
             let start = def.steps.len() as u32;
             events(po, &pp, &mut def, names)?;
@@ -952,7 +1020,7 @@ fn parse_task(
 /// note.
 fn check_prop(k: &str, p: &str, notes: &mut Vec<String>) -> Result<(), RtAppError> {
     match k {
-        "util_min" | "util_max" | "taskgroup" | "nodes_membind" => {
+        "taskgroup" | "nodes_membind" => {
             notes.push(format!("{p} accepted and recorded (not modelled)"));
             Ok(())
         }

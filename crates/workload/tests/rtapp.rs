@@ -25,7 +25,14 @@ fn example_from_the_reference_parses() {
         period_ns: 16_000_000,
         absolute: false
     }));
-    assert!(r.notes.iter().any(|n| n.contains("util_max")));
+    // ui's util_max: a clamp set when each ui thread starts.
+    assert!(matches!(
+        s.templates[0].steps[0],
+        Step::SetAttr {
+            util_max: Some(512),
+            ..
+        }
+    ));
     assert!(r.notes.iter().any(|n| n.contains("calibration")));
     // prod signals the condition cons waits on, under mutex m.
     let q = s.sync.iter().position(|o| *o == SyncObject::Cond).unwrap() as u32;
@@ -88,7 +95,16 @@ fn every_event_is_supported() {
         .find(|t| t.name == "kicker-0")
         .unwrap();
     assert_eq!(k.nice, 19);
-    for key in ["taskgroup", "util_min", "nodes_membind", "global.logdir"] {
+    // Task a's clamps (0 and 1024) are set when its thread starts.
+    assert!(has(&|s| *s
+        == Step::SetAttr {
+            policy: schedlab_workload::FairPolicy::Normal,
+            nice: None,
+            runtime_ns: None,
+            util_min: Some(0),
+            util_max: Some(1024),
+        }));
+    for key in ["taskgroup", "nodes_membind", "global.logdir"] {
         assert!(
             r.notes.iter().any(|n| n.contains(key)),
             "{key}: {:?}",
@@ -134,6 +150,8 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
         policy,
         nice,
         runtime_ns,
+        util_min: None,
+        util_max: None,
     };
     use schedlab_workload::FairPolicy::{Batch, Idle, Normal};
     assert_eq!(
@@ -166,6 +184,63 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
         rb.spec.templates[0].steps[0],
         attr(Batch, None, Some(300_000))
     );
+}
+
+/// `util_min`/`util_max` are applied by rt-app's _set_thread_uclamp()
+/// when the thread starts (task level) and at a phase's start whether or
+/// not the phase changes its other attributes; -1 means no change; a
+/// minimum above the maximum is refused.
+#[test]
+fn utilisation_clamps_are_set_at_start_and_per_phase() {
+    use schedlab_workload::FairPolicy::Normal;
+    let r = rtapp::parse(
+        r#"{"tasks": {"a": {"util_min": 512, "util_max": -1, "loop": 1, "phases": {
+            "boost": {"util_max": 800, "run": 100},
+            "plain": {"run": 100},
+            "nice": {"priority": 1, "util_min": 0, "run": 100}}}}}"#,
+        4,
+    )
+    .unwrap();
+    let attrs: Vec<_> = r.spec.templates[0]
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::SetAttr {
+                policy,
+                nice,
+                runtime_ns,
+                util_min,
+                util_max,
+            } => Some((*policy, *nice, *runtime_ns, *util_min, *util_max)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attrs,
+        [
+            (Normal, None, None, Some(512), None),
+            (Normal, None, None, None, Some(800)),
+            (Normal, Some(1), Some(0), Some(0), None),
+        ]
+    );
+    assert!(matches!(r.spec.templates[0].steps[0], Step::SetAttr { .. }));
+    for (doc, path) in [
+        (
+            r#"{"tasks": {"a": {"util_min": 600, "util_max": 500, "run": 1}}}"#,
+            "tasks.a.util_min",
+        ),
+        (
+            r#"{"tasks": {"a": {"phases": {"p": {"util_min": 9, "util_max": 8, "run": 1}}}}}"#,
+            "tasks.a.phases.p.util_min",
+        ),
+        (
+            r#"{"tasks": {"a": {"util_max": 1025, "run": 1}}}"#,
+            "tasks.a.util_max",
+        ),
+    ] {
+        let e = rtapp::parse(doc, 4).unwrap_err();
+        assert_eq!(e.path, path, "{doc}: {e}");
+    }
 }
 
 #[test]

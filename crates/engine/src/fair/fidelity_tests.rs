@@ -1681,7 +1681,13 @@ fn renicing_the_running_task_keeps_its_virtual_lag() {
     s.update_curr(0);
     assert_eq!(s.avg_vruntime(0), 500_000);
     let vprot = s.tasks[a as usize].se.vprot;
-    s.sched_setattr_fair(a, schedlab_workload::FairPolicy::Normal, Some(5), None);
+    s.sched_setattr_fair(
+        a,
+        schedlab_workload::FairPolicy::Normal,
+        Some(5),
+        None,
+        (None, None),
+    );
     let se = s.tasks[a as usize].se;
     assert_eq!(
         (se.weight, se.vruntime, se.deadline),

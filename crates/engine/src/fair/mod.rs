@@ -292,11 +292,14 @@ impl Sim {
         } else {
             FairPolicy::Normal
         };
-        self.sched_setattr_fair(t, policy, None, Some(ns));
+        self.sched_setattr_fair(t, policy, None, Some(ns), (None, None));
     }
 
     /// sched_setattr() of a fair policy on task `t`: the policy, a new nice
-    /// value, a new `sched_runtime` (`None`: keep the current one).
+    /// value, a new `sched_runtime` and new utilisation clamps (each `None`:
+    /// keep the current one). Clamps are checked first (uclamp_validate():
+    /// a minimum above the maximum fails the whole call, which changes
+    /// nothing; valid ones turn on `uclamp_used`).
     /// Mirrors __sched_setscheduler() inside the sched_change guard
     /// (sched_change_begin(): update_rq_clock(), dequeue_task() with
     /// DEQUEUE_SAVE, put_prev_task(); then __setparam_fair() and
@@ -324,7 +327,21 @@ impl Sim {
         policy: FairPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
+        uclamp: (Option<u16>, Option<u16>),
     ) {
+        let (umin, umax) = {
+            let tk = &self.tasks[t as usize];
+            (
+                uclamp.0.unwrap_or(tk.uclamp_min),
+                uclamp.1.unwrap_or(tk.uclamp_max),
+            )
+        };
+        if uclamp != (None, None) {
+            if umin > umax || umax > 1024 {
+                return;
+            }
+            self.uclamp_used = true;
+        }
         let idle_policy = policy == FairPolicy::Idle;
         let batch_policy = policy == FairPolicy::Batch;
         let base = self.base_slice_ns;
@@ -341,6 +358,7 @@ impl Sim {
         });
         if tk.idle_policy == idle_policy
             && tk.batch_policy == batch_policy
+            && (tk.uclamp_min, tk.uclamp_max) == (umin, umax)
             && old_nice == nice
             && slice.is_none_or(|(custom, ns)| custom == tk.se.custom_slice && ns == tk.se.slice)
         {
@@ -366,6 +384,8 @@ impl Sim {
             tk.nice = nice;
             tk.idle_policy = idle_policy;
             tk.batch_policy = batch_policy;
+            tk.uclamp_min = umin;
+            tk.uclamp_max = umax;
             if let Some((custom, ns)) = slice {
                 tk.se.custom_slice = custom;
                 tk.se.slice = ns;
@@ -1161,15 +1181,45 @@ impl Sim {
         self.domains.asym_cpucapacity
     }
 
-    /// Does `util` fit `cpu` with the 20% margin (mirrors util_fits_cpu()
-    /// without uclamp, i.e. fits_capacity() against capacity_of())?
-    pub(crate) fn util_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
-        fits_capacity(util, self.capacity_of(cpu))
+    /// Does `util` fit `cpu` (mirrors util_fits_cpu()): 1 if it fits
+    /// capacity_of() with the 20% margin
+    /// and the clamps `uclamp_min`/`uclamp_max`, 0 if it does not fit, -1 if it
+    /// fits but the boost `uclamp_min` exceeds the CPU's capacity. Until
+    /// some task has set clamps (`uclamp_used`, the kernel's
+    /// sched_uclamp_used key) only the plain test counts. A capped task
+    /// (`uclamp_max` at most the CPU's original capacity, unless both are
+    /// 1024) fits whatever its utilisation; a boosted one (`util` below
+    /// `uclamp_min`, itself at most `uclamp_max`) needs the boost to fit
+    /// the CPU's capacity without the 20% margin. No thermal or cpufreq
+    /// pressure is modelled, so the actual capacity is the original one.
+    pub(crate) fn util_fits_cpu(
+        &self,
+        util: u64,
+        uclamp_min: u64,
+        uclamp_max: u64,
+        cpu: CpuId,
+    ) -> i8 {
+        let fits = fits_capacity(util, self.capacity_of(cpu));
+        if !self.uclamp_used {
+            return i8::from(fits);
+        }
+        let cap_orig = self.kcap[cpu as usize];
+        let unclamped = cap_orig == 1024 && uclamp_max == 1024;
+        let max_fits = !unclamped && uclamp_max <= cap_orig;
+        let fits = fits || max_fits;
+        let uclamp_min = uclamp_min.min(uclamp_max);
+        if fits && util < uclamp_min && uclamp_min > cap_orig {
+            return -1;
+        }
+        i8::from(fits)
     }
 
-    /// mirrors task_fits_cpu(): the task's estimated utilisation fits `cpu`.
+    /// mirrors task_fits_cpu(): the task's estimated utilisation fits `cpu`,
+    /// its clamps included.
     pub(crate) fn task_fits_cpu(&self, t: TaskId, cpu: CpuId) -> bool {
-        self.util_fits_cpu(self.tasks[t as usize].util_est(), cpu)
+        let tk = &self.tasks[t as usize];
+        let (lo, hi) = (u64::from(tk.uclamp_min), u64::from(tk.uclamp_max));
+        self.util_fits_cpu(tk.util_est(), lo, hi, cpu) > 0
     }
 
     /// `p->max_allowed_capacity`: the biggest capacity among allowed CPUs.

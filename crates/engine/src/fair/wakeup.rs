@@ -288,7 +288,7 @@ impl Sim {
         // sched_cluster_active(), with the cluster-aware wakeup (CLUSTER_SCAN).
         let cluster_active = self.domains.cluster_active && self.feat(Feat::CLUSTER_SCAN);
         let util = self.tasks[t as usize].util_est();
-        if self.choose_idle_cpu(target, t) && self.asym_fits_cpu(util, target) {
+        if self.choose_idle_cpu(target, t) && self.asym_fits_cpu(t, util, target) {
             self.counters.sis_target += 1;
             return target;
         }
@@ -296,7 +296,7 @@ impl Sim {
         if prev != target
             && self.cpus_share_cache(prev, target)
             && self.choose_idle_cpu(prev, t)
-            && self.asym_fits_cpu(util, prev)
+            && self.asym_fits_cpu(t, util, prev)
         {
             if !cluster_active || self.cpus_share_resources(prev, target) {
                 self.counters.sis_prev += 1;
@@ -309,7 +309,7 @@ impl Sim {
             if self.tasks[w as usize].kthread
                 && prev == this_cpu
                 && self.rqs[this_cpu as usize].nr_running() <= 1
-                && self.asym_fits_cpu(util, prev)
+                && self.asym_fits_cpu(t, util, prev)
             {
                 return prev;
             }
@@ -322,7 +322,7 @@ impl Sim {
             && self.cpus_share_cache(recent, target)
             && self.choose_idle_cpu(recent, t)
             && self.tasks[t as usize].affinity.test(recent)
-            && self.asym_fits_cpu(util, recent)
+            && self.asym_fits_cpu(t, util, recent)
         {
             if !cluster_active || self.cpus_share_resources(recent, target) {
                 self.counters.sis_recent += 1;
@@ -374,12 +374,15 @@ impl Sim {
     }
 
     /// mirrors asym_fits_cpu(): with asymmetric capacities, `cpu` must fit
-    /// `util` and (with SMT) sit on an idle core; otherwise any CPU fits.
-    fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+    /// `util` within task `t`'s clamps and (with SMT) sit on an idle core;
+    /// otherwise any CPU fits.
+    fn asym_fits_cpu(&self, t: TaskId, util: u64, cpu: CpuId) -> bool {
         if !self.sis_asym_cpucap() {
             return true;
         }
-        (!self.smt_active || self.is_core_idle(cpu)) && self.util_fits_cpu(util, cpu)
+        let tk = &self.tasks[t as usize];
+        let (lo, hi) = (u64::from(tk.uclamp_min), u64::from(tk.uclamp_max));
+        (!self.smt_active || self.is_core_idle(cpu)) && self.util_fits_cpu(util, lo, hi, cpu) > 0
     }
 
     /// Scans the asym-capacity domain for an idle CPU that fits the task
@@ -388,7 +391,9 @@ impl Sim {
     /// limits the scan by the domain's own `nr_idle_scan` (set by its
     /// periodic balance) or, when the domain is the LLC, the LLC's.
     fn select_idle_capacity(&mut self, t: TaskId, level: usize, target: CpuId) -> Option<CpuId> {
-        // Ranks, lower is better (enum asym_fits_state without uclamp).
+        // Ranks, lower is better (enum asym_fits_state): a CPU that fits but
+        // whose capacity is below the task's boost is THREAD_UCLAMP_MISFIT
+        // (-1), util_fits_cpu()'s own value.
         const THREAD_FITS: i32 = -2;
         const THREAD_MISFIT: i32 = 0;
         const CORE_BIAS: i32 = -3;
@@ -397,6 +402,10 @@ impl Sim {
         let d = &self.domains.cpus[target as usize].domains[level];
         let cpus = d.span.and(&self.tasks[t as usize].affinity);
         let util = self.tasks[t as usize].util_est();
+        let (lo, hi) = (
+            u64::from(self.tasks[t as usize].uclamp_min),
+            u64::from(self.tasks[t as usize].uclamp_max),
+        );
         let mut nr: i64 = i64::MAX;
         if self.feat(Feat::SIS_UTIL) {
             if let Some(scan) = self.nr_idle_scan_of(target, level) {
@@ -420,13 +429,22 @@ impl Sim {
             if !self.choose_idle_cpu(c, t) {
                 continue;
             }
-            let cap = self.capacity_of(c);
-            let fits = self.util_fits_cpu(util, c);
-            if fits && preferred_core {
+            let mut cap = self.capacity_of(c);
+            let fits = self.util_fits_cpu(util, lo, hi, c);
+            if fits > 0 && preferred_core {
                 self.counters.sis_scanned += scanned;
                 return Some(c);
             }
-            let mut rank = if fits { THREAD_FITS } else { THREAD_MISFIT };
+            // Only the boost does not fit: rank by the actual capacity
+            // (get_actual_cpu_capacity(), no pressure modelled).
+            if fits < 0 {
+                cap = self.kcap[c as usize];
+            }
+            let mut rank = match fits {
+                1.. => THREAD_FITS,
+                0 => THREAD_MISFIT,
+                _ => i32::from(fits),
+            };
             if preferred_core {
                 rank += CORE_BIAS;
             }
