@@ -405,6 +405,16 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
     }
 }
 
+/// The policy and nice value an imported rt-app thread gives itself when it
+/// starts (the `SetAttr` after its delay), SCHED_OTHER at nice 0 if it sets
+/// none; the nice value is that of the template under SCHED_IDLE.
+pub fn thread_start_attrs(t: &ThreadTemplate) -> (FairPolicy, i8) {
+    match t.steps.get(1) {
+        Some(Step::SetAttr { policy, nice, .. }) => (*policy, nice.unwrap_or(t.nice)),
+        _ => (FairPolicy::Normal, t.nice),
+    }
+}
+
 /// The fair policy an rt-app policy name (already checked) stands for.
 fn fair_policy(policy: &str) -> FairPolicy {
     match policy {
@@ -514,11 +524,8 @@ impl Names {
 
 /// One task's program before instantiation (forks are resolved afterwards).
 struct TaskDef {
-    /// SCHED_IDLE policy.
-    idle_policy: bool,
     name: String,
     instances: u32,
-    nice: i8,
     affinity: Option<CpuMask>,
     steps: Vec<Step>,
     /// Fork targets by task name, with the index in `steps` to patch.
@@ -661,10 +668,12 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                     *names.barrier_refs.entry(b).or_insert(0) += 1;
                 }
             }
+            // Created as rt-app creates its threads, SCHED_OTHER at nice 0:
+            // the thread's own first steps set its attributes.
             templates.push(ThreadTemplate {
-                idle_policy: d.idle_policy,
+                idle_policy: false,
                 name,
-                nice: d.nice,
+                nice: 0,
                 affinity: d.affinity,
                 steps: d.steps.clone(),
             });
@@ -816,10 +825,8 @@ fn parse_task(
     let (default_policy, nr_cpus, run_cap) = (g.default_policy, g.nr_cpus, g.run_cap);
     let o = object(tv, path)?;
     let mut def = TaskDef {
-        idle_policy: false,
         name: tname.to_string(),
         instances: 1,
-        nice: 0,
         affinity: None,
         steps: Vec::new(),
         forks: Vec::new(),
@@ -857,35 +864,32 @@ fn parse_task(
             }
         }
     }
-    def.nice = nice_for_policy(
+    let nice = nice_for_policy(
         &policy,
         prio.as_ref().map(|(n, p)| (*n, p.as_str())),
         &format!("{path}.policy"),
     )?;
-    def.idle_policy = policy == "SCHED_IDLE";
-    if let (true, Some((_, p))) = (def.idle_policy, &prio) {
+    let fair = fair_policy(&policy);
+    let idle = fair == FairPolicy::Idle;
+    if let (true, Some((_, p))) = (idle, &prio) {
         notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
     }
+    clamps.check(path)?;
     // Every thread waits for t_zero + delay (at once when that has passed)
     // and counts its timers from there.
     def.steps.push(Step::Delay { ns: delay_ns });
-    // rt-app sets the thread's attributes before anything else; SCHED_BATCH
-    // and clamps only exist through that call (a template starts
-    // SCHED_NORMAL, unclamped).
-    clamps.check(path)?;
-    if policy == "SCHED_BATCH" || clamps.any() {
-        def.steps.insert(
-            0,
-            Step::SetAttr {
-                policy: fair_policy(&policy),
-                nice: None,
-                runtime_ns: task_slice,
-                util_min: clamps.min,
-                util_max: clamps.max,
-            },
-        );
-    } else if let Some(ns) = task_slice {
-        def.steps.insert(0, Step::SetSlice { ns });
+    // Then it sets its own attributes (rt-app's set_thread_param() after
+    // the delay): a thread starts as its creator left it, SCHED_OTHER at
+    // nice 0 and unclamped, which the step changes (nothing to change,
+    // no step).
+    if fair != FairPolicy::Normal || nice != 0 || task_slice.is_some() || clamps.any() {
+        def.steps.push(Step::SetAttr {
+            policy: fair,
+            nice: (!idle).then_some(nice),
+            runtime_ns: (!idle).then_some(task_slice.unwrap_or(0)),
+            util_min: clamps.min,
+            util_max: clamps.max,
+        });
     }
     if has_phases && has_events {
         return err(path, "events must be inside phases when phases is given");
@@ -1408,7 +1412,10 @@ mod tests {
         };
         for prio in [-21, 20, 50, 99] {
             let r = parse(&doc("SCHED_IDLE", prio), 4).unwrap();
-            assert_eq!(r.spec.templates[0].nice, 19);
+            assert_eq!(
+                thread_start_attrs(&r.spec.templates[0]),
+                (FairPolicy::Idle, 0)
+            );
             assert!(r
                 .notes
                 .iter()
@@ -1426,11 +1433,11 @@ mod tests {
             for prio in [-20, 0, 19] {
                 let r = parse(&doc(policy, prio), 4).unwrap();
                 let want = if policy == "SCHED_IDLE" {
-                    19
+                    0
                 } else {
                     prio as i8
                 };
-                assert_eq!(r.spec.templates[0].nice, want);
+                assert_eq!(thread_start_attrs(&r.spec.templates[0]).1, want);
             }
         }
         // Priority before the policy, and the default policy, alike.
@@ -1496,19 +1503,27 @@ mod tests {
         assert_eq!(s.max_time_ns, 2_000_000_000);
         assert_eq!(s.templates.len(), 2);
         assert_eq!(s.templates[0].name, "t-0");
-        assert_eq!(s.templates[0].nice, 5);
+        assert_eq!(s.templates[0].nice, 0);
         assert_eq!(
             s.templates[0].steps,
             vec![
                 // Wait for t_zero (no delay), timers count from there.
                 Step::Delay { ns: 0 },
+                // Then set its own attributes (created at nice 0).
+                Step::SetAttr {
+                    policy: FairPolicy::Normal,
+                    nice: Some(5),
+                    runtime_ns: Some(0),
+                    util_min: None,
+                    util_max: None,
+                },
                 Step::Lock { mutex: 0 },
                 Step::Compute { work_ns: 100_000 },
                 Step::Unlock { mutex: 0 },
                 Step::Compute { work_ns: 50_000 },
                 Step::Barrier { id: 1, spin_ns: 0 },
                 Step::Loop {
-                    start: 1,
+                    start: 2,
                     count: 3,
                     slot: 0
                 },

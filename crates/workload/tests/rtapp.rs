@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use schedlab_topo::CpuMask;
 use schedlab_workload::rtapp::{self, Json};
-use schedlab_workload::{Step, SyncObject};
+use schedlab_workload::{FairPolicy, Step, SyncObject};
 
 fn fixture(name: &str) -> String {
     let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -18,7 +18,12 @@ fn example_from_the_reference_parses() {
     let names: Vec<&str> = s.templates.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["ui-0", "ui-1", "prod-0", "cons-0"]);
     assert_eq!(s.initial, [0, 1, 2, 3]);
-    assert_eq!(s.templates[3].nice, -5);
+    // Created at nice 0, cons sets its priority when it starts.
+    assert_eq!(s.templates[3].nice, 0);
+    assert_eq!(
+        rtapp::thread_start_attrs(&s.templates[3]),
+        (FairPolicy::Normal, -5)
+    );
     assert!(s.templates[0].affinity.is_some());
     assert!(s.templates[0].steps.contains(&Step::Timer {
         id: 0,
@@ -27,7 +32,7 @@ fn example_from_the_reference_parses() {
     }));
     // ui's util_max: a clamp set when each ui thread starts.
     assert!(matches!(
-        s.templates[0].steps[0],
+        s.templates[0].steps[1],
         Step::SetAttr {
             util_max: Some(512),
             ..
@@ -87,20 +92,20 @@ fn every_event_is_supported() {
     assert!(has(&|s| *s == Step::Spawn { template: child }));
     // Barrier parties = instances referencing it (a and b).
     assert!(r.spec.sync.contains(&SyncObject::Barrier { parties: 2 }));
-    // SCHED_IDLE as nice 19.
+    // SCHED_IDLE, set when the thread starts.
     let k = r
         .spec
         .templates
         .iter()
         .find(|t| t.name == "kicker-0")
         .unwrap();
-    assert_eq!(k.nice, 19);
+    assert_eq!(rtapp::thread_start_attrs(k).0, FairPolicy::Idle);
     // Task a's clamps (0 and 1024) are set when its thread starts.
     assert!(has(&|s| *s
         == Step::SetAttr {
-            policy: schedlab_workload::FairPolicy::Normal,
-            nice: None,
-            runtime_ns: None,
+            policy: FairPolicy::Normal,
+            nice: Some(0),
+            runtime_ns: Some(0),
             util_min: Some(0),
             util_max: Some(1024),
         }));
@@ -115,15 +120,25 @@ fn every_event_is_supported() {
 
 #[test]
 fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
-    // Task level: set before anything else (even the delay).
+    // Task level: set by the thread itself after its delay (rt-app's
+    // thread_body() sleeps first, then calls set_thread_param()).
     let r = rtapp::parse(
         r#"{"tasks": {"a": {"delay": 10, "dl-runtime": 300, "loop": 2, "run": 100}}}"#,
         4,
     )
     .unwrap();
     let steps = &r.spec.templates[0].steps;
-    assert_eq!(steps[0], Step::SetSlice { ns: 300_000 });
-    assert_eq!(steps[1], Step::Delay { ns: 10_000 });
+    assert_eq!(steps[0], Step::Delay { ns: 10_000 });
+    assert_eq!(
+        steps[1],
+        Step::SetAttr {
+            policy: FairPolicy::Normal,
+            nice: Some(0),
+            runtime_ns: Some(300_000),
+            util_min: None,
+            util_max: None,
+        }
+    );
     // Phase level, as rt-app's set_thread_param() does it: only a phase
     // that names a policy or a priority changes the attributes, dl-runtime
     // included (0 when absent: the base slice); a phase with a dl-runtime
@@ -157,6 +172,8 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     assert_eq!(
         attrs,
         [
+            // The task's own, when the thread starts.
+            attr(Normal, Some(3), Some(0)),
             attr(Normal, Some(3), Some(200_000)),
             attr(Batch, Some(0), Some(0)),
             attr(Idle, None, None),
@@ -165,7 +182,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
             attr(Idle, None, None),
         ]
     );
-    assert_eq!(r.spec.templates[0].nice, 3);
+    assert_eq!(r.spec.templates[0].nice, 0);
     for p in [
         "phases.alone.dl-runtime ignored",
         "phases.idle.priority ignored",
@@ -173,16 +190,17 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     ] {
         assert!(r.notes.iter().any(|n| n.contains(p)), "{p}: {:?}", r.notes);
     }
-    // A SCHED_BATCH task becomes one by its first step (with its slice).
+    // A SCHED_BATCH task becomes one when it starts (with its nice value
+    // and slice).
     let rb = rtapp::parse(
         r#"{"tasks": {"a": {"policy": "SCHED_BATCH", "priority": 2, "dl-runtime": 300, "run": 100}}}"#,
         4,
     )
     .unwrap();
-    assert_eq!(rb.spec.templates[0].nice, 2);
+    assert_eq!(rb.spec.templates[0].nice, 0);
     assert_eq!(
-        rb.spec.templates[0].steps[0],
-        attr(Batch, None, Some(300_000))
+        rb.spec.templates[0].steps[1],
+        attr(Batch, Some(2), Some(300_000))
     );
 }
 
@@ -218,12 +236,12 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
     assert_eq!(
         attrs,
         [
-            (Normal, None, None, Some(512), None),
+            (Normal, Some(0), Some(0), Some(512), None),
             (Normal, None, None, None, Some(800)),
             (Normal, Some(1), Some(0), Some(0), None),
         ]
     );
-    assert!(matches!(r.spec.templates[0].steps[0], Step::SetAttr { .. }));
+    assert!(matches!(r.spec.templates[0].steps[1], Step::SetAttr { .. }));
     for (doc, path) in [
         (
             r#"{"tasks": {"a": {"util_min": 600, "util_max": 500, "run": 1}}}"#,
@@ -503,8 +521,8 @@ proptest! {
     }
 
     /// A SCHED_OTHER (or BATCH) task's priority is a nice value: in -20..=19
-    /// it is the thread's nice, outside it an error at its path; under
-    /// SCHED_IDLE it is ignored (nice 19).
+    /// it is the nice value the thread sets when it starts, outside it an
+    /// error at its path; under SCHED_IDLE it is ignored.
     #[test]
     fn priorities_outside_the_nice_range_are_rejected(
         policy in prop::sample::select(vec!["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"]),
@@ -517,8 +535,8 @@ proptest! {
         match rtapp::parse(&doc, 4) {
             Ok(r) => {
                 prop_assert!(policy == "SCHED_IDLE" || (-20..=19).contains(&prio));
-                let want = if policy == "SCHED_IDLE" { 19 } else { prio };
-                prop_assert_eq!(i64::from(r.spec.templates[0].nice), want);
+                let want = if policy == "SCHED_IDLE" { 0 } else { prio };
+                prop_assert_eq!(i64::from(rtapp::thread_start_attrs(&r.spec.templates[0]).1), want);
             }
             Err(e) => {
                 prop_assert!(policy != "SCHED_IDLE" && !(-20..=19).contains(&prio), "{}", e);
