@@ -1870,6 +1870,36 @@ mod tests {
         assert!(capped < 0.1, "{capped}");
     }
 
+    /// A trace shows each event's priority as it was then: 120 before a
+    /// thread's sched_setattr() to nice 5, 125 after.
+    #[test]
+    fn the_trace_shows_the_priority_of_the_moment() {
+        let steps = vec![
+            Step::Nanosleep { ns: 1_000_000 },
+            Step::SetAttr {
+                policy: FairPolicy::Normal,
+                nice: Some(5),
+                runtime_ns: None,
+                util_min: None,
+                util_max: None,
+            },
+            Step::Nanosleep { ns: 1_000_000 },
+        ];
+        let mut sim =
+            crate::scenarios::quiet_sim("kunpeng920", spec(vec![pinned("r", 1, steps)], vec![]));
+        sim.enable_trace(10_000);
+        assert_eq!(sim.run(), StopReason::Finished);
+        let mut out = Vec::new();
+        crate::trace::write_ftrace_text(&sim, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let prios: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("sched_wakeup: comm=r "))
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("prio=")))
+            .collect();
+        assert_eq!(prios, ["prio=120", "prio=125"], "{text}");
+    }
+
     /// A reader that gets its message in two passes (half now, half after
     /// sleeping) pays the transfer of the whole message, as two read()s
     /// copy it all: from the last write to the reader's next step takes as

@@ -32,6 +32,10 @@ pub struct TraceRecord {
     /// `common_pid`), `None` for idle.
     pub current: Option<TaskId>,
     pub kind: TraceKind,
+    /// The nice values of the event's tasks when it fired (a switch's prev
+    /// and next, or the one task of the others; 0 for idle), for the `prio`
+    /// fields: sched_setattr() may change them during the run.
+    pub nice: [i8; 2],
 }
 
 /// A tracepoint and its fields.
@@ -187,6 +191,16 @@ impl Sim {
 
     fn trace_push(&mut self, cpu: CpuId, kind: TraceKind) {
         let now = self.now;
+        let nice_of = |t: Option<TaskId>| t.map_or(0, |t| self.tasks[t as usize].nice);
+        let nice = match kind {
+            TraceKind::Switch { prev, next, .. } => [nice_of(prev), nice_of(next)],
+            TraceKind::Waking { task, .. }
+            | TraceKind::Wakeup { task, .. }
+            | TraceKind::WakeupNew { task, .. }
+            | TraceKind::Migrate { task, .. }
+            | TraceKind::Exit { task } => [nice_of(Some(task)), 0],
+            TraceKind::CpuIdle { .. } => [0, 0],
+        };
         if let Some(tr) = self.trace.as_deref_mut() {
             let current = tr.shown[cpu as usize];
             tr.push(TraceRecord {
@@ -194,6 +208,7 @@ impl Sim {
                 cpu,
                 current,
                 kind,
+                nice,
             });
         }
     }
@@ -312,8 +327,10 @@ fn comm(sim: &Sim, task: Option<TaskId>, cpu: CpuId) -> String {
     }
 }
 
-fn prio(sim: &Sim, task: Option<TaskId>) -> i32 {
-    task.map_or(120, |t| 120 + i32::from(sim.tasks[t as usize].nice))
+/// The kernel priority a record shows for its `i`-th task (120 + nice, 120
+/// for idle).
+fn prio(r: &TraceRecord, i: usize) -> i32 {
+    120 + i32::from(r.nice[i])
 }
 
 /// Writes the recorded events as tracefs text (the `trace` file's format:
@@ -364,11 +381,11 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                 "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} next_pid={} next_prio={}",
                 comm(sim, prev, r.cpu),
                 trace_pid(prev),
-                prio(sim, prev),
+                prio(r, 0),
                 prev_state.letter(),
                 comm(sim, next, r.cpu),
                 trace_pid(next),
-                prio(sim, next)
+                prio(r, 1)
             )?,
             TraceKind::Waking { task, target }
             | TraceKind::Wakeup { task, target }
@@ -383,7 +400,7 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                     "{name}: comm={} pid={} prio={} target_cpu={:03}",
                     comm(sim, Some(task), r.cpu),
                     trace_pid(Some(task)),
-                    prio(sim, Some(task)),
+                    prio(r, 0),
                     target
                 )?
             }
@@ -392,7 +409,7 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                 "sched_migrate_task: comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
                 comm(sim, Some(task), r.cpu),
                 trace_pid(Some(task)),
-                prio(sim, Some(task)),
+                prio(r, 0),
                 from,
                 to
             )?,
@@ -401,7 +418,7 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                 "sched_process_exit: comm={} pid={} prio={}",
                 comm(sim, Some(task), r.cpu),
                 trace_pid(Some(task)),
-                prio(sim, Some(task))
+                prio(r, 0)
             )?,
             TraceKind::CpuIdle { state } => {
                 writeln!(out, "cpu_idle: state={state} cpu_id={}", r.cpu)?
@@ -562,7 +579,7 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
         let mut m = Pb::default();
         m.bytes(1, comm(sim, Some(task), r.cpu).as_bytes());
         m.uint(2, u64::from(trace_pid(Some(task))));
-        m.uint(3, prio(sim, Some(task)) as u64);
+        m.uint(3, prio(r, 0) as u64);
         if let Some(c) = target {
             m.uint(4, 1); // success
             m.uint(5, u64::from(c)); // target_cpu
@@ -578,11 +595,11 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
             let mut m = Pb::default();
             m.bytes(1, comm(sim, prev, r.cpu).as_bytes());
             m.uint(2, u64::from(trace_pid(prev)));
-            m.uint(3, prio(sim, prev) as u64);
+            m.uint(3, prio(r, 0) as u64);
             m.uint(4, prev_state.bits() as u64);
             m.bytes(5, comm(sim, next, r.cpu).as_bytes());
             m.uint(6, u64::from(trace_pid(next)));
-            m.uint(7, prio(sim, next) as u64);
+            m.uint(7, prio(r, 1) as u64);
             ev.msg(EVENT_SCHED_SWITCH, &m);
         }
         TraceKind::Waking { task, target } => {
@@ -605,7 +622,7 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
             m.bytes(1, comm(sim, Some(task), r.cpu).as_bytes());
             m.uint(2, u64::from(trace_pid(Some(task))));
             m.uint(3, u64::from(tgids[task as usize]));
-            m.uint(4, prio(sim, Some(task)) as u64);
+            m.uint(4, prio(r, 0) as u64);
             ev.msg(EVENT_SCHED_PROCESS_EXIT, &m);
         }
         TraceKind::CpuIdle { state } => {
