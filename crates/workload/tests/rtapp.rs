@@ -384,6 +384,14 @@ fn relaxed_syntax_fixture_with_phase_cpus() {
             Some(CpuMask::from_cpus([3])),
         ]
     );
+    // The second phase renices the thread and boosts it (single-quoted key).
+    assert!(t.steps.contains(&Step::SetAttr {
+        policy: FairPolicy::Normal,
+        nice: Some(5),
+        runtime_ns: Some(0),
+        util_min: Some(200),
+        util_max: None,
+    }));
     assert_eq!(r.spec.max_time_ns, 2_000_000_000);
 }
 
