@@ -294,46 +294,22 @@ impl Builtin {
         }
     }
 
-    /// Checks that every rt-app thread pinned to CPUs of its own (`cpus`)
-    /// keeps some of them under the run's `affinity` (`--cpus`), as a
-    /// cpuset would refuse sched_setaffinity() to CPUs outside it; the
-    /// error names the task's `cpus` path, both lists and the thread (the
-    /// caller adds the file's name).
+    /// Checks that every `cpus` list of an rt-app file (a task's or a
+    /// phase's) keeps some of its CPUs under the run's `affinity`
+    /// (`--cpus`), as a cpuset would refuse sched_setaffinity() to CPUs
+    /// outside it (EINVAL, and rt-app exits); the error names the list's
+    /// JSON path and both lists (the caller adds the file's name).
     pub fn check_affinity(&self, affinity: Option<CpuMask>) -> Result<(), String> {
         let (Builtin::RtApp(r), Some(a)) = (self, affinity) else {
             return Ok(());
         };
-        for (id, t) in r.spec.templates.iter().enumerate() {
-            // rt-app names a task's instances `<task>-<idx>`; a fork-only
-            // task's one template keeps the task's name.
-            let started = r.spec.initial.iter().any(|&i| i as usize == id);
-            let task = match t.name.rsplit_once('-') {
-                Some((task, idx)) if started && idx.parse::<u32>().is_ok() => task,
-                _ => &t.name,
-            };
-            if let Some(own) = t.affinity {
-                if own.and(&a).is_empty() {
-                    return Err(format!(
-                        "tasks.{task}.cpus: CPUs {} are all outside --cpus {} (thread {} could run nowhere)",
-                        own.to_list_string(),
-                        a.to_list_string(),
-                        t.name
-                    ));
-                }
-            }
-            // A phase's `cpus` go through sched_setaffinity(), which a
-            // cpuset restricts the same way (EINVAL when nothing is left).
-            for step in &t.steps {
-                if let Step::SetAffinity { cpus: Some(own) } = step {
-                    if own.and(&a).is_empty() {
-                        return Err(format!(
-                            "tasks.{task}.phases: a phase's cpus {} are all outside --cpus {} (thread {} could run nowhere)",
-                            own.to_list_string(),
-                            a.to_list_string(),
-                            t.name
-                        ));
-                    }
-                }
+        for (path, own) in &r.cpus {
+            if own.and(&a).is_empty() {
+                return Err(format!(
+                    "{path}: CPUs {} are all outside --cpus {} (its threads could run nowhere)",
+                    own.to_list_string(),
+                    a.to_list_string(),
+                ));
             }
         }
         Ok(())

@@ -377,6 +377,10 @@ pub struct RtApp {
     pub spec: WorkloadSpec,
     /// Keys accepted without effect, and approximations made.
     pub notes: Vec<String>,
+    /// Every `cpus` list of the file with its JSON path (task or phase), in
+    /// document order: the CPU sets its threads give themselves with
+    /// sched_setaffinity(), which a run's `--cpus` restricts.
+    pub cpus: Vec<(String, CpuMask)>,
 }
 
 /// Scheduling policies rt-app knows. `prio` is the task's `priority` with
@@ -627,6 +631,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     }
     let mut names = Names::default();
     let mut defs: Vec<TaskDef> = Vec::new();
+    let mut cpu_lists = Vec::new();
     for (tname, tv) in tasks {
         let path = format!("tasks.{tname}");
         if tname.is_empty() {
@@ -646,6 +651,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
             },
             &mut names,
             &mut notes,
+            &mut cpu_lists,
         )?);
     }
     // Templates: one per instance; a task with 0 instances gets one template
@@ -668,13 +674,14 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                     *names.barrier_refs.entry(b).or_insert(0) += 1;
                 }
             }
-            // Created as rt-app creates its threads, SCHED_OTHER at nice 0:
-            // the thread's own first steps set its attributes.
+            // Created as rt-app creates its threads, SCHED_OTHER at nice 0
+            // on any CPU: the thread's own first steps set its attributes
+            // and its CPUs.
             templates.push(ThreadTemplate {
                 idle_policy: false,
                 name,
                 nice: 0,
-                affinity: d.affinity,
+                affinity: None,
                 steps: d.steps.clone(),
             });
         }
@@ -725,6 +732,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
             max_time_ns: max_time_ns.unwrap_or(DEFAULT_MAX_TIME_NS),
         },
         notes,
+        cpus: cpu_lists,
     })
 }
 
@@ -821,6 +829,7 @@ fn parse_task(
     g: &Globals,
     names: &mut Names,
     notes: &mut Vec<String>,
+    cpu_lists: &mut Vec<(String, CpuMask)>,
 ) -> Result<TaskDef, RtAppError> {
     let (default_policy, nr_cpus, run_cap) = (g.default_policy, g.nr_cpus, g.run_cap);
     let o = object(tv, path)?;
@@ -851,7 +860,11 @@ fn parse_task(
             "loop" => task_loop = loop_count(v, &p)?,
             "policy" => policy = string(v, &p)?.to_string(),
             "priority" => prio = Some((int(v, &p, i32::MIN.into(), i32::MAX.into())?, p)),
-            "cpus" => def.affinity = Some(parse_cpus(v, &p, nr_cpus)?),
+            "cpus" => {
+                let mask = parse_cpus(v, &p, nr_cpus)?;
+                def.affinity = Some(mask);
+                cpu_lists.push((p, mask));
+            }
             // Since 6.12 a fair task's sched_runtime requests a custom slice.
             "dl-runtime" => task_slice = Some(us(v, &p)?),
             "phases" => has_phases = true,
@@ -891,6 +904,17 @@ fn parse_task(
             util_max: clamps.max,
         });
     }
+    // The affinity at every phase start (rt-app's set_thread_affinity():
+    // the phase's `cpus`, else the task's, else the CPUs the thread started
+    // with): a thread is created where fork balancing puts it and moves
+    // itself, after its delay and attributes. With no phase `cpus`, the
+    // task's apply from the first phase on.
+    let phase_cpus = has_phases
+        && matches!(field(o, "phases"), Some(Json::Obj(ph))
+            if ph.iter().any(|(_, pv)| matches!(pv, Json::Obj(po) if field(po, "cpus").is_some())));
+    if let (false, Some(mask)) = (phase_cpus, def.affinity) {
+        def.steps.push(Step::SetAffinity { cpus: Some(mask) });
+    }
     if has_phases && has_events {
         return err(path, "events must be inside phases when phases is given");
     }
@@ -903,12 +927,6 @@ fn parse_task(
         if phases.is_empty() {
             return err(&format!("{path}.phases"), "no phase defined");
         }
-        // The affinity at every phase start (rt-app's set_thread_affinity():
-        // the phase's `cpus`, else the task's, else the CPUs the thread
-        // started with).
-        let phase_cpus = phases
-            .iter()
-            .any(|(_, pv)| matches!(pv, Json::Obj(o) if field(o, "cpus").is_some()));
         // The scheduling attributes (rt-app's set_thread_param()): only a
         // phase that names a policy or a priority changes them (for the fair
         // policies _set_thread_cfs() returns early otherwise, dl-runtime or
@@ -930,7 +948,11 @@ fn parse_task(
                     "util_max" => pclamps.max = util_clamp(v, &p)?,
                     "loop" => ploop = loop_count(v, &p)?,
                     "dl-runtime" => pruntime = Some((us(v, &p)?, p)),
-                    "cpus" => cpus = Some(parse_cpus(v, &p, nr_cpus)?),
+                    "cpus" => {
+                        let mask = parse_cpus(v, &p, nr_cpus)?;
+                        cpus = Some(mask);
+                        cpu_lists.push((p, mask));
+                    }
                     "policy" => ppolicy = Some((string(v, &p)?.to_string(), p)),
                     "priority" => pprio = Some((int(v, &p, i32::MIN.into(), i32::MAX.into())?, p)),
                     _ if event_kind(k).is_some() => {}

@@ -24,7 +24,19 @@ fn example_from_the_reference_parses() {
         rtapp::thread_start_attrs(&s.templates[3]),
         (FairPolicy::Normal, -5)
     );
-    assert!(s.templates[0].affinity.is_some());
+    // ui's threads are created anywhere and restrict themselves to CPUs
+    // 0-3 once started, as rt-app's do.
+    assert_eq!(s.templates[0].affinity, None);
+    assert!(s.templates[0].steps.contains(&Step::SetAffinity {
+        cpus: Some(CpuMask::from_cpus([0, 1, 2, 3]))
+    }));
+    assert_eq!(
+        r.cpus[0],
+        (
+            "tasks.ui.cpus".to_string(),
+            CpuMask::from_cpus([0, 1, 2, 3])
+        )
+    );
     assert!(s.templates[0].steps.contains(&Step::Timer {
         id: 0,
         period_ns: 16_000_000,
@@ -367,7 +379,16 @@ fn keys_rt_app_does_not_read_are_noted() {
 fn relaxed_syntax_fixture_with_phase_cpus() {
     let r = rtapp::parse(&fixture("relaxed_phases.json"), 4).unwrap();
     let t = &r.spec.templates[0];
-    assert_eq!(t.affinity, Some(CpuMask::from_cpus([3])));
+    assert_eq!(t.affinity, None);
+    let paths: Vec<&str> = r.cpus.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "tasks.mover.cpus",
+            "tasks.mover.phases.first.cpus",
+            "tasks.mover.phases.second.cpus"
+        ]
+    );
     let masks: Vec<Option<CpuMask>> = t
         .steps
         .iter()
