@@ -130,8 +130,8 @@ pub enum Step {
         util_min: Option<u16>,
         util_max: Option<u16>,
     },
-    /// sched_setaffinity() on the thread itself (rt-app's phase-level `cpus`,
-    /// through pthread_setaffinity_np()): the thread may run only on `cpus`
+    /// sched_setaffinity() on the thread itself (rt-app's `cpus`, which its
+    /// threads set through pthread_setaffinity_np()): the thread may run only on `cpus`
     /// (those of them the machine has), or with `None` again on the CPUs it
     /// started with. If its CPU is no longer allowed, the stopper moves it to
     /// one that is before the next step. No change, no cost.
