@@ -526,38 +526,24 @@ fn every_preset_builds_for_every_config_it_lists() {
 #[test]
 fn run_accepts_rtapp_files_and_rejects_malformed_ones_with_the_json_path() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../workload/tests/fixtures");
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        &format!("{fixtures}/finite.json"),
-    ]);
+    // `schedlab run --machine exynos5422 --workload FILE` and `extra` flags.
+    let run = |file: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--machine", "exynos5422", "--workload", file];
+        args.extend_from_slice(extra);
+        schedlab(&args)
+    };
+    let o = run(&format!("{fixtures}/finite.json"), &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     // The relaxed syntax of rt-app's own examples runs, with its phases'
     // CPUs, and a note names the key rt-app would pass over.
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        &format!("{fixtures}/relaxed_phases.json"),
-        "--checked",
-    ]);
+    let relaxed = format!("{fixtures}/relaxed_phases.json");
+    let o = run(&relaxed, &["--checked"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(all.contains("global.frag ignored"), "{all}");
     assert!(all.contains("TimeLimit"), "{all}");
     // Under --cpus that leave a phase none of its CPUs, the run is refused.
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        &format!("{fixtures}/relaxed_phases.json"),
-        "--cpus",
-        "3-7",
-    ]);
+    let o = run(&relaxed, &["--cpus", "3-7"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("tasks.mover.phases"), "{}", stderr(&o));
     let dir = tempdir("rtapp-bad");
@@ -567,26 +553,14 @@ fn run_accepts_rtapp_files_and_rejects_malformed_ones_with_the_json_path() {
         r#"{"tasks": {"ui": {"loop": 1, "phases": {"p": {"run": 100, "timer": {"ref": "t", "period": "x"}}}}}}"#,
     )
     .unwrap();
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        bad.to_str().unwrap(),
-    ]);
+    let o = run(bad.to_str().unwrap(), &[]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
         e.contains("bad.json") && e.contains("tasks.ui.phases.p.timer.period"),
         "{e}"
     );
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        "/nonexistent/x.json",
-    ]);
+    let o = run("/nonexistent/x.json", &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
