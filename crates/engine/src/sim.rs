@@ -259,6 +259,12 @@ pub struct Sim {
     pub(crate) kcap: Vec<u64>,
     /// The highest of them (the big CPUs' capacity under HMP).
     pub(crate) kcap_max: u64,
+    /// Per CPU and domain level: what the balancer reads of a domain and its
+    /// groups that never changes during a run (see [`SdConsts`]).
+    pub(crate) sd_consts: Vec<Vec<SdConsts>>,
+    /// Per CPU, a bit per domain level whose name the CPU's balancing has
+    /// already entered in [`Counters::levels`] (the first pass names it).
+    pub(crate) lb_named: Vec<u16>,
     /// `sched_smt_active()`: some core has more than one hardware thread.
     pub(crate) smt_active: bool,
     /// SMT siblings of each CPU, including itself (precomputed `cpu_smt_mask()`).
@@ -301,6 +307,51 @@ pub struct Sim {
 /// CPU's lowest SD_ASYM_CPUCAPACITY_FULL domain unless it is a NUMA level or
 /// is the LLC domain itself (whose state then serves both), one record per
 /// span, idle after boot (every CPU may be scanned, every core is idle).
+/// The constant part of a domain as the balancer sees it: its span's
+/// weight and, per group, the weight and the sum, maximum and minimum of
+/// the CPUs' capacities (`sgc->capacity`, `max_capacity`, `min_capacity`).
+/// The kernel refreshes the capacities in update_group_capacity(); with no
+/// RT, IRQ or thermal pressure modelled they never change, so they are
+/// computed once rather than on every balancing pass.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SdConsts {
+    pub span_weight: u32,
+    pub groups: Vec<GroupConsts>,
+}
+
+/// One group's part of [`SdConsts`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GroupConsts {
+    pub weight: u32,
+    pub cap_sum: u64,
+    pub cap_max: u64,
+    pub cap_min: u64,
+}
+
+/// [`Sim::sd_consts`] for every CPU's domains.
+fn sd_constants(domains: &Domains, kcap: &[u64]) -> Vec<Vec<SdConsts>> {
+    let cap = |c: CpuId| kcap.get(c as usize).copied().unwrap_or(0);
+    let group = |g: &schedlab_topo::SchedGroup| GroupConsts {
+        weight: g.span.weight(),
+        cap_sum: g.span.iter().map(cap).sum(),
+        cap_max: g.span.iter().map(cap).max().unwrap_or(0),
+        cap_min: g.span.iter().map(cap).min().unwrap_or(0),
+    };
+    domains
+        .cpus
+        .iter()
+        .map(|cd| {
+            cd.domains
+                .iter()
+                .map(|d| SdConsts {
+                    span_weight: d.span.weight(),
+                    groups: d.groups.iter().map(group).collect(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn asym_shared_state(domains: &Domains) -> (Vec<AsymShared>, Vec<Option<u32>>) {
     let mut shared: Vec<AsymShared> = Vec::new();
     let mut first_cpus: Vec<CpuId> = Vec::new();
@@ -425,6 +476,7 @@ impl Sim {
             .into_iter()
             .map(u64::from)
             .collect();
+        let sd_consts = sd_constants(&domains, &kcap);
         let smt_masks: Vec<CpuMask> = (0..n).map(|c| machine.smt_mask(c as CpuId)).collect();
         let smt_active = smt_masks.iter().any(|m| m.weight() > 1);
         let smt_threads = smt_masks.iter().map(|m| m.weight()).max().unwrap_or(1) as u64;
@@ -437,6 +489,7 @@ impl Sim {
             cache,
             trace: None,
             nohz_idle: CpuMask::first_n(n),
+            lb_named: vec![0; n],
             nr_nohz_idle: n as u32,
             smt_masks,
             sg_imbalance: Vec::new(),
@@ -450,6 +503,7 @@ impl Sim {
             hperf_queued: Default::default(),
             kcap_max: kcap.iter().copied().max().unwrap_or(1024),
             kcap,
+            sd_consts,
             smt_active,
             rng_noise: rng::stream(cfg.seed, "noise"),
             rng_fork: rng::stream(cfg.seed, "fork"),

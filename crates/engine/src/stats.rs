@@ -107,6 +107,13 @@ impl Counters {
         l.lb_count += 1;
     }
 
+    /// [`Counters::lb_count`] for a level whose name this CPU has recorded.
+    pub(crate) fn lb_count_again(&mut self, level: usize) {
+        if let Some(l) = self.levels.get_mut(level.min(MAX_LEVELS - 1)) {
+            l.lb_count += 1;
+        }
+    }
+
     pub(crate) fn lb_serialized(&mut self, level: usize) {
         if let Some(l) = self.levels.get_mut(level) {
             l.lb_serialized += 1;

@@ -704,7 +704,9 @@ impl Sim {
                 let cost = if self.serialize_refuses(d.flags) {
                     u64::from(self.machine.wakeup.balance_refused_ns)
                 } else {
-                    self.machine.wakeup.balance_pass_ns_for(d.span.weight())
+                    self.machine
+                        .wakeup
+                        .balance_pass_ns_for(self.span_weight(cpu, level))
                 };
                 let (moved, c) = self.sched_balance_rq(cpu, level, IdleType::NewlyIdle);
                 cont = c;
@@ -868,10 +870,9 @@ impl Sim {
         let mut has_blocked = false;
         let mut next = u64::MAX;
         let idle = self.nohz_idle;
-        let n = self.nr_cpus() as CpuId;
-        for k in 1..=n {
-            let c = (this_cpu + k) % n;
-            if !idle.test(c) || !self.is_idle_cpu(c) {
+        // for_each_cpu_wrap() over the idle mask, from the CPU after this one.
+        for c in idle.iter_wrap(this_cpu + 1) {
+            if !self.is_idle_cpu(c) {
                 continue;
             }
             if stats {
@@ -1047,23 +1048,14 @@ impl Sim {
         let g = &d.groups[gi];
         let local = g.span.test(env.this_cpu);
         let pct = d.imbalance_pct;
+        let gc = self.sd_consts[env.this_cpu as usize][env.level].groups[gi];
         let mut s = GroupStats {
-            group_capacity: g.span.iter().map(|c| self.capacity_of(c)).sum(),
-            group_weight: g.span.weight(),
+            group_capacity: gc.cap_sum,
+            group_weight: gc.weight,
             flags: g.flags,
             cores: g.cores,
-            max_capacity: g
-                .span
-                .iter()
-                .map(|c| self.capacity_of(c))
-                .max()
-                .unwrap_or(0),
-            min_capacity: g
-                .span
-                .iter()
-                .map(|c| self.capacity_of(c))
-                .min()
-                .unwrap_or(0),
+            max_capacity: gc.cap_max,
+            min_capacity: gc.cap_min,
             asym_prefer_prio: self.machine.cpus[g.asym_prefer_cpu as usize].asym_prio,
             imbalanced: self.sg_imbalanced((g.sgc_level, g.sgc_cpu)),
             ..Default::default()
@@ -1203,7 +1195,7 @@ impl Sim {
                 let llc = cd.llc_id as usize;
                 self.llc[llc].nr_idle_scan = nr_idle_scan(sum_util, cd.llc_size, d_pct);
             } else if let Some(a) = self.asym_shared_of[cpu as usize] {
-                let weight = cd.domains[env.level].span.weight();
+                let weight = self.span_weight(cpu, env.level);
                 let a = &mut self.asym_shared[a as usize];
                 if a.level == env.level {
                     a.nr_idle_scan = nr_idle_scan(sum_util, weight, d_pct);
@@ -1355,13 +1347,23 @@ impl Sim {
             .get(level + 1)
             .map(|p| (p.groups[0].sgc_level, p.groups[0].sgc_cpu));
         let mut env = LbEnv::new(cpu, level, d.flags, d.span, idle);
-        self.counters.lb_count(level, &d.name);
+        // The level's name is recorded on a CPU's first pass at that level.
+        let bit = 1u16 << level.min(15);
+        if self.lb_named[cpu as usize] & bit == 0 {
+            self.lb_named[cpu as usize] |= bit;
+            self.counters.lb_count(level, &d.name);
+        } else {
+            self.counters.lb_count_again(level);
+        }
         env.dst_grpmask = self.group_balance_mask(cpu, level);
         let mut continue_balancing = true;
         let mut moved = 0;
         let serialize = d.flags.contains(SdFlags::SERIALIZE);
         // How long the pass takes (the machine's `balance_pass_ns`, ESTIMATE).
-        let pass_ns = self.machine.wakeup.balance_pass_ns_for(d.span.weight());
+        let pass_ns = self
+            .machine
+            .wakeup
+            .balance_pass_ns_for(self.span_weight(cpu, level));
         let mut holds_running = false;
         // Each redo removes a fully pinned source CPU: bounded by the span.
         let outcome = 'redo: loop {

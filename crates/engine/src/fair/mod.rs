@@ -1176,6 +1176,11 @@ impl Sim {
         self.kcap[cpu as usize]
     }
 
+    /// The weight of domain `level` of `cpu`'s span (`sd->span_weight`).
+    pub(crate) fn span_weight(&self, cpu: CpuId, level: usize) -> u32 {
+        self.sd_consts[cpu as usize][level].span_weight
+    }
+
     /// `sched_asym_cpucap_active()`: CPUs of different kernel capacity exist.
     pub(crate) fn asym_cpucap_active(&self) -> bool {
         self.domains.asym_cpucapacity
