@@ -1925,18 +1925,28 @@ impl Sim {
             (None, None) => all,
         };
         let affinity = if affinity.is_empty() { all } else { affinity };
-        let mut t = Task::new(id, &tmpl.name, 1, tpl, tmpl.nice, affinity);
-        // SCHED_IDLE: sched_fork()'s set_load_weight() gives weight 3 before
-        // the first averages (init_entity_runnable_average(),
-        // post_init_entity_util_avg()); enqueue_task() keeps it so.
-        t.idle_policy = tmpl.idle_policy;
+        // dup_task_struct() copies the parent: a thread created by another
+        // belongs to its process and starts with its policy, nice value and
+        // weight (sched_fork() recomputes the weight only under
+        // sched_reset_on_fork, not modelled). The template's nice value and
+        // SCHED_IDLE describe only the threads the workload starts itself,
+        // as a shell's `nice`/`chrt -i` would start them.
+        let (tgid, nice, idle_policy, batch_policy) = match parent {
+            Some(p) => {
+                let pt = &self.tasks[p as usize];
+                (pt.tgid, pt.nice, pt.idle_policy, pt.batch_policy)
+            }
+            None => (1, tmpl.nice, tmpl.idle_policy, false),
+        };
+        let mut t = Task::new(id, &tmpl.name, tgid, tpl, nice, affinity);
+        t.idle_policy = idle_policy;
+        t.batch_policy = batch_policy;
         if t.idle_policy {
             t.se.weight = crate::fair::WEIGHT_IDLEPRIO;
         }
-        // dup_task_struct() copies the parent and __sched_fork() leaves the
-        // wakee history alone: the child starts with its parent's flips.
-        // It also keeps the parent's sched_setattr() slice (only
-        // sched_reset_on_fork, not modelled, would reset it).
+        // __sched_fork() leaves the wakee history alone: the child starts
+        // with its parent's flips. It also keeps the parent's
+        // sched_setattr() slice (only sched_reset_on_fork would reset it).
         if let Some(p) = parent {
             let pt = &self.tasks[p as usize];
             t.wakee_flips = pt.wakee_flips;

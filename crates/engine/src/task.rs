@@ -113,8 +113,8 @@ pub struct Task {
     /// (`sched_idle_cpu()`). Set before the task is first enqueued.
     pub idle_policy: bool,
     /// SCHED_BATCH: weighted like a normal task, but its wakeups never
-    /// preempt (normal_policy() is false for it). Only sched_setattr()
-    /// (`Step::SetAttr`) sets it; a new thread starts without it.
+    /// preempt (normal_policy() is false for it). sched_setattr()
+    /// (`Step::SetAttr`) sets it; a thread inherits it from its creator.
     pub batch_policy: bool,
     /// The task's utilisation clamps (`p->uclamp_req[]`, which with no
     /// cgroup and the system defaults at 1024 are also its effective

@@ -260,9 +260,13 @@ pub enum FairPolicy {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadTemplate {
     pub name: String,
+    /// The nice value of a thread the workload starts (`initial`). A thread
+    /// spawned by another (`Step::Spawn`) inherits its creator's nice value,
+    /// policy and process, as fork does; it changes them with `Step::SetAttr`.
     pub nice: i8,
-    /// SCHED_IDLE: the lowest weight (3), and CPUs running only such tasks
-    /// count as idle for wakeup placement (`sched_idle_cpu()`).
+    /// SCHED_IDLE for a thread the workload starts: the lowest weight (3),
+    /// and CPUs running only such tasks count as idle for wakeup placement
+    /// (`sched_idle_cpu()`). Spawned threads inherit their creator's policy.
     pub idle_policy: bool,
     /// CPUs the thread may run on (`sched_setaffinity`); inherited by spawned threads
     /// unless the template sets its own.

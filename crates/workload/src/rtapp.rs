@@ -892,18 +892,19 @@ fn parse_task(
     // and counts its timers from there.
     def.steps.push(Step::Delay { ns: delay_ns });
     // Then it sets its own attributes (rt-app's set_thread_param() after
-    // the delay): a thread starts as its creator left it, SCHED_OTHER at
-    // nice 0 and unclamped, which the step changes (nothing to change,
-    // no step).
-    if fair != FairPolicy::Normal || nice != 0 || task_slice.is_some() || clamps.any() {
-        def.steps.push(Step::SetAttr {
-            policy: fair,
-            nice: (!idle).then_some(nice),
-            runtime_ns: (!idle).then_some(task_slice.unwrap_or(0)),
-            util_min: clamps.min,
-            util_max: clamps.max,
-        });
-    }
+    // the delay). A thread starts as its creator left it: rt-app's own
+    // threads SCHED_OTHER at nice 0 and unclamped, a thread made by a
+    // `fork` event with the forking thread's policy, nice value, slice and
+    // clamps. A task's attributes always exist (its policy defaults to the
+    // global one and its priority to nice 0), so the step is always there;
+    // when it changes nothing it is a no-op.
+    def.steps.push(Step::SetAttr {
+        policy: fair,
+        nice: (!idle).then_some(nice),
+        runtime_ns: (!idle).then_some(task_slice.unwrap_or(0)),
+        util_min: clamps.min,
+        util_max: clamps.max,
+    });
     // The affinity at every phase start (rt-app's set_thread_affinity():
     // the phase's `cpus`, else the task's, else the CPUs the thread started
     // with): a thread is created where fork balancing puts it and moves

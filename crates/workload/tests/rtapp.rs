@@ -277,9 +277,17 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
 fn duplicate_keys_keep_their_order() {
     let r = rtapp::parse(&fixture("duplicate_keys.json"), 2).unwrap();
     assert_eq!(
-        r.spec.templates[0].steps[..5],
+        r.spec.templates[0].steps[..6],
         [
             Step::Delay { ns: 0 },
+            // The task's own attributes, set even when they are the defaults.
+            Step::SetAttr {
+                policy: FairPolicy::Normal,
+                nice: Some(0),
+                runtime_ns: Some(0),
+                util_min: None,
+                util_max: None,
+            },
             Step::Compute { work_ns: 100_000 },
             Step::Nanosleep { ns: 100_000 },
             Step::Compute { work_ns: 300_000 },

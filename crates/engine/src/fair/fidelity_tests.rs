@@ -997,9 +997,9 @@ fn bare_with_child_template() -> Sim {
     s
 }
 
-/// A forked SCHED_IDLE task weighs 3 from its first averages
-/// (set_load_weight() in sched_fork()): its CPU does not carry a nice-0
-/// task's load while the new task's average decays.
+/// A SCHED_IDLE task started by the workload (as `chrt -i` starts one)
+/// weighs 3 from its first averages: its CPU does not carry a nice-0 task's
+/// load while the new task's average decays.
 #[test]
 fn a_forked_sched_idle_task_starts_with_weight_3() {
     let mut s = bare_with_child_template();
@@ -1036,6 +1036,45 @@ fn a_forked_task_inherits_its_parents_wakee_history() {
     // Without a parent (the workload's first threads) it starts clean.
     let orphan = s.spawn(0, None, 3);
     assert_eq!(s.tasks[orphan as usize].wakee_flips, 0);
+}
+
+/// dup_task_struct() copies the creator: a thread created by a SCHED_BATCH,
+/// nice-5, boosted thread of process 2 is all of that from its first
+/// enqueue, whatever its template says; one created by a SCHED_IDLE thread
+/// weighs 3.
+#[test]
+fn a_thread_inherits_its_creators_policy_nice_clamps_and_process() {
+    let mut s = bare_with_child_template();
+    // The template asks for nothing: only threads the workload starts get
+    // a template's nice value or policy.
+    s.spec.templates[0].nice = -10;
+    let parent = add_task(&mut s, 3);
+    {
+        let p = &mut s.tasks[parent as usize];
+        p.tgid = 2 + parent;
+        p.nice = 5;
+        p.se.weight = 335;
+        p.batch_policy = true;
+        p.uclamp_min = 100;
+    }
+    let child = s.spawn(0, Some(parent), 3);
+    let c = &s.tasks[child as usize];
+    assert_eq!(
+        (c.tgid, c.nice, c.se.weight, c.batch_policy, c.idle_policy),
+        (2 + parent, 5, 335, true, false)
+    );
+    assert_eq!((c.uclamp_min, c.uclamp_max), (100, 1024));
+    // init_entity_runnable_average(): the load average starts at the weight.
+    assert_eq!(c.avg.load_avg, 335);
+    s.tasks[parent as usize].idle_policy = true;
+    s.tasks[parent as usize].batch_policy = false;
+    let c2 = s.spawn(0, Some(parent), 3);
+    let c2 = &s.tasks[c2 as usize];
+    assert_eq!((c2.idle_policy, c2.se.weight), (true, WEIGHT_IDLEPRIO));
+    // A thread the workload starts takes its template's nice value.
+    let orphan = s.spawn(0, None, 3);
+    let o = &s.tasks[orphan as usize];
+    assert_eq!((o.tgid, o.nice, o.batch_policy), (1, -10, false));
 }
 
 #[test]
