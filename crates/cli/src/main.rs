@@ -1406,6 +1406,7 @@ fn run(
         REPORT_TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let mut sim = Sim::new(m, d, spec, sim_cfg);
+    w.attach(&mut sim);
     if let Some(t) = &trace {
         sim.enable_trace_window(t.limit, t.from_ns, t.to_ns);
         if let Some(tr) = sim.trace.as_deref_mut() {
@@ -1566,7 +1567,7 @@ fn run(
         let mut v = serde_json::json!({
             "schema": "schedlab.run/1",
             "machine": sim.machine.name, "workload": workload, "config": config, "seed": seed,
-            "sim_time_ns": sim.now, "stop": format!("{stop:?}"), "metrics": metrics,
+            "sim_time_ns": sim.now, "events": sim.events, "stop": format!("{stop:?}"), "metrics": metrics,
             "tasks": tasks, "cpus": cpus, "counters": c, "hz": cfg.hz,
             "features": cfg.features.list().into_iter().map(|(n, o)| (n.to_string(), serde_json::json!(o))).collect::<serde_json::Map<_, _>>(),
             "tunables": run_tunables_json(&cfg, sim.nr_cpus()),

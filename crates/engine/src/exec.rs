@@ -454,7 +454,7 @@ impl Sim {
                 }
                 Step::MarkWoken { tag } => {
                     let w = self.tasks[t as usize].woken_at_ns;
-                    self.marks.push((t, tag, w));
+                    self.record_mark(t, tag, w);
                 }
                 Step::Compute { work_ns } => {
                     self.start_activity(t, Activity::Compute, work_ns as f64);
@@ -528,7 +528,7 @@ impl Sim {
                     self.start_activity(t, Activity::Compute, cost_ns as f64);
                     return;
                 }
-                Step::Mark { tag } => self.marks.push((t, tag, self.now)),
+                Step::Mark { tag } => self.record_mark(t, tag, self.now),
                 Step::Loop { start, count, slot } => {
                     let s = (slot as usize).min(3);
                     let tk = &mut self.tasks[t as usize];
@@ -1469,6 +1469,14 @@ impl Sim {
         }
         self.resched_cpu(cpu, cpu);
         Flow::Stop
+    }
+
+    /// Hands a benchmark mark to the run's [`crate::sim::MarkSink`], or keeps it.
+    fn record_mark(&mut self, t: TaskId, tag: u32, at_ns: u64) {
+        match self.mark_sink.as_deref_mut() {
+            Some(sink) => sink.mark(t, self.tasks[t as usize].template, tag, at_ns),
+            None => self.marks.push((t, tag, at_ns)),
+        }
     }
 
     /// The task becomes a process of its own. Thread-group ids: 1 for the

@@ -30,7 +30,7 @@ pub mod tunables;
 pub use event::TaskId;
 pub use exec::{MAX_INSTANT_STEPS, MAX_TASKS};
 pub use features::{Feat, Features, FEATURES, S3_FIXES};
-pub use sim::{Sim, SimConfig, StopReason, LIVELOCK_EVENTS};
+pub use sim::{MarkSink, Sim, SimConfig, StopReason, LIVELOCK_EVENTS};
 pub use stats::Counters;
 pub use task::{Task, TaskState};
 pub use tunables::{Tunables, TUNABLES};

@@ -167,6 +167,17 @@ pub const HRTICK_MIN_NS: u64 = 10_000;
 /// this (hrtick_needs_rearm()), ns.
 pub const HRTICK_REARM_SLACK_NS: u64 = 5_000;
 
+/// Takes a run's benchmark marks as they are made, in place of
+/// [`Sim::marks`]: a workload whose metrics need only a summary of the marks
+/// (counts, a histogram) keeps a long run's memory bounded this way.
+pub trait MarkSink: Send {
+    /// One mark: `task` (made from `template`) passed a `Mark`/`MarkWoken`
+    /// step with `tag` at `at_ns`.
+    fn mark(&mut self, task: TaskId, template: u32, tag: u32, at_ns: u64);
+    /// For the workload that installed the sink to read it back.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
 /// The simulator.
 pub struct Sim {
     pub machine: Machine,
@@ -196,8 +207,11 @@ pub struct Sim {
     /// Hardware costs beyond rates: caches, transfers, refills (hwcost.rs).
     pub hw: crate::hwcost::HwState,
     pub counters: Counters,
-    /// Benchmark timer marks: (task, tag, time).
+    /// Benchmark timer marks: (task, tag, time), unless a [`MarkSink`]
+    /// takes them.
     pub marks: Vec<(TaskId, u32, u64)>,
+    /// Where marks go as they are made instead of [`Sim::marks`], when set.
+    pub mark_sink: Option<Box<dyn MarkSink>>,
     /// When the first thread of the workload began its program (rt-app's
     /// `t_zero`, taken by its thread 0 before the start barrier).
     pub(crate) prog_zero_ns: Option<u64>,
@@ -534,6 +548,7 @@ impl Sim {
                 ..Counters::default()
             },
             marks: Vec::new(),
+            mark_sink: None,
             live: 0,
             events: 0,
             events_at_now: 0,

@@ -837,6 +837,7 @@ pub fn run_point(
         ..SimConfig::default()
     };
     let mut sim = Sim::new(m, d, spec, sim_cfg);
+    point.workload.attach(&mut sim);
     let stop = sim.run();
     let mut metrics = point.workload.metrics(&sim);
     let hybrid = hybrid_placement(&sim);

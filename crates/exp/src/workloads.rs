@@ -2,7 +2,7 @@
 //! program building, and the benchmark's own metrics and output. rt-app JSON
 //! files come in through [`Builtin::from_rtapp`].
 
-use schedlab_engine::Sim;
+use schedlab_engine::{MarkSink, Sim};
 use schedlab_report::MetricSpec;
 use schedlab_topo::{CpuMask, Machine};
 use schedlab_workload::chacha20::{self, Chacha20Params};
@@ -359,19 +359,47 @@ impl Builtin {
         spec
     }
 
+    /// Installs the workload's [`MarkSink`] in a run about to start, for
+    /// the workloads whose metrics need only a running summary of their
+    /// marks (schbench's and rt-app's latency histograms): their memory then
+    /// stays bounded however long the run. The metrics are the same either
+    /// way; without a sink they are computed from [`Sim::marks`].
+    pub fn attach(&self, sim: &mut Sim) {
+        let sink = match self {
+            Builtin::Schbench(p) => Summary::Schbench(schbench::Sampler::new(p)),
+            Builtin::RtApp(_) => Summary::RtApp(rtapp::TimerLatencies::default()),
+            _ => return,
+        };
+        sim.mark_sink = Some(Box::new(sink));
+    }
+
+    /// The run's mark summary, if [`Builtin::attach`] installed one.
+    fn summary(sim: &Sim) -> Option<&Summary> {
+        sim.mark_sink.as_deref()?.as_any().downcast_ref::<Summary>()
+    }
+
+    /// schbench's samples, from its sink or its marks.
+    fn schbench_samples(p: &SchbenchParams, sim: &Sim) -> schbench::Samples {
+        match Self::summary(sim) {
+            Some(Summary::Schbench(s)) => s.samples(),
+            _ => schbench::samples(p, &sim.marks),
+        }
+    }
+
     /// The benchmark's metrics after a run, in its own units.
     pub fn metrics(&self, sim: &Sim) -> Vec<(String, f64)> {
         // Marks as (task, tag, time) and (template, tag, time).
-        let by_task: Vec<(u32, u32, u64)> = sim.marks.to_vec();
-        let by_tpl: Vec<(u32, u32, u64)> = sim
-            .marks
-            .iter()
-            .map(|m| (sim.tasks[m.0 as usize].template, m.1, m.2))
-            .collect();
-        let of_tpl0 = || -> Vec<(u32, u64)> {
-            by_tpl
+        let by_task: &[(u32, u32, u64)] = &sim.marks;
+        let by_tpl = || -> Vec<(u32, u32, u64)> {
+            sim.marks
                 .iter()
-                .filter(|m| m.0 == 0)
+                .map(|m| (sim.tasks[m.0 as usize].template, m.1, m.2))
+                .collect()
+        };
+        let of_tpl0 = || -> Vec<(u32, u64)> {
+            sim.marks
+                .iter()
+                .filter(|m| sim.tasks[m.0 as usize].template == 0)
                 .map(|m| (m.1, m.2))
                 .collect()
         };
@@ -389,6 +417,7 @@ impl Builtin {
                 None => Vec::new(),
             },
             Builtin::Pipe(p) => {
+                let by_tpl = by_tpl();
                 match (
                     pipe::usecs_per_op(p, &by_tpl),
                     pipe::usecs_per_op_spread(p, &by_tpl),
@@ -404,19 +433,16 @@ impl Builtin {
                     _ => Vec::new(),
                 }
             }
-            Builtin::Schbench(p) => {
-                let s = schbench::samples(p, &by_task);
-                schbench::metrics(p, &s)
-            }
+            Builtin::Schbench(p) => schbench::metrics(p, &Self::schbench_samples(p, sim)),
             Builtin::Parsec(_) => match parsec::times_s(&of_tpl0()) {
                 Some((t, roi)) => vec![("time".into(), t), ("roi_time".into(), roi)],
                 None => Vec::new(),
             },
-            Builtin::Pbzip2(p) => match pbzip2::result(p, &by_tpl) {
+            Builtin::Pbzip2(p) => match pbzip2::result(p, &by_tpl()) {
                 Some((secs, tput)) => vec![("tput".into(), tput), ("time".into(), secs)],
                 None => Vec::new(),
             },
-            Builtin::Pixz(p) => match pixz::result(p, &by_tpl) {
+            Builtin::Pixz(p) => match pixz::result(p, &by_tpl()) {
                 Some((secs, tput)) => vec![("tput".into(), tput), ("time".into(), secs)],
                 None => Vec::new(),
             },
@@ -443,7 +469,7 @@ impl Builtin {
                 Some(ms) => vec![("host_time".into(), ms)],
                 None => Vec::new(),
             },
-            Builtin::Daytrader(p) => match daytrader::summary(p, &by_task) {
+            Builtin::Daytrader(p) => match daytrader::summary(p, by_task) {
                 Some(s) => vec![
                     ("tput".into(), s.tput),
                     ("requests".into(), s.requests as f64),
@@ -454,7 +480,7 @@ impl Builtin {
                 ],
                 None => Vec::new(),
             },
-            Builtin::Ycsb(p) => match ycsb::result(p, &by_task) {
+            Builtin::Ycsb(p) => match ycsb::result(p, by_task) {
                 Some(r) => {
                     let lat = |k: &str| r.ops.iter().find(|o| o.0 == k).map_or(0.0, |o| o.2);
                     vec![
@@ -479,14 +505,17 @@ impl Builtin {
                 let wait: u64 = user.iter().map(|t| t.stats.wait_time_ns).sum();
                 out.push(("cpu_time_s".into(), cpu as f64 * 1e-9));
                 out.push(("runqueue_wait_s".into(), wait as f64 * 1e-9));
-                let lat = rtapp::timer_latencies_us(&by_task);
+                let lat = match Self::summary(sim) {
+                    Some(Summary::RtApp(l)) => l.latencies_us.clone(),
+                    _ => rtapp::timer_latencies_us(by_task),
+                };
                 if !lat.is_empty() {
                     out.push(("timer_wakeups".into(), lat.len() as f64));
                     for q in [50.0, 90.0, 99.0] {
-                        let v = schbench::percentile(&lat, q).unwrap_or(0);
+                        let v = lat.percentile(q).unwrap_or(0);
                         out.push((format!("wu_lat_pct{q:.1}"), v as f64));
                     }
-                    out.push(("wu_lat_max".into(), lat[lat.len() - 1] as f64));
+                    out.push(("wu_lat_max".into(), lat.max().unwrap_or(0) as f64));
                 }
                 out
             }
@@ -535,10 +564,7 @@ impl Builtin {
     /// percentiles).
     pub fn report_sim(&self, sim: &Sim, metrics: &[(String, f64)]) -> String {
         match self {
-            Builtin::Schbench(p) => {
-                let s = schbench::samples(p, &sim.marks);
-                schbench::report(p, &s)
-            }
+            Builtin::Schbench(p) => schbench::report(p, &Self::schbench_samples(p, sim)),
             Builtin::Kernbench(p) => {
                 let t = get3(metrics, "elsp", "user", "syst");
                 kernbench::report(p, t, sim.counters.context_switches)
@@ -637,6 +663,25 @@ impl Builtin {
     }
 }
 
+/// What a [`Builtin::attach`]ed sink keeps of a run's marks.
+enum Summary {
+    Schbench(schbench::Sampler),
+    RtApp(rtapp::TimerLatencies),
+}
+
+impl MarkSink for Summary {
+    fn mark(&mut self, task: u32, _template: u32, tag: u32, at_ns: u64) {
+        match self {
+            Summary::Schbench(s) => s.mark(task, tag, at_ns),
+            Summary::RtApp(l) => l.mark(task, tag, at_ns),
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 fn get3(m: &[(String, f64)], a: &str, b: &str, c: &str) -> Option<(f64, f64, f64)> {
     let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1);
     Some((get(a)?, get(b)?, get(c)?))
@@ -662,6 +707,7 @@ mod tests {
                 ..SimConfig::default()
             },
         );
+        w.attach(&mut sim);
         let stop = sim.run();
         (sim, stop)
     }
@@ -1026,6 +1072,41 @@ mod tests {
             assert_eq!(a.marks, b.marks, "{spec}");
             assert_eq!(a.events, b.events, "{spec}");
             assert_eq!(w.metrics(&a), w.metrics(&b), "{spec}");
+        }
+    }
+
+    /// A run whose marks go to the workload's sink reports exactly what the
+    /// same run reports from its kept marks.
+    #[test]
+    fn a_mark_sink_keeps_the_metrics_of_the_marks() {
+        let timer = r#"{"tasks": {"t": {"instance": 3, "loop": -1, "run": 700,
+            "timer": {"ref": "tick", "period": 4000}}}, "global": {"duration": 0.3}}"#;
+        for w in [
+            Builtin::parse("schbench:runtime_s=2,warmup_s=1,workers=3,operations=2").unwrap(),
+            Builtin::from_rtapp(timer, 8).unwrap(),
+        ] {
+            let (with_sink, _) = run("exynos5422", &w, 9);
+            assert!(with_sink.mark_sink.is_some() && with_sink.marks.is_empty());
+            let m = schedlab_topo::resolve_machine("exynos5422").unwrap();
+            let d = build_domains(&m, &DomainConfig::default()).unwrap();
+            let cfg = SimConfig {
+                seed: 9,
+                checked: true,
+                ..SimConfig::default()
+            };
+            let mut kept = Sim::new(m, d, w.build(None, None), cfg);
+            kept.run();
+            assert!(!kept.marks.is_empty());
+            let metrics = w.metrics(&kept);
+            assert!(
+                metrics.iter().any(|(k, _)| k.contains("lat")),
+                "{metrics:?}"
+            );
+            assert_eq!(w.metrics(&with_sink), metrics);
+            assert_eq!(
+                w.report_sim(&with_sink, &metrics),
+                w.report_sim(&kept, &metrics)
+            );
         }
     }
 

@@ -11,6 +11,7 @@
 pub mod chacha20;
 pub mod daytrader;
 pub mod hackbench;
+pub mod hist;
 pub mod kernbench;
 pub mod mobile;
 pub mod parsec;

@@ -40,6 +40,7 @@
 //!   and keys rt-app does not read (it passes over them too).
 //! - Rejected: real-time and deadline policies.
 
+use crate::hist::Hist;
 use crate::program::{
     FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
 };
@@ -1258,27 +1259,44 @@ fn events(
     Ok(())
 }
 
-/// Timer wakeup latencies (rt-app's `wu_lat`), µs, sorted, from marks
+/// Timer wakeup latencies (rt-app's `wu_lat`), µs, from marks
 /// `(task, tag, time)` in recording order.
-pub fn timer_latencies_us(marks: &[(u32, u32, u64)]) -> Vec<u64> {
-    let mut due: Vec<(u32, u64)> = Vec::new();
-    let mut out = Vec::new();
+pub fn timer_latencies_us(marks: &[(u32, u32, u64)]) -> Hist {
+    let mut l = TimerLatencies::default();
     for &(t, tag, at) in marks {
+        l.mark(t, tag, at);
+    }
+    l.latencies_us
+}
+
+/// [`timer_latencies_us`] one mark at a time, as the run makes them: memory
+/// bounded by the number of threads and of distinct latencies.
+#[derive(Clone, Debug, Default)]
+pub struct TimerLatencies {
+    /// Per task id: when its timer last expired.
+    due_ns: Vec<Option<u64>>,
+    pub latencies_us: Hist,
+}
+
+impl TimerLatencies {
+    /// One thread mark.
+    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
+        let i = t as usize;
         match tag {
-            TAG_TIMER_DUE => match due.iter_mut().find(|d| d.0 == t) {
-                Some(d) => d.1 = at,
-                None => due.push((t, at)),
-            },
+            TAG_TIMER_DUE => {
+                if self.due_ns.len() <= i {
+                    self.due_ns.resize(i + 1, None);
+                }
+                self.due_ns[i] = Some(at);
+            }
             TAG_TIMER_RUN => {
-                if let Some(d) = due.iter().find(|d| d.0 == t) {
-                    out.push(at.saturating_sub(d.1) / 1000);
+                if let Some(d) = self.due_ns.get(i).copied().flatten() {
+                    self.latencies_us.add(at.saturating_sub(d) / 1000);
                 }
             }
             _ => {}
         }
     }
-    out.sort_unstable();
-    out
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 //! after each post (`message_cputime_us`, `-C`, 30 ms there; 0 here) and a
 //! 5 s warm-up (`warmup_s`).
 
+use crate::hist::Hist;
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -325,15 +326,16 @@ fn legacy(
     }
 }
 
-/// The samples of a run.
+/// The samples of a run, as exact histograms (schbench itself keeps
+/// histograms; these lose nothing).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Samples {
-    /// Wakeup latencies, µs, sorted.
-    pub wakeup_us: Vec<u64>,
-    /// Request latencies, µs, sorted.
-    pub request_us: Vec<u64>,
-    /// Completed requests per one-second interval, sorted.
-    pub rps: Vec<u64>,
+    /// Wakeup latencies, µs.
+    pub wakeup_us: Hist,
+    /// Request latencies, µs.
+    pub request_us: Hist,
+    /// Completed requests per one-second interval.
+    pub rps: Hist,
 }
 
 /// What schbench records for an interval from `start_ns` to `end_ns`:
@@ -350,60 +352,87 @@ pub fn gtod_delta_us(start_ns: u64, end_ns: u64) -> Option<u64> {
 /// order; samples before the warmup end are dropped, and so are latencies
 /// of 0 µs, as schbench drops them ([`gtod_delta_us`]).
 pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
-    let warm = p.warmup_s as u64 * 1_000_000_000;
-    let mut s = Samples::default();
-    // Per task: last woken stamp and last request start.
-    let mut woken: Vec<(u32, u64)> = Vec::new();
-    let mut start: Vec<(u32, u64)> = Vec::new();
-    let mut per_sec = vec![0u64; p.runtime_s as usize];
-    let set = |v: &mut Vec<(u32, u64)>, t: u32, x: u64| match v.iter_mut().find(|e| e.0 == t) {
-        Some(e) => e.1 = x,
-        None => v.push((t, x)),
-    };
-    let get = |v: &Vec<(u32, u64)>, t: u32| v.iter().find(|e| e.0 == t).map(|e| e.1);
+    let mut s = Sampler::new(p);
     for &(t, tag, at) in marks {
+        s.mark(t, tag, at);
+    }
+    s.samples()
+}
+
+/// [`samples`] one mark at a time, as the run makes them: memory bounded
+/// by the number of workers and of distinct latencies, however long the run.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    warm_ns: u64,
+    /// Per task id: last woken stamp and last request start.
+    woken: Vec<Option<u64>>,
+    start: Vec<Option<u64>>,
+    per_sec: Vec<u64>,
+    wakeup_us: Hist,
+    request_us: Hist,
+}
+
+impl Sampler {
+    pub fn new(p: &SchbenchParams) -> Sampler {
+        Sampler {
+            warm_ns: p.warmup_s as u64 * 1_000_000_000,
+            woken: Vec::new(),
+            start: Vec::new(),
+            per_sec: vec![0; p.runtime_s as usize],
+            wakeup_us: Hist::default(),
+            request_us: Hist::default(),
+        }
+    }
+
+    /// One worker mark.
+    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
+        let i = t as usize;
+        let set = |v: &mut Vec<Option<u64>>, x: u64| {
+            if v.len() <= i {
+                v.resize(i + 1, None);
+            }
+            v[i] = Some(x);
+        };
+        let get = |v: &Vec<Option<u64>>| v.get(i).copied().flatten();
         match tag {
-            TAG_WOKEN => set(&mut woken, t, at),
+            TAG_WOKEN => set(&mut self.woken, at),
             TAG_AWAKE => {
-                if let Some(w) = get(&woken, t) {
-                    if w >= warm {
-                        s.wakeup_us.extend(gtod_delta_us(w, at));
+                if let Some(w) = get(&self.woken) {
+                    if w >= self.warm_ns {
+                        if let Some(d) = gtod_delta_us(w, at) {
+                            self.wakeup_us.add(d);
+                        }
                     }
                 }
-                set(&mut start, t, at);
+                set(&mut self.start, at);
             }
             TAG_DONE => {
-                if let Some(b) = get(&start, t) {
-                    if b >= warm {
-                        s.request_us.extend(gtod_delta_us(b, at));
+                if let Some(b) = get(&self.start) {
+                    if b >= self.warm_ns {
+                        if let Some(d) = gtod_delta_us(b, at) {
+                            self.request_us.add(d);
+                        }
                     }
                 }
-                if at >= warm {
-                    let k = ((at - warm) / 1_000_000_000) as usize;
-                    if k < per_sec.len() {
-                        per_sec[k] += 1;
+                if at >= self.warm_ns {
+                    let k = ((at - self.warm_ns) / 1_000_000_000) as usize;
+                    if let Some(c) = self.per_sec.get_mut(k) {
+                        *c += 1;
                     }
                 }
             }
             _ => {}
         }
     }
-    s.wakeup_us.sort_unstable();
-    s.request_us.sort_unstable();
-    per_sec.sort_unstable();
-    s.rps = per_sec;
-    s
-}
 
-/// The `p`th percentile of sorted samples as schbench computes it: the
-/// smallest value with at least p% of the samples at or below it.
-pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
+    /// The samples so far.
+    pub fn samples(&self) -> Samples {
+        Samples {
+            wakeup_us: self.wakeup_us.clone(),
+            request_us: self.request_us.clone(),
+            rps: self.per_sec.iter().copied().collect(),
+        }
     }
-    let n = sorted.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, n) - 1])
 }
 
 /// Latency percentiles reported as metrics.
@@ -424,21 +453,23 @@ pub fn metrics(p: &SchbenchParams, s: &Samples) -> Vec<(String, f64)> {
         for q in LAT_PCTS {
             out.push((
                 format!("{name}_pct{q:.1}"),
-                percentile(v, q).unwrap_or(0) as f64,
+                v.percentile(q).unwrap_or(0) as f64,
             ));
         }
-        out.push((format!("{name}_min"), v[0] as f64));
-        out.push((format!("{name}_max"), v[v.len() - 1] as f64));
+        out.push((format!("{name}_min"), v.min().unwrap_or(0) as f64));
+        out.push((format!("{name}_max"), v.max().unwrap_or(0) as f64));
     }
     if !s.rps.is_empty() {
         for q in RPS_PCTS {
             out.push((
                 format!("rps_pct{q:.1}"),
-                percentile(&s.rps, q).unwrap_or(0) as f64,
+                s.rps.percentile(q).unwrap_or(0) as f64,
             ));
         }
-        let total: u64 = s.rps.iter().sum();
-        out.push(("average_rps".into(), total as f64 / s.rps.len() as f64));
+        out.push((
+            "average_rps".into(),
+            s.rps.sum() as f64 / s.rps.len() as f64,
+        ));
     }
     // The pre-2023 table's names (wakeup latency), as mmtests reports them.
     if !s.wakeup_us.is_empty() {
@@ -446,10 +477,7 @@ pub fn metrics(p: &SchbenchParams, s: &Samples) -> Vec<(String, f64)> {
             .iter()
             .zip(["p50", "p75", "p90", "p95", "p99", "p99_5", "p99_9"])
         {
-            out.push((
-                name.into(),
-                percentile(&s.wakeup_us, *q).unwrap_or(0) as f64,
-            ));
+            out.push((name.into(), s.wakeup_us.percentile(*q).unwrap_or(0) as f64));
         }
     }
     out.push(("runtime".into(), p.runtime_s as f64));
@@ -461,7 +489,7 @@ fn table(
     title: &str,
     unit: &str,
     runtime: u32,
-    v: &[u64],
+    v: &Hist,
     pcts: &[f64],
     star: f64,
 ) {
@@ -469,10 +497,10 @@ fn table(
         "{title} percentiles ({unit}) runtime {runtime} (s) ({} total samples)\n",
         v.len()
     ));
-    let mut below = 0usize;
+    let mut below = 0u64;
     for &q in pcts {
-        let val = percentile(v, q).unwrap_or(0);
-        let upto = v.partition_point(|&x| x <= val);
+        let val = v.percentile(q).unwrap_or(0);
+        let upto = v.count_le(val);
         let mark = if q == star { "* " } else { "  " };
         out.push_str(&format!(
             "\t{mark}{q:.1}th: {val:<10} ({} samples)\n",
@@ -482,8 +510,8 @@ fn table(
     }
     out.push_str(&format!(
         "\t  min={}, max={}\n",
-        v.first().copied().unwrap_or(0),
-        v.last().copied().unwrap_or(0)
+        v.min().unwrap_or(0),
+        v.max().unwrap_or(0)
     ));
 }
 
@@ -493,14 +521,14 @@ pub fn report(p: &SchbenchParams, s: &Samples) -> String {
     if p.legacy {
         out.push_str("Latency percentiles (usec)\n");
         for q in LAT_PCTS {
-            let v = percentile(&s.wakeup_us, q).unwrap_or(0);
+            let v = s.wakeup_us.percentile(q).unwrap_or(0);
             let star = if q == 99.0 { "*" } else { "" };
             out.push_str(&format!("\t{star}{q:.4}th: {v}\n"));
         }
         out.push_str(&format!(
             "\tmin={}, max={}\n",
-            s.wakeup_us.first().copied().unwrap_or(0),
-            s.wakeup_us.last().copied().unwrap_or(0)
+            s.wakeup_us.min().unwrap_or(0),
+            s.wakeup_us.max().unwrap_or(0)
         ));
         return out;
     }
@@ -532,10 +560,9 @@ pub fn report(p: &SchbenchParams, s: &Samples) -> String {
         &RPS_PCTS,
         50.0,
     );
-    let total: u64 = s.rps.iter().sum();
     out.push_str(&format!(
         "average rps: {:.2}\n",
-        total as f64 / s.rps.len().max(1) as f64
+        s.rps.sum() as f64 / s.rps.len().max(1) as f64
     ));
     out
 }
@@ -547,16 +574,17 @@ mod tests {
 
     #[test]
     fn percentiles_follow_schbench() {
+        let pct = |v: &[u64], p: f64| v.iter().copied().collect::<Hist>().percentile(p);
         let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&v, 99.9), Some(100));
-        assert_eq!(percentile(&v, 0.0), Some(1));
-        assert_eq!(percentile(&[7], 99.9), Some(7));
-        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(pct(&v, 50.0), Some(50));
+        assert_eq!(pct(&v, 99.0), Some(99));
+        assert_eq!(pct(&v, 99.9), Some(100));
+        assert_eq!(pct(&v, 0.0), Some(1));
+        assert_eq!(pct(&[7], 99.9), Some(7));
+        assert_eq!(pct(&[], 50.0), None);
         let v = vec![1, 1, 1, 2, 10];
-        assert_eq!(percentile(&v, 50.0), Some(1));
-        assert_eq!(percentile(&v, 90.0), Some(10));
+        assert_eq!(pct(&v, 50.0), Some(1));
+        assert_eq!(pct(&v, 90.0), Some(10));
     }
 
     #[test]
@@ -575,10 +603,10 @@ mod tests {
             (5, TAG_WOKEN, 1_100_000),
         ];
         let s = samples(&p, &marks);
-        assert_eq!(s.wakeup_us, vec![2, 3]);
-        assert_eq!(s.request_us, vec![500, 1000]);
+        assert_eq!(s.wakeup_us, [2, 3].into_iter().collect());
+        assert_eq!(s.request_us, [500, 1000].into_iter().collect());
         // Both requests complete in the first second.
-        assert_eq!(s.rps, vec![0, 2]);
+        assert_eq!(s.rps, [0, 2].into_iter().collect());
         let m = metrics(&p, &s);
         let get = |k: &str| m.iter().find(|x| x.0 == k).unwrap().1;
         assert_eq!(get("wakeup_latency_pct99.0"), 3.0);
@@ -612,10 +640,10 @@ mod tests {
             (5, TAG_DONE, 130_500),
         ];
         let s = samples(&p, &marks);
-        assert_eq!(s.wakeup_us, vec![1]);
-        assert_eq!(s.request_us, vec![7, 110]);
+        assert_eq!(s.wakeup_us, [1].into_iter().collect());
+        assert_eq!(s.request_us, [7, 110].into_iter().collect());
         // Every completed request still counts towards the RPS.
-        assert_eq!(s.rps, vec![0, 2]);
+        assert_eq!(s.rps, [0, 2].into_iter().collect());
     }
 
     #[test]

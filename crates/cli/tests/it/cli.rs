@@ -186,6 +186,9 @@ fn run_prints_stream_output_and_writes_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["schema"], "schedlab.run/1");
+    // The engine's event count, as the text summary prints it.
+    let events = v["events"].as_u64().unwrap();
+    assert!(out.contains(&format!("{events} events")), "{events}: {out}");
     assert_eq!(v["tasks"].as_array().unwrap().len(), 4);
     for t in v["tasks"].as_array().unwrap() {
         for k in [
