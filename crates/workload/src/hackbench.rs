@@ -90,14 +90,28 @@ impl HackbenchParams {
                 }),
             }
         };
-        Ok(HackbenchParams {
+        let p = HackbenchParams {
             groups: s.get_u64("groups", 10, 1, 1024)? as u32,
             fds: s.get_u64("fds", 20, 1, 512)? as u32,
             loops: s.get_u64("loops", 100, 1, 1_000_000)? as u32,
             datasize: s.get_u64("datasize", 100, 1, 1 << 20)?,
             pipe: choice("ipc", "pipe", "socket", false)?,
             threads: choice("mode", "threads", "process", false)?,
-        })
+        };
+        // Every sender's program writes to each receiver of its group in
+        // turn, so the programs hold groups·fds² writes.
+        let writes = u64::from(p.groups) * u64::from(p.fds).pow(2);
+        if writes > MAX_GROUP_WRITES {
+            return Err(SpecError::BadValue {
+                workload: s.name.clone(),
+                key: "fds".into(),
+                reason: format!(
+                    "groups·fds² = {writes} is above {MAX_GROUP_WRITES} \
+                     (each sender writes to every receiver of its group: fewer groups or fds)"
+                ),
+            });
+        }
+        Ok(p)
     }
 
     /// Messages the run passes: groups·fds²·loops.
@@ -127,6 +141,10 @@ impl HackbenchParams {
         base * 3 / 4 + self.datasize * COPY_PS_PER_BYTE / 1000
     }
 }
+
+/// The most sender-to-receiver writes per loop (groups·fds²) a run may have:
+/// 1024 groups of 45 fds, or 8 groups of 512 (about 350 MB of programs).
+pub const MAX_GROUP_WRITES: u64 = 1 << 21;
 
 /// Sync ids: 0 = ready pipe or socket, 1 = GO condition, 2 = done semaphore,
 /// then one channel per receiver.
@@ -418,6 +436,15 @@ mod tests {
         assert_eq!(d.messages(), 400_000);
         assert!(!d.pipe && !d.threads);
         assert!(HackbenchParams::from_spec(&parse_spec("hackbench:ipc=tcp").unwrap()).is_err());
+        // groups·fds² is bounded: 1024·45² fits, 1024·46² does not.
+        let p2 = |g: u32, f: u32| {
+            HackbenchParams::from_spec(
+                &parse_spec(&format!("hackbench:groups={g},fds={f}")).unwrap(),
+            )
+        };
+        assert!(p2(1024, 45).is_ok() && p2(8, 512).is_ok());
+        let e = p2(1024, 46).unwrap_err().to_string();
+        assert!(e.contains("fds") && e.contains("2166784"), "{e}");
         assert!(report(&p, Some(0.1234)).ends_with("Time: 0.123\n"));
     }
 }
