@@ -633,12 +633,13 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     let mut names = Names::default();
     let mut defs: Vec<TaskDef> = Vec::new();
     let mut cpu_lists = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for (tname, tv) in tasks {
         let path = format!("tasks.{tname}");
         if tname.is_empty() {
             return err("tasks", "a task has an empty name");
         }
-        if defs.iter().any(|d| &d.name == tname) {
+        if !seen.insert(tname.as_str()) {
             return err(&path, "task defined twice");
         }
         defs.push(parse_task(
@@ -703,11 +704,12 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     }
     // rt-app creates no thread for `instance: 0`, only the task's structures
     // for a fork: legal, but a task nothing forks then never runs.
+    let forked: std::collections::BTreeSet<&str> = defs
+        .iter()
+        .flat_map(|o| o.forks.iter().map(|(_, t, _)| t.as_str()))
+        .collect();
     for d in defs.iter().filter(|d| d.instances == 0) {
-        if !defs
-            .iter()
-            .any(|o| o.forks.iter().any(|(_, t, _)| *t == d.name))
-        {
+        if !forked.contains(d.name.as_str()) {
             notes.push(format!(
                 "tasks.{}: instance 0 and no task forks it: it never runs",
                 d.name
