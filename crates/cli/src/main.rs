@@ -246,6 +246,49 @@ fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
 /// `path` given with `flag` can be made and written in: it is a directory,
 /// or its nearest existing ancestor is, and a file can be created there
 /// (tried with a probe file, removed at once).
+/// The file a path names, for comparing paths: canonical when it exists,
+/// else its canonical directory joined with its name.
+fn file_identity(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = path.canonicalize() {
+        return Some(p);
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(dir.canonicalize().ok()?.join(path.file_name()?))
+}
+
+/// Refuses two outputs naming one file, and an output naming an input file
+/// (a `--json` over the rt-app file it ran, say).
+fn check_distinct_files(
+    outputs: &[(&str, &Path)],
+    inputs: &[(&str, &Path)],
+) -> Result<(), Failure> {
+    for (i, (flag, path)) in outputs.iter().enumerate() {
+        let Some(id) = file_identity(path) else {
+            continue;
+        };
+        for (other, opath) in &outputs[..i] {
+            if file_identity(opath).as_ref() == Some(&id) {
+                return Err(input(format!(
+                    "{flag} {}: the same file as {other}",
+                    path.display()
+                )));
+            }
+        }
+        for (inflag, ipath) in inputs {
+            if ipath.is_file() && file_identity(ipath).as_ref() == Some(&id) {
+                return Err(input(format!(
+                    "{flag} {}: would overwrite the {inflag} file",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
     let shown = path.display();
     if path.exists() && !path.is_dir() {
@@ -1389,8 +1432,27 @@ fn run(
         check_out_file("--json", j)?;
     }
     if let Some(t) = &trace {
+        if t.path == Path::new("-") {
+            return Err(input(
+                "--trace -: a trace is written to a file (only --json takes - for stdout)"
+                    .to_string(),
+            ));
+        }
         check_out_file("--trace", &t.path)?;
     }
+    // No output may overwrite another output or an input file.
+    let outputs: Vec<(&str, &Path)> = json
+        .as_deref()
+        .filter(|_| !json_to_stdout)
+        .map(|j| ("--json", j))
+        .into_iter()
+        .chain(trace.as_ref().map(|t| ("--trace", t.path.as_path())))
+        .collect();
+    let inputs = [
+        ("--machine", Path::new(&machine)),
+        ("--workload", Path::new(&workload)),
+    ];
+    check_distinct_files(&outputs, &inputs)?;
     w.check_affinity(affinity)
         .map_err(|e| input(format!("{workload}: {e}")))?;
     let spec = w.build(affinity, place.mem_node);

@@ -110,14 +110,24 @@ pub fn stream_copy_pinned(machine: &str, pins: &[CpuId], node: u32) -> Result<f6
         t.affinity = Some(CpuMask::from_cpus([cpu]));
     }
     let mut sim = sim_for(machine, spec)?;
-    sim.run();
+    let stop = sim.run();
     let marks: Vec<(u32, u64)> = sim
         .marks
         .iter()
         .filter(|x| sim.tasks[x.0 as usize].template == 0)
         .map(|x| (x.1, x.2))
         .collect();
-    let r = stream::best_rates_mb_per_s(&p, &marks).ok_or("STREAM did not complete")?;
+    let r = stream::best_rates_mb_per_s(&p, &marks).ok_or_else(|| {
+        format!(
+            "{machine}: STREAM copy ({} MiB, {} iterations, {} thread(s)) did not finish \
+             ({stop:?} at {:.1} s simulated): the machine's memory bandwidths are too low \
+             for this check",
+            p.size_mib,
+            p.iterations,
+            p.threads,
+            sim.now as f64 * 1e-9
+        )
+    })?;
     Ok(r[0])
 }
 

@@ -410,6 +410,35 @@ fn compare_rejects_bad_input_with_one_line() {
     }
 }
 
+/// An output never overwrites another output or an input file, and a
+/// trace is not written to a file named `-`.
+#[test]
+fn outputs_may_not_overwrite_each_other_or_the_inputs() {
+    let dir = tempdir("output-clash");
+    let wl = dir.join("w.json");
+    let text = r#"{"tasks": {"t": {"loop": 2, "run": 100, "sleep": 100}}}"#;
+    std::fs::write(&wl, text).unwrap();
+    let (wl_s, out) = (wl.to_str().unwrap(), dir.join("o.json"));
+    let out_s = out.to_str().unwrap();
+    let base = ["run", "--machine", "exynos5422", "--workload", wl_s];
+    fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [base, extra].concat()
+    }
+    assert_bad_input(
+        &with(&base, &["--json", out_s, "--trace", out_s]),
+        "the same file as --json",
+    );
+    assert_bad_input(
+        &with(&base, &["--json", wl_s]),
+        "would overwrite the --workload file",
+    );
+    assert_bad_input(&with(&base, &["--trace", "-"]), "--trace -");
+    assert_eq!(std::fs::read_to_string(&wl).unwrap(), text);
+    assert!(!out.exists());
+    let o = schedlab(&with(&base, &["--json", out_s]));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 #[test]
 fn calibrate_kunpeng_matches_the_published_bandwidths() {
     let o = schedlab(&["calibrate", "kunpeng920", "--json"]);
