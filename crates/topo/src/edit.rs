@@ -223,7 +223,7 @@ fn edit_value(
                     return Err(TopoError::Invalid {
                         origin: origin.to_string(),
                         field: e.path.join("."),
-                        reason: format!("machine edit '{e}' gives {x}, out of range"),
+                        reason: format!("machine edit '{e}' gives {x:e}, out of range"),
                     });
                 }
                 Value::Integer(r as i64)
@@ -241,7 +241,7 @@ fn edit_value(
                         return Err(TopoError::Invalid {
                             origin: origin.to_string(),
                             field: e.path.join("."),
-                            reason: format!("machine edit '{e}' gives {x} bytes, out of range"),
+                            reason: format!("machine edit '{e}' gives {x:e} bytes, out of range"),
                         });
                     }
                     if r as u64 == b {

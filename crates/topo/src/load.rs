@@ -161,7 +161,10 @@ struct FileCpu {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a size: a whole number of bytes or a text such as \"512K\" or \"1.25MiB\""
+)]
 enum SizeSpec {
     Bytes(i64),
     Text(String),
@@ -317,6 +320,8 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
         };
     }
     let msg = one_line(e.message());
+    // A line that is not TOML names no field.
+    let syntax = text.parse::<toml::Table>().is_err();
     let (field, line) = match e.span() {
         Some(span) => {
             let start = span.start.min(text.len());
@@ -349,7 +354,12 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
                 .map_or(text.len(), |p| start + p);
             let line_text = text.get(line_start..line_end).unwrap_or("");
             let key = match line_text.split_once('=') {
-                Some((k, _)) if !k.trim().is_empty() => k.trim().to_string(),
+                // `key = value` inside a table: the table's name first.
+                Some((k, _)) if !k.trim().is_empty() => match enclosing_table(text, line_start) {
+                    Some(t) => format!("{t}.{}", k.trim()),
+                    None => k.trim().to_string(),
+                },
+                _ if syntax => "(syntax)".to_string(),
                 _ => match table_header(text, start, first) {
                     Some((name, _)) => name,
                     None => first.trim_matches(|c| c == '[' || c == ']').to_string(),
@@ -453,6 +463,22 @@ fn is_blank(text: &str) -> bool {
 /// The table header `line` is, if it is one: `[[link]]` gives
 /// `("link[N]", "[[link]]")`, N counting the `[[link]]` headers before byte
 /// `start`; `[memory]` gives `("memory", "[memory]")`.
+/// The name of the table whose body holds the line starting at byte
+/// `line_start` (`cache[0]`, `memory`), if a header comes before it.
+fn enclosing_table(text: &str, line_start: usize) -> Option<String> {
+    let before = text.get(..line_start)?;
+    let mut end = before.len();
+    for line in before.lines().rev() {
+        let trimmed = line.trim_start();
+        let start = before[..end].rfind(line).unwrap_or(0);
+        if trimmed.starts_with('[') {
+            return table_header(text, start, line).map(|(name, _)| name);
+        }
+        end = start;
+    }
+    None
+}
+
 fn table_header(text: &str, start: usize, line: &str) -> Option<(String, String)> {
     let header_name = |l: &str, open: &str, close: &str| -> Option<String> {
         let (name, _) = l.trim().strip_prefix(open)?.split_once(close)?;
@@ -1997,6 +2023,33 @@ wakeup_path_ns = 1000
                 "{e}"
             );
             assert!(e.contains("[wakeup]") && !e.contains('\n'), "{e}");
+        }
+    }
+
+    /// A value of the wrong type names its key with its table; a line that
+    /// is not TOML names no field.
+    #[test]
+    fn a_bad_value_names_its_table_and_a_bad_line_names_no_field() {
+        let cases = [
+            (
+                MINI.replace("size = \"8M\"", "size = 8.5"),
+                "f.toml: field `cache[0].size`: expected a size: a whole number of bytes or a text such as \"512K\" or \"1.25MiB\" (line 18)",
+            ),
+            (
+                MINI.replace("capacity = 1024", "capacity = 1024.5"),
+                "f.toml: field `core_type[0].capacity`: invalid type: floating point `1024.5`, expected i64 (line 6)",
+            ),
+            (
+                MINI.replace("mem_latency_ns = 100", "mem_latency_ns = \"a\""),
+                "f.toml: field `memory.mem_latency_ns`: invalid type: string \"a\", expected i64 (line 23)",
+            ),
+            (
+                MINI.replace("[wakeup]", "this is not toml [[["),
+                "f.toml: field `(syntax)`: expected `.`, `=` (line 29)",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(err(&text), want);
         }
     }
 
