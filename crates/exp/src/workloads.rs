@@ -242,6 +242,11 @@ impl Builtin {
                             "not a workload spec, and an rt-app file needs a .json name (or a path with a /, e.g. ./{w})"
                         ),
                     }
+                } else if path.exists() {
+                    WorkloadError::Io {
+                        file: w.to_string(),
+                        err: "not a regular file (a workload is a built-in spec such as stream:threads=4, or an rt-app .json file)".to_string(),
+                    }
                 } else if w.contains('/') {
                     WorkloadError::Io {
                         file: w.to_string(),

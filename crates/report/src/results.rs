@@ -60,6 +60,9 @@ pub enum ReportError {
     /// Not valid JSON, or a field has the wrong type.
     #[error("results.json: {0}")]
     Json(#[from] serde_json::Error),
+    /// The document is JSON but not an object.
+    #[error("results.json: the document is not a JSON object (a schedlab results.json is one)")]
+    NotObject,
     /// The `schema` field names another format.
     #[error("results.json: field `schema`: expected \"{SCHEMA}\", found {found:?}")]
     Schema {
@@ -153,14 +156,19 @@ impl Results {
 
     /// Parse a results.json document, checking `schema` first.
     pub fn from_json(text: &str) -> Result<Self, ReportError> {
-        #[derive(Deserialize)]
-        struct Head {
-            schema: Option<String>,
+        // A document that is not an object has no schema to name.
+        let v: serde_json::Value = serde_json::from_str(text)?;
+        if !v.is_object() {
+            return Err(ReportError::NotObject);
         }
-        let head: Head = serde_json::from_str(text)?;
-        match head.schema {
-            Some(s) if s == SCHEMA => Ok(serde_json::from_str(text)?),
-            Some(found) => Err(ReportError::Schema { found }),
+        match v.get("schema") {
+            Some(serde_json::Value::String(s)) if s == SCHEMA => Ok(serde_json::from_str(text)?),
+            Some(serde_json::Value::String(found)) => Err(ReportError::Schema {
+                found: found.clone(),
+            }),
+            Some(other) => Err(ReportError::Schema {
+                found: other.to_string(),
+            }),
             None => Err(ReportError::Schema {
                 found: String::new(),
             }),

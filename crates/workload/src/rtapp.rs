@@ -1032,6 +1032,24 @@ fn parse_task(
     } else {
         events(o, path, &mut def, names)?;
         if def.steps.len() as u32 == body_start {
+            // Keys passed over as neither events nor properties may be
+            // misspelt events: name them.
+            let prefix = format!("{path}.");
+            let ignored: Vec<&str> = notes
+                .iter()
+                .filter_map(|n| n.strip_prefix(&prefix)?.split_once(" ignored: neither"))
+                .map(|(k, _)| k)
+                .collect();
+            if !ignored.is_empty() {
+                return err(
+                    path,
+                    format!(
+                        "task has no event (`{}` {} neither an rt-app event nor a property)",
+                        ignored.join("`, `"),
+                        if ignored.len() == 1 { "is" } else { "are" }
+                    ),
+                );
+            }
             return err(path, "task has no event");
         }
     }

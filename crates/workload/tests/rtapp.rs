@@ -274,6 +274,17 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
 }
 
 #[test]
+fn a_task_whose_only_keys_are_unknown_names_them() {
+    let e = rtapp::parse(r#"{"tasks": {"t": {"frobnicate": 5, "rnu": 3}}}"#, 4).unwrap_err();
+    assert_eq!(e.path, "tasks.t");
+    assert!(
+        e.to_string()
+            .contains("task has no event (`frobnicate`, `rnu` are neither an rt-app event"),
+        "{e}"
+    );
+}
+
+#[test]
 fn duplicate_keys_keep_their_order() {
     let r = rtapp::parse(&fixture("duplicate_keys.json"), 2).unwrap();
     assert_eq!(
