@@ -26,14 +26,31 @@ use std::path::Path;
 /// one only root may read, tells nothing); an error naming the file when it
 /// holds bytes that are not text.
 fn read(root: &Path, path: &Path) -> Result<Option<String>, TopoError> {
-    match std::fs::read_to_string(path) {
+    use std::io::Read as _;
+    let Ok(f) = std::fs::File::open(path) else {
+        return Ok(None);
+    };
+    // sysfs attributes are at most a page; read one byte more to tell a
+    // larger file (or a link to /dev/zero) from one.
+    let mut bytes = Vec::new();
+    if f.take(MAX_ATTR_BYTES + 1).read_to_end(&mut bytes).is_err() {
+        return Ok(None);
+    }
+    if bytes.len() as u64 > MAX_ATTR_BYTES {
+        return Err(bad_file(
+            root,
+            path,
+            format!("more than {MAX_ATTR_BYTES} bytes: not a sysfs attribute"),
+        ));
+    }
+    match String::from_utf8(bytes) {
         Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            Err(bad_file(root, path, format!("cannot read: {e}")))
-        }
-        Err(_) => Ok(None),
+        Err(e) => Err(bad_file(root, path, format!("cannot read: {e}"))),
     }
 }
+
+/// The most a sysfs attribute holds (a page).
+const MAX_ATTR_BYTES: u64 = 4096;
 
 /// An integer file, which must hold a value in `lo..=hi` when present.
 fn read_int(root: &Path, path: &Path, lo: i64, hi: i64) -> Result<Option<i64>, TopoError> {
@@ -453,7 +470,9 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
+            // `cpu` and decimal digits only (`cpu+4` is not CPU 4).
             name.strip_prefix("cpu")
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|n| n.parse::<usize>().ok())
         })
         .collect();
@@ -664,6 +683,27 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             freq_guessed,
             prio,
         });
+    }
+
+    // Every CPU a sibling list names must list the same siblings (the
+    // kernel's thread masks are one per core).
+    for c in &cpus {
+        for sib in c.core.iter() {
+            let Some(other) = cpus.iter().find(|o| o.id == sib) else {
+                continue;
+            };
+            if other.core != c.core {
+                return Err(bad_file(
+                    root,
+                    &cpu_dir.join(format!("cpu{}/topology/thread_siblings_list", c.id)),
+                    format!(
+                        "{} names CPU {sib}, whose own list is {}: sibling lists must agree",
+                        c.core.to_list_string(),
+                        other.core.to_list_string()
+                    ),
+                ));
+            }
+        }
     }
 
     // Ids by first CPU of each mask.

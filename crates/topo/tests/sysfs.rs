@@ -379,6 +379,18 @@ fn garbage_in_a_present_file_is_an_error_naming_it() {
             "not an integer",
         ),
         (
+            "x86-smt",
+            "cpu/cpu1/topology/thread_siblings_list",
+            "1-2",
+            "names CPU 2, whose own list is 2,6: sibling lists must agree",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu1/topology/core_id",
+            &"7".repeat(5000),
+            "more than 4096 bytes",
+        ),
+        (
             "x86-2node",
             "node/node1/distance",
             "21 x 28",
@@ -418,6 +430,25 @@ fn garbage_in_a_present_file_is_an_error_naming_it() {
         assert!(e.contains(want), "{rel} = {content:?}: {e}");
         assert!(!e.contains('\n'), "{e}");
     }
+}
+
+/// Only `cpu` followed by digits is a CPU directory (`cpu+4`, `cpufreq`
+/// and `cpuidle` are not).
+#[test]
+fn only_cpu_and_digits_name_a_cpu() {
+    let copy = Copy::of("x86-smt", "cpu-names");
+    let cpu3 = copy.file("cpu/cpu3");
+    for odd in ["cpu+4", "cpu 5", "cpu6x"] {
+        let to = copy.file("cpu").join(odd);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&cpu3).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    assert_eq!(machine_from_sysfs(&copy.0).unwrap().nr_cpus(), 8);
 }
 
 /// An absent file takes its documented default.
