@@ -1649,7 +1649,7 @@ impl Sim {
         self.update_rq_clock(cpu);
         if cpu != prev {
             // (The old CPU's runqueue is neither locked nor updated.)
-            self.set_task_cpu(t, prev, cpu);
+            self.set_task_cpu(t, prev, cpu, false);
         }
         if self.feat(Feat::TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.ttwu_queue_wakelist(t, cpu, waker_cpu, wake_flags);
@@ -1792,17 +1792,21 @@ impl Sim {
 
     /// Moves a task that is on no runqueue from `from` to `to` (mirrors
     /// set_task_cpu() with migrate_task_rq_fair()): its load leaves `from`
-    /// (a waking task's at `from`'s next update, a queued one's at once)
     /// and joins `to`, it stops being cache hot, and the migration is
-    /// counted and traced. The same CPU is no migration and changes nothing.
-    pub(crate) fn set_task_cpu(&mut self, t: TaskId, from: CpuId, to: CpuId) {
+    /// counted and traced. `migrating` says the task was just taken off
+    /// `from`'s runqueue to move it (TASK_ON_RQ_MIGRATING: the balancer, the
+    /// stopper), delayed dequeue or not, and its load leaves at once
+    /// (dequeue_entity()'s DO_DETACH); a waking task's leaves at `from`'s
+    /// next update (remove_entity_load_avg()). The same CPU is no migration
+    /// and changes nothing.
+    pub(crate) fn set_task_cpu(&mut self, t: TaskId, from: CpuId, to: CpuId, migrating: bool) {
         if from == to {
             return;
         }
-        if self.tasks[t as usize].state == TaskState::Blocked {
-            self.remove_entity_load(from, t, true);
-        } else {
+        if migrating {
             self.detach_entity_load(from, t);
+        } else {
+            self.remove_entity_load(from, t, true);
         }
         self.trace_migrate(t, from, to);
         self.tasks[t as usize].cpu = to;

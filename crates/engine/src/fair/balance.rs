@@ -1759,7 +1759,7 @@ impl Sim {
     fn detach_task(&mut self, t: TaskId, src: CpuId, dst: CpuId) -> bool {
         let delayed = self.tasks[t as usize].se.sched_delayed;
         self.dequeue_task(src, t, false);
-        self.set_task_cpu(t, src, dst);
+        self.set_task_cpu(t, src, dst, true);
         delayed
     }
 

@@ -533,6 +533,39 @@ fn a_delayed_task_moved_for_load_stays_delayed_on_the_destination() {
     assert_eq!(s.rqs[1].cfs.nr_queued, 0);
 }
 
+/// The balancer's move of a delayed task is a migration of a queued task
+/// (TASK_ON_RQ_MIGRATING): its averages leave the source at once
+/// (dequeue_entity()'s DO_DETACH), not at the source's next update as a
+/// waking task's do.
+#[test]
+fn a_delayed_task_moved_for_load_takes_its_averages_along_at_once() {
+    let (mut s, ids) = first_of_two_delayed();
+    let a = ids[0];
+    // Give the delayed task averages of its own on cpu0.
+    s.detach_entity_load(0, a);
+    {
+        let av = &mut s.tasks[a as usize].avg;
+        av.load_avg = 600;
+        av.util_avg = 600;
+        av.runnable_avg = 600;
+    }
+    s.attach_entity_load(0, a);
+    let before = s.rqs[0].cfs.avg;
+    assert!(before.util_avg >= 600, "{before:?}");
+    s.move_queued_task(a, 0, 1);
+    assert_eq!(s.rqs[0].cfs.removed.nr, 0);
+    let after = s.rqs[0].cfs.avg;
+    assert_eq!(
+        (after.load_avg, after.util_avg, after.runnable_avg),
+        (
+            before.load_avg - 600,
+            before.util_avg - 600,
+            before.runnable_avg - 600
+        )
+    );
+    assert_eq!(s.rqs[1].cfs.avg.util_avg, 600);
+}
+
 // ----- asymmetric capacity --------------------------------------------------------
 
 #[test]
@@ -1126,7 +1159,7 @@ fn a_migrated_task_is_cache_cold_until_it_runs() {
     assert!(s.task_hot(SdFlags::SHARE_LLC, 0, 8, t));
     // Moved to CPU 4 (a wakeup migration): enqueue_entity() with
     // ENQUEUE_MIGRATED zeroes exec_start, so it is cold there at once.
-    s.set_task_cpu(t, 0, 4);
+    s.set_task_cpu(t, 0, 4, false);
     assert!(!s.task_hot(SdFlags::SHARE_LLC, 4, 8, t));
 }
 
@@ -1211,7 +1244,7 @@ fn a_wakeup_migration_leaves_its_load_until_the_old_runqueue_updates() {
         } else {
             TaskState::Runnable
         };
-        s.set_task_cpu(t, 0, 4);
+        s.set_task_cpu(t, 0, 4, !blocked);
         assert_eq!(s.rqs[4].cfs.avg.util_avg, 600);
         let old = s.rqs[0].cfs.avg;
         if blocked {
