@@ -247,7 +247,8 @@ fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
 /// or its nearest existing ancestor is, and a file can be created there
 /// (tried with a probe file, removed at once).
 /// The file a path names, for comparing paths: canonical when it exists,
-/// else its canonical directory joined with its name.
+/// else its canonical directory joined with its name, else (a directory
+/// still to be made) the path made absolute.
 fn file_identity(path: &Path) -> Option<PathBuf> {
     if let Ok(p) = path.canonicalize() {
         return Some(p);
@@ -256,7 +257,10 @@ fn file_identity(path: &Path) -> Option<PathBuf> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    Some(dir.canonicalize().ok()?.join(path.file_name()?))
+    match dir.canonicalize() {
+        Ok(d) => Some(d.join(path.file_name()?)),
+        Err(_) => std::path::absolute(path).ok(),
+    }
 }
 
 /// Refuses two outputs naming one file, and an output naming an input file
@@ -287,6 +291,15 @@ fn check_distinct_files(
         }
     }
     Ok(())
+}
+
+/// Whether `other` names a file an output directory `dir` gets
+/// (`results.json`, `tables.txt`, anything under `plots/`).
+fn in_dir_outputs(dir: &Path, other: &Path) -> bool {
+    let (Some(d), Some(o)) = (file_identity(dir), file_identity(other)) else {
+        return false;
+    };
+    o == d.join("results.json") || o == d.join("tables.txt") || o.starts_with(d.join("plots"))
 }
 
 fn check_out_dir(flag: &str, path: &Path) -> Result<(), Failure> {
@@ -585,6 +598,13 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     // Every output location is checked before anything is created.
     check_out_dir("--out", &out)?;
     if let Some(j) = &json {
+        if in_dir_outputs(&out, j) {
+            return Err(input(format!(
+                "--json {}: a file --out {} writes",
+                j.display(),
+                out.display()
+            )));
+        }
         check_out_file("--json", j)?;
     }
     let plan = sensitivity.plan(&defs, &machine_edits)?;
@@ -1291,6 +1311,15 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let points = compare_points(&a, &m, affinity)?;
     if let Some(out) = &a.out {
         check_out_dir("--out", out)?;
+        for (flag, input_path) in [("--machine", &a.machine), ("--workload", &a.workload)] {
+            let p = Path::new(input_path);
+            if p.is_file() && in_dir_outputs(out, p) {
+                return Err(input(format!(
+                    "--out {}: would overwrite the {flag} file {input_path}",
+                    out.display()
+                )));
+            }
+        }
     }
     let setup = format!(
         "{}{} on {}{}{}{}",

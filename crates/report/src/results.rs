@@ -197,12 +197,18 @@ pub fn tmp_path(path: &Path) -> PathBuf {
 
 /// Writes `path` through [`tmp_path`]: `write` fills the temporary file,
 /// which is then renamed over `path`; on any failure the temporary file is
-/// removed, so no partial output is left. The error names the file that
-/// failed.
+/// removed, so no partial output is left. A symbolic link is written
+/// through: the file it points to is replaced, not the link. The error
+/// names the file that failed.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<(), (PathBuf, std::io::Error)> {
+    let resolved = path
+        .is_symlink()
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten();
+    let path = resolved.as_deref().unwrap_or(path);
     let tmp = tmp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp).map_err(|e| (tmp.clone(), e))?;

@@ -45,7 +45,9 @@ impl KernbenchParams {
         s.check_keys(KEYS)?;
         Ok(KernbenchParams {
             threads: s.get_u64("threads", 1, 1, 4096)? as u32,
-            files: s.get_u64("files", 2500, 1, 1_000_000)? as u32,
+            // One compile job (a task) per file: within the engine's
+            // 200,000 tasks a run may create, with room for the rest.
+            files: s.get_u64("files", 2500, 1, 100_000)? as u32,
             link_ms: s.get_u64("link_ms", LINK_NS / 1_000_000, 0, 10_000_000)?,
         })
     }

@@ -437,6 +437,55 @@ fn outputs_may_not_overwrite_each_other_or_the_inputs() {
     assert!(!out.exists());
     let o = schedlab(&with(&base, &["--json", out_s]));
     assert!(o.status.success(), "{}", stderr(&o));
+    // A results directory's files are outputs too.
+    let rt = dir.join("results.json");
+    std::fs::write(&rt, text).unwrap();
+    let rt_s = rt.to_str().unwrap();
+    let dir_s = dir.to_str().unwrap();
+    assert_bad_input(
+        &[
+            "compare",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            rt_s,
+            "--config",
+            "vanilla",
+            "--reps",
+            "1",
+            "--out",
+            dir_s,
+        ],
+        "would overwrite the --workload file",
+    );
+    assert_eq!(std::fs::read_to_string(&rt).unwrap(), text);
+    let later = dir.join("later");
+    let tables = later.join("tables.txt");
+    assert_bad_input(
+        &[
+            "reproduce",
+            "kunpeng920-stream",
+            "--quick",
+            "--out",
+            later.to_str().unwrap(),
+            "--json",
+            tables.to_str().unwrap(),
+        ],
+        "a file --out",
+    );
+    // An output through a symbolic link replaces the file it points to.
+    #[cfg(unix)]
+    {
+        let (real, link) = (dir.join("real.json"), dir.join("link.json"));
+        std::fs::write(&real, "{}").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let o = schedlab(&with(&base, &["--json", link.to_str().unwrap()]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(link.is_symlink());
+        assert!(std::fs::read_to_string(&real)
+            .unwrap()
+            .contains("schedlab.run/1"));
+    }
 }
 
 #[test]
