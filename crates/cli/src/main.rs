@@ -164,9 +164,10 @@ enum Cmd {
         /// Default: ftrace for a `.txt` file, else perfetto.
         #[arg(long)]
         trace_format: Option<String>,
-        /// Keep at most this many trace events (later ones are counted, not kept).
-        #[arg(long, allow_negative_numbers = true, default_value_t = 5_000_000)]
-        trace_limit: usize,
+        /// Keep at most this many trace events, up to 50,000,000 (later ones
+        /// are counted, not kept). Default: 5,000,000.
+        #[arg(long, allow_negative_numbers = true)]
+        trace_limit: Option<usize>,
         /// Record only this stretch of simulated time: FROM_MS..TO_MS (either
         /// side may be left out).
         #[arg(long, allow_hyphen_values = true)]
@@ -844,6 +845,10 @@ fn parse_window_ms(w: &str) -> Option<(u64, u64)> {
 }
 
 /// Where and how `run --trace` writes its trace.
+/// Trace events kept by default, and at most (`--trace-limit`).
+const DEFAULT_TRACE_LIMIT: usize = 5_000_000;
+const MAX_TRACE_LIMIT: usize = 50_000_000;
+
 struct TraceOut {
     path: PathBuf,
     format: TraceFormat,
@@ -865,13 +870,16 @@ impl TraceOut {
     fn new(
         path: Option<PathBuf>,
         format: Option<String>,
-        limit: usize,
+        limit: Option<usize>,
         window: Option<String>,
         cpu_idle: bool,
     ) -> Result<Option<TraceOut>, Failure> {
         let Some(path) = path else {
             if let Some(f) = format {
                 return Err(input(format!("--trace-format {f}: no --trace FILE given")));
+            }
+            if let Some(l) = limit {
+                return Err(input(format!("--trace-limit {l}: no --trace FILE given")));
             }
             if cpu_idle {
                 return Err(input("--trace-idle: no --trace FILE given"));
@@ -881,6 +889,13 @@ impl TraceOut {
             }
             return Ok(None);
         };
+        // A kept event takes about 47 bytes until the file is written.
+        let limit = limit.unwrap_or(DEFAULT_TRACE_LIMIT);
+        if limit > MAX_TRACE_LIMIT {
+            return Err(input(format!(
+                "--trace-limit {limit}: at most {MAX_TRACE_LIMIT} (about 47 bytes each, kept in memory until the run ends)"
+            )));
+        }
         let (from_ns, to_ns) = match &window {
             Some(w) => parse_window_ms(w).ok_or_else(|| {
                 input(format!(
@@ -1153,8 +1168,13 @@ impl SensitivityArgs {
     ) -> Result<Option<sensitivity::Plan>, Failure> {
         let f = self.sensitivity_factor;
         if !(f > 1.0 && f <= 100.0) {
+            let shown = if f.abs() < 1e9 {
+                f.to_string()
+            } else {
+                format!("{f:e}")
+            };
             return Err(input(format!(
-                "--sensitivity-factor {f}: must be greater than 1 and at most 100"
+                "--sensitivity-factor {shown}: must be greater than 1 and at most 100"
             )));
         }
         let keys = self.keys();
@@ -1169,6 +1189,28 @@ impl SensitivityArgs {
             })?;
         }
         let plan = sensitivity::plan(defs, base_edits, f, keys).map_err(input)?;
+        // Every chosen key must be a number of some machine of the run (a
+        // table or a string, or a typo, would only be skipped).
+        for k in keys.unwrap_or_default() {
+            let prefix = format!("{k}*");
+            if plan.edits.iter().any(|e| e.edit.text.starts_with(&prefix)) {
+                continue;
+            }
+            match plan.skipped.iter().find(|s| s.0.starts_with(&prefix)) {
+                Some((_, machine, why)) if why.contains("not a number") => {
+                    return Err(input(format!(
+                        "--sensitivity-keys {k}: not a number in {machine}'s machine file"
+                    )));
+                }
+                Some(_) => {}
+                None if keys.is_some_and(|ks| ks.len() > 1) => {
+                    return Err(input(format!(
+                        "--sensitivity-keys {k}: no machine of this run has it"
+                    )));
+                }
+                None => {}
+            }
+        }
         if keys.is_some() && plan.edits.is_empty() && plan.skipped.is_empty() {
             return Err(input(format!(
                 "--sensitivity-keys {}: no machine of this run has any of them",
@@ -1277,6 +1319,11 @@ fn compare_points(
             a.workload
         )));
     }
+    // Each value once: a repeated point would pool the same seeds' runs.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(v) = values.split(',').map(str::trim).find(|v| !seen.insert(*v)) {
+        return Err(input(format!("--sweep {key}: value {v} given twice")));
+    }
     values
         .split(',')
         .map(|v| {
@@ -1301,6 +1348,12 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         .map_err(|e| input(e.to_string()))?;
     if !(1..=1000).contains(&a.reps) {
         return Err(input(format!("--reps {}: must be 1 to 1000", a.reps)));
+    }
+    // Each configuration once: a repeated one would pool the same seeds' runs.
+    for (i, c) in a.configs.iter().enumerate() {
+        if a.configs[..i].iter().any(|o| o.trim() == c.trim()) {
+            return Err(input(format!("--config {c}: given twice")));
+        }
     }
     for c in &a.configs {
         let cfg = configs::resolve(c, m.arch).map_err(input)?;

@@ -303,9 +303,21 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--trace-idle"), "{}", stderr(&o));
+    // So is a limit without a trace.
+    let o = schedlab(&[&base[..], &["--trace-limit", "5"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--trace-limit 5: no --trace"),
+        "{}",
+        stderr(&o)
+    );
     for (extra, field) in [
         (&["--trace-format", "json"][..], "--trace-format json"),
         (&["--trace-limit", "0"][..], "--trace-limit 0"),
+        (
+            &["--trace-limit", "50000001"][..],
+            "--trace-limit 50000001: at most 50000000",
+        ),
         (&["--trace-window", "5..2"][..], "--trace-window 5..2"),
         (&["--trace-window", "soon"][..], "--trace-window soon"),
     ] {
@@ -399,6 +411,34 @@ fn compare_rejects_bad_input_with_one_line() {
         ),
         (&["--config", "vanilla", "--reps", "0"][..], "--reps 0"),
         (&["--config", "vanilla", "--cpus", "99"][..], "--cpus '99'"),
+        (
+            &[
+                "--config",
+                "vanilla",
+                "--config",
+                "hperf-hmp",
+                "--config",
+                "vanilla",
+            ][..],
+            "--config vanilla: given twice",
+        ),
+        (
+            &["--config", "vanilla", "--sweep", "threads=2,4,2"][..],
+            "value 2 given twice",
+        ),
+        (
+            &["--config", "vanilla", "--sensitivity-keys", "wakeup"][..],
+            "--sensitivity-keys wakeup: not a number",
+        ),
+        (
+            &[
+                "--config",
+                "vanilla",
+                "--sensitivity-keys",
+                "wakeup.ipi_ns,bogus",
+            ][..],
+            "--sensitivity-keys bogus: no machine of this run has it",
+        ),
     ] {
         let mut args = base.to_vec();
         args.extend(extra);
