@@ -719,11 +719,20 @@ fn write_plots(res: &Results, dir: &std::path::Path, clean: bool) -> Result<usiz
         }
     }
     let mut n = 0;
+    // Experiments whose names make the same file name (`a/b` and `a_b`, or
+    // a name given twice) get numbered files rather than overwrite each other.
+    let mut used = std::collections::BTreeSet::new();
     for e in &res.experiments {
         let plots = schedlab_report::plot_experiment(e)
             .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
         for p in plots {
-            let path = dir.join(format!("{}.svg", p.stem));
+            let mut stem = p.stem.clone();
+            let mut k = 2;
+            while !used.insert(stem.clone()) {
+                stem = format!("{}-{k}", p.stem);
+                k += 1;
+            }
+            let path = dir.join(format!("{stem}.svg"));
             std::fs::write(&path, p.svg).with_context(|| format!("writing {}", path.display()))?;
             n += 1;
         }

@@ -113,6 +113,27 @@ fn stream_table_snapshot() {
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("4 plots written to "));
     let redrawn = std::fs::read_to_string(again.join("kunpeng920-stream-copy.svg")).unwrap();
     assert_eq!(copy, redrawn);
+    // Two experiments of one name get numbered files, not one file twice.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let first = v["experiments"][0].clone();
+    v["experiments"].as_array_mut().unwrap().push(first);
+    let twice = tempdir("snap-plots-twice");
+    let doubled = twice.join("doubled.json");
+    std::fs::write(&doubled, v.to_string()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .arg("plot")
+        .arg(&doubled)
+        .arg("--out")
+        .arg(twice.join("plots"))
+        .output()
+        .expect("run schedlab");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_dir(twice.join("plots")).unwrap().count(), 8);
+    assert_eq!(
+        std::fs::read_to_string(twice.join("plots/kunpeng920-stream-copy-2.svg")).unwrap(),
+        copy
+    );
 }
 
 #[test]
