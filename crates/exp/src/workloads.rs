@@ -373,6 +373,8 @@ impl Builtin {
         let sink = match self {
             Builtin::Schbench(p) => Summary::Schbench(schbench::Sampler::new(p)),
             Builtin::RtApp(_) => Summary::RtApp(rtapp::TimerLatencies::default()),
+            Builtin::Daytrader(p) => Summary::Daytrader(daytrader::Summariser::new(p)),
+            Builtin::Ycsb(p) => Summary::Ycsb(ycsb::Recorder::new(p)),
             _ => return,
         };
         sim.mark_sink = Some(Box::new(sink));
@@ -388,6 +390,22 @@ impl Builtin {
         match Self::summary(sim) {
             Some(Summary::Schbench(s)) => s.samples(),
             _ => schbench::samples(p, &sim.marks),
+        }
+    }
+
+    /// daytrader's summariser figures, from its sink or its marks.
+    fn daytrader_summary(p: &DaytraderParams, sim: &Sim) -> Option<daytrader::Summary> {
+        match Self::summary(sim) {
+            Some(Summary::Daytrader(s)) => s.summary(),
+            _ => daytrader::summary(p, &sim.marks),
+        }
+    }
+
+    /// YCSB's figures, from its sink or its marks.
+    fn ycsb_result(p: &YcsbParams, sim: &Sim) -> Option<ycsb::YcsbResult> {
+        match Self::summary(sim) {
+            Some(Summary::Ycsb(r)) => r.result(),
+            _ => ycsb::result(p, &sim.marks),
         }
     }
 
@@ -474,7 +492,7 @@ impl Builtin {
                 Some(ms) => vec![("host_time".into(), ms)],
                 None => Vec::new(),
             },
-            Builtin::Daytrader(p) => match daytrader::summary(p, by_task) {
+            Builtin::Daytrader(p) => match Self::daytrader_summary(p, sim) {
                 Some(s) => vec![
                     ("tput".into(), s.tput),
                     ("requests".into(), s.requests as f64),
@@ -485,7 +503,7 @@ impl Builtin {
                 ],
                 None => Vec::new(),
             },
-            Builtin::Ycsb(p) => match ycsb::result(p, by_task) {
+            Builtin::Ycsb(p) => match Self::ycsb_result(p, sim) {
                 Some(r) => {
                     let lat = |k: &str| r.ops.iter().find(|o| o.0 == k).map_or(0.0, |o| o.2);
                     vec![
@@ -574,10 +592,8 @@ impl Builtin {
                 let t = get3(metrics, "elsp", "user", "syst");
                 kernbench::report(p, t, sim.counters.context_switches)
             }
-            Builtin::Daytrader(p) => {
-                daytrader::report(p, daytrader::summary(p, &sim.marks).as_ref())
-            }
-            Builtin::Ycsb(p) => ycsb::report(ycsb::result(p, &sim.marks).as_ref()),
+            Builtin::Daytrader(p) => daytrader::report(p, Self::daytrader_summary(p, sim).as_ref()),
+            Builtin::Ycsb(p) => ycsb::report(Self::ycsb_result(p, sim).as_ref()),
             Builtin::RtApp(r) => {
                 let mut s = self.report(metrics);
                 for t in sim.tasks.iter().filter(|t| !t.kthread) {
@@ -672,6 +688,8 @@ impl Builtin {
 enum Summary {
     Schbench(schbench::Sampler),
     RtApp(rtapp::TimerLatencies),
+    Daytrader(daytrader::Summariser),
+    Ycsb(ycsb::Recorder),
 }
 
 impl MarkSink for Summary {
@@ -679,6 +697,8 @@ impl MarkSink for Summary {
         match self {
             Summary::Schbench(s) => s.mark(task, tag, at_ns),
             Summary::RtApp(l) => l.mark(task, tag, at_ns),
+            Summary::Daytrader(d) => d.mark(task, tag, at_ns),
+            Summary::Ycsb(r) => r.mark(task, tag, at_ns),
         }
     }
 
@@ -700,6 +720,11 @@ mod tests {
 
     /// One checked run on a preset or machine spec (`power10:online=0-63`).
     fn run(machine: &str, w: &Builtin, seed: u64) -> (Sim, StopReason) {
+        run_with(machine, w, seed, true)
+    }
+
+    /// [`run`], with the workload's mark sink or keeping every mark.
+    fn run_with(machine: &str, w: &Builtin, seed: u64, sink: bool) -> (Sim, StopReason) {
         let m = schedlab_topo::resolve_machine(machine).unwrap();
         let d = build_domains(&m, &DomainConfig::default()).unwrap();
         let mut sim = Sim::new(
@@ -712,7 +737,9 @@ mod tests {
                 ..SimConfig::default()
             },
         );
-        w.attach(&mut sim);
+        if sink {
+            w.attach(&mut sim);
+        }
         let stop = sim.run();
         (sim, stop)
     }
@@ -850,7 +877,8 @@ mod tests {
         )
         .unwrap();
         w.fill_machine_defaults(64);
-        let (sim, stop) = run("power10:online=0-63", &w, 3);
+        // Every mark kept, to pair requests and responses per user.
+        let (sim, stop) = run_with("power10:online=0-63", &w, 3, false);
         assert_eq!(stop, StopReason::TimeLimit);
         assert_eq!(sim.machine.nr_cpus(), 64);
         let m = w.metrics(&sim);
@@ -1089,6 +1117,9 @@ mod tests {
         for w in [
             Builtin::parse("schbench:runtime_s=2,warmup_s=1,workers=3,operations=2").unwrap(),
             Builtin::from_rtapp(timer, 8).unwrap(),
+            Builtin::parse("daytrader:jvms=1,users=8,gc_threads=4,runtime_ms=40,warmup_ms=10")
+                .unwrap(),
+            Builtin::parse("ycsb:clients=3,operations=300").unwrap(),
         ] {
             let (with_sink, _) = run("exynos5422", &w, 9);
             assert!(with_sink.mark_sink.is_some() && with_sink.marks.is_empty());
@@ -1104,7 +1135,9 @@ mod tests {
             assert!(!kept.marks.is_empty());
             let metrics = w.metrics(&kept);
             assert!(
-                metrics.iter().any(|(k, _)| k.contains("lat")),
+                metrics
+                    .iter()
+                    .any(|(k, _)| k.contains("lat") || k.contains("avg")),
                 "{metrics:?}"
             );
             assert_eq!(w.metrics(&with_sink), metrics);

@@ -377,41 +377,79 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
 /// `(task, tag, time)`; a request counts when its response arrived inside the
 /// interval.
 pub fn summary(p: &DaytraderParams, marks: &[(u32, u32, u64)]) -> Option<Summary> {
-    let from = p.warmup_ms as u64 * 1_000_000;
-    let to = from + p.runtime_ms as u64 * 1_000_000;
-    // Last send per task, so each completion pairs with its own request.
-    let mut sent: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    let mut n = 0u64;
-    let (mut sum, mut min, mut max) = (0u64, u64::MAX, 0u64);
+    let mut s = Summariser::new(p);
     for &(t, tag, at) in marks {
+        s.mark(t, tag, at);
+    }
+    s.summary()
+}
+
+/// [`summary`] one mark at a time, as the run makes them: memory bounded by
+/// the number of users, however long the run.
+#[derive(Clone, Debug)]
+pub struct Summariser {
+    from_ns: u64,
+    to_ns: u64,
+    /// Last send per task id, so each completion pairs with its own request.
+    sent: Vec<Option<u64>>,
+    n: u64,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Summariser {
+    pub fn new(p: &DaytraderParams) -> Summariser {
+        let from_ns = p.warmup_ms as u64 * 1_000_000;
+        Summariser {
+            from_ns,
+            to_ns: from_ns + p.runtime_ms as u64 * 1_000_000,
+            sent: Vec::new(),
+            n: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// One user mark.
+    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
+        let i = t as usize;
         match tag {
             TAG_SENT => {
-                sent.insert(t, at);
+                if self.sent.len() <= i {
+                    self.sent.resize(i + 1, None);
+                }
+                self.sent[i] = Some(at);
             }
-            TAG_DONE if at >= from && at <= to => {
-                if let Some(s) = sent.get(&t) {
+            TAG_DONE if at >= self.from_ns && at <= self.to_ns => {
+                if let Some(s) = self.sent.get(i).copied().flatten() {
                     let rt = at - s;
-                    n += 1;
-                    sum += rt;
-                    min = min.min(rt);
-                    max = max.max(rt);
+                    self.n += 1;
+                    self.sum_ns += rt;
+                    self.min_ns = self.min_ns.min(rt);
+                    self.max_ns = self.max_ns.max(rt);
                 }
             }
             _ => {}
         }
     }
-    if n == 0 {
-        return None;
+
+    /// The summariser's figures so far (`None` before any request completed).
+    pub fn summary(&self) -> Option<Summary> {
+        if self.n == 0 {
+            return None;
+        }
+        let secs = (self.to_ns - self.from_ns) as f64 * 1e-9;
+        Some(Summary {
+            requests: self.n,
+            secs,
+            tput: self.n as f64 / secs,
+            avg_ms: self.sum_ns as f64 / self.n as f64 / 1e6,
+            min_ms: self.min_ns as f64 / 1e6,
+            max_ms: self.max_ns as f64 / 1e6,
+        })
     }
-    let secs = (to - from) as f64 * 1e-9;
-    Some(Summary {
-        requests: n,
-        secs,
-        tput: n as f64 / secs,
-        avg_ms: sum as f64 / n as f64 / 1e6,
-        min_ms: min as f64 / 1e6,
-        max_ms: max as f64 / 1e6,
-    })
 }
 
 /// JMeter's summariser figures.

@@ -400,20 +400,63 @@ pub struct YcsbResult {
 
 /// From marks `(task, tag, time)`.
 pub fn result(p: &YcsbParams, marks: &[(u32, u32, u64)]) -> Option<YcsbResult> {
-    let at = |tag| marks.iter().find(|m| m.1 == tag).map(|m| m.2);
-    let run = at(TAG_RUN_END)?.checked_sub(at(TAG_RUN)?)?;
-    let mut open: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    let mut stats = [(0u64, 0u64, u64::MAX, 0u64); 3];
-    for &(t, tag, time) in marks {
+    let mut r = Recorder::new(p);
+    for &(t, tag, at) in marks {
+        r.mark(t, tag, at);
+    }
+    r.result()
+}
+
+/// [`result`] one mark at a time, as the run makes them: memory bounded by
+/// the number of clients, however many operations.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    operations: u64,
+    clients: u64,
+    /// The first run start and end marks.
+    run_ns: Option<u64>,
+    run_end_ns: Option<u64>,
+    /// Per task id: when its open operation started.
+    open: Vec<Option<u64>>,
+    /// Per operation kind (read, update, cleanup): count, sum, min, max (ns).
+    stats: [(u64, u64, u64, u64); 3],
+}
+
+impl Recorder {
+    pub fn new(p: &YcsbParams) -> Recorder {
+        Recorder {
+            operations: p.operations as u64,
+            clients: p.clients as u64,
+            run_ns: None,
+            run_end_ns: None,
+            open: Vec::new(),
+            stats: [(0, 0, u64::MAX, 0); 3],
+        }
+    }
+
+    /// One client mark.
+    pub fn mark(&mut self, t: u32, tag: u32, time: u64) {
+        let i = t as usize;
         match tag {
+            TAG_RUN => {
+                self.run_ns.get_or_insert(time);
+            }
+            TAG_RUN_END => {
+                self.run_end_ns.get_or_insert(time);
+            }
             TAG_READ | TAG_UPDATE | TAG_CLEANUP => {
-                open.insert(t, time);
+                if self.open.len() <= i {
+                    self.open.resize(i + 1, None);
+                }
+                self.open[i] = Some(time);
             }
             TAG_READ_END | TAG_UPDATE_END | TAG_CLEANUP_END => {
-                let Some(s) = open.remove(&t) else { continue };
+                let Some(s) = self.open.get_mut(i).and_then(Option::take) else {
+                    return;
+                };
                 let k = ((tag - 1) / 2) as usize;
                 let d = time - s;
-                let e = &mut stats[k];
+                let e = &mut self.stats[k];
                 e.0 += 1;
                 e.1 += d;
                 e.2 = e.2.min(d);
@@ -422,28 +465,34 @@ pub fn result(p: &YcsbParams, marks: &[(u32, u32, u64)]) -> Option<YcsbResult> {
             _ => {}
         }
     }
-    let done = stats[0].0 + stats[1].0;
-    if done != p.operations as u64 || stats[2].0 != p.clients as u64 {
-        return None;
-    }
-    let row = |name, e: (u64, u64, u64, u64)| {
-        let avg = if e.0 > 0 {
-            e.1 as f64 / e.0 as f64 / 1e3
-        } else {
-            0.0
+
+    /// The run's figures (`None` unless every operation and cleanup finished).
+    pub fn result(&self) -> Option<YcsbResult> {
+        let run = self.run_end_ns?.checked_sub(self.run_ns?)?;
+        let stats = self.stats;
+        let done = stats[0].0 + stats[1].0;
+        if done != self.operations || stats[2].0 != self.clients {
+            return None;
+        }
+        let row = |name, e: (u64, u64, u64, u64)| {
+            let avg = if e.0 > 0 {
+                e.1 as f64 / e.0 as f64 / 1e3
+            } else {
+                0.0
+            };
+            let min = if e.0 > 0 { e.2 as f64 / 1e3 } else { 0.0 };
+            (name, e.0, avg, min, e.3 as f64 / 1e3)
         };
-        let min = if e.0 > 0 { e.2 as f64 / 1e3 } else { 0.0 };
-        (name, e.0, avg, min, e.3 as f64 / 1e3)
-    };
-    Some(YcsbResult {
-        runtime_ms: run as f64 / 1e6,
-        ops_per_s: done as f64 / (run as f64 * 1e-9),
-        ops: vec![
-            row("READ", stats[0]),
-            row("UPDATE", stats[1]),
-            row("CLEANUP", stats[2]),
-        ],
-    })
+        Some(YcsbResult {
+            runtime_ms: run as f64 / 1e6,
+            ops_per_s: done as f64 / (run as f64 * 1e-9),
+            ops: vec![
+                row("READ", stats[0]),
+                row("UPDATE", stats[1]),
+                row("CLEANUP", stats[2]),
+            ],
+        })
+    }
 }
 
 /// YCSB's text output (`[OVERALL], RunTime(ms), ...`).
