@@ -634,7 +634,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
             "== {} on {}{} ({}; {} repetitions{})\n",
             d.name,
             d.machine,
-            edited_suffix(&machine_edits),
+            edited_suffix(&applied_edits(&d.machine, &machine_edits)),
             d.setup,
             d.repetitions,
             if quick { ", quick" } else { "" }
@@ -1134,6 +1134,20 @@ fn edits_banner(edits: &[MachineEdit]) -> String {
         "== Machine edits: {} (each machine that has the number; not the presets' values)\n\n",
         edits_list(edits)
     )
+}
+
+/// The edits that change something in `machine` (with `reproduce`, an edit
+/// needs to hold in one experiment's machine only).
+fn applied_edits(machine: &str, edits: &[MachineEdit]) -> Vec<MachineEdit> {
+    let Ok((_, counts)) = schedlab_topo::resolve_machine_edited(machine, edits, false) else {
+        return edits.to_vec();
+    };
+    edits
+        .iter()
+        .zip(&counts)
+        .filter(|(_, c)| c.matched > 0)
+        .map(|(e, _)| e.clone())
+        .collect()
 }
 
 /// " (edited: ...)" after a machine's name, or nothing.
