@@ -9,6 +9,7 @@ use schedlab_workload::chacha20::{self, Chacha20Params};
 use schedlab_workload::daytrader::{self, DaytraderParams};
 use schedlab_workload::hackbench::{self, HackbenchParams};
 use schedlab_workload::kernbench::{self, KernbenchParams};
+use schedlab_workload::marks::MarkFold;
 use schedlab_workload::mobile::{self, MobileParams};
 use schedlab_workload::parsec::{self, Bench, ParsecParams};
 use schedlab_workload::pbzip2::{self, Pbzip2Params};
@@ -694,12 +695,13 @@ enum Summary {
 
 impl MarkSink for Summary {
     fn mark(&mut self, task: u32, _template: u32, tag: u32, at_ns: u64) {
-        match self {
-            Summary::Schbench(s) => s.mark(task, tag, at_ns),
-            Summary::RtApp(l) => l.mark(task, tag, at_ns),
-            Summary::Daytrader(d) => d.mark(task, tag, at_ns),
-            Summary::Ycsb(r) => r.mark(task, tag, at_ns),
-        }
+        let fold: &mut dyn MarkFold = match self {
+            Summary::Schbench(s) => s,
+            Summary::RtApp(l) => l,
+            Summary::Daytrader(d) => d,
+            Summary::Ycsb(r) => r,
+        };
+        fold.mark(task, tag, at_ns);
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -30,6 +30,7 @@
 //! database fits in the buffer pool). All costs are ESTIMATES (constants
 //! below), in ns on a capacity-1024 CPU.
 
+use crate::marks::{MarkFold, PerTask};
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec, SOCKET_CAPACITY};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -377,11 +378,7 @@ pub fn build(p: &DaytraderParams, affinity: Option<CpuMask>) -> WorkloadSpec {
 /// `(task, tag, time)`; a request counts when its response arrived inside the
 /// interval.
 pub fn summary(p: &DaytraderParams, marks: &[(u32, u32, u64)]) -> Option<Summary> {
-    let mut s = Summariser::new(p);
-    for &(t, tag, at) in marks {
-        s.mark(t, tag, at);
-    }
-    s.summary()
+    Summariser::new(p).fold(marks).summary()
 }
 
 /// [`summary`] one mark at a time, as the run makes them: memory bounded by
@@ -390,8 +387,8 @@ pub fn summary(p: &DaytraderParams, marks: &[(u32, u32, u64)]) -> Option<Summary
 pub struct Summariser {
     from_ns: u64,
     to_ns: u64,
-    /// Last send per task id, so each completion pairs with its own request.
-    sent: Vec<Option<u64>>,
+    /// Last send per task, so each completion pairs with its own request.
+    sent: PerTask,
     n: u64,
     sum_ns: u64,
     min_ns: u64,
@@ -404,34 +401,11 @@ impl Summariser {
         Summariser {
             from_ns,
             to_ns: from_ns + p.runtime_ms as u64 * 1_000_000,
-            sent: Vec::new(),
+            sent: PerTask::default(),
             n: 0,
             sum_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
-        }
-    }
-
-    /// One user mark.
-    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
-        let i = t as usize;
-        match tag {
-            TAG_SENT => {
-                if self.sent.len() <= i {
-                    self.sent.resize(i + 1, None);
-                }
-                self.sent[i] = Some(at);
-            }
-            TAG_DONE if at >= self.from_ns && at <= self.to_ns => {
-                if let Some(s) = self.sent.get(i).copied().flatten() {
-                    let rt = at - s;
-                    self.n += 1;
-                    self.sum_ns += rt;
-                    self.min_ns = self.min_ns.min(rt);
-                    self.max_ns = self.max_ns.max(rt);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -449,6 +423,25 @@ impl Summariser {
             min_ms: self.min_ns as f64 / 1e6,
             max_ms: self.max_ns as f64 / 1e6,
         })
+    }
+}
+
+impl MarkFold for Summariser {
+    /// One user mark.
+    fn mark(&mut self, t: u32, tag: u32, at: u64) {
+        match tag {
+            TAG_SENT => self.sent.set(t, at),
+            TAG_DONE if at >= self.from_ns && at <= self.to_ns => {
+                if let Some(s) = self.sent.get(t) {
+                    let rt = at - s;
+                    self.n += 1;
+                    self.sum_ns += rt;
+                    self.min_ns = self.min_ns.min(rt);
+                    self.max_ns = self.max_ns.max(rt);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

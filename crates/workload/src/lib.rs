@@ -13,6 +13,7 @@ pub mod daytrader;
 pub mod hackbench;
 pub mod hist;
 pub mod kernbench;
+pub mod marks;
 pub mod mobile;
 pub mod parsec;
 pub mod pbzip2;

@@ -41,6 +41,7 @@
 //! - Rejected: real-time and deadline policies.
 
 use crate::hist::Hist;
+use crate::marks::{MarkFold, PerTask};
 use crate::program::{
     FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
 };
@@ -1282,35 +1283,25 @@ fn events(
 /// Timer wakeup latencies (rt-app's `wu_lat`), µs, from marks
 /// `(task, tag, time)` in recording order.
 pub fn timer_latencies_us(marks: &[(u32, u32, u64)]) -> Hist {
-    let mut l = TimerLatencies::default();
-    for &(t, tag, at) in marks {
-        l.mark(t, tag, at);
-    }
-    l.latencies_us
+    TimerLatencies::default().fold(marks).latencies_us
 }
 
 /// [`timer_latencies_us`] one mark at a time, as the run makes them: memory
 /// bounded by the number of threads and of distinct latencies.
 #[derive(Clone, Debug, Default)]
 pub struct TimerLatencies {
-    /// Per task id: when its timer last expired.
-    due_ns: Vec<Option<u64>>,
+    /// Per task: when its timer last expired.
+    due_ns: PerTask,
     pub latencies_us: Hist,
 }
 
-impl TimerLatencies {
+impl MarkFold for TimerLatencies {
     /// One thread mark.
-    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
-        let i = t as usize;
+    fn mark(&mut self, t: u32, tag: u32, at: u64) {
         match tag {
-            TAG_TIMER_DUE => {
-                if self.due_ns.len() <= i {
-                    self.due_ns.resize(i + 1, None);
-                }
-                self.due_ns[i] = Some(at);
-            }
+            TAG_TIMER_DUE => self.due_ns.set(t, at),
             TAG_TIMER_RUN => {
-                if let Some(d) = self.due_ns.get(i).copied().flatten() {
+                if let Some(d) = self.due_ns.get(t) {
                     self.latencies_us.add(at.saturating_sub(d) / 1000);
                 }
             }

@@ -38,6 +38,7 @@
 //! 5 s warm-up (`warmup_s`).
 
 use crate::hist::Hist;
+use crate::marks::{MarkFold, PerTask};
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -352,11 +353,7 @@ pub fn gtod_delta_us(start_ns: u64, end_ns: u64) -> Option<u64> {
 /// order; samples before the warmup end are dropped, and so are latencies
 /// of 0 µs, as schbench drops them ([`gtod_delta_us`]).
 pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
-    let mut s = Sampler::new(p);
-    for &(t, tag, at) in marks {
-        s.mark(t, tag, at);
-    }
-    s.samples()
+    Sampler::new(p).fold(marks).samples()
 }
 
 /// [`samples`] one mark at a time, as the run makes them: memory bounded
@@ -364,9 +361,9 @@ pub fn samples(p: &SchbenchParams, marks: &[(u32, u32, u64)]) -> Samples {
 #[derive(Clone, Debug)]
 pub struct Sampler {
     warm_ns: u64,
-    /// Per task id: last woken stamp and last request start.
-    woken: Vec<Option<u64>>,
-    start: Vec<Option<u64>>,
+    /// Per task: last woken stamp and last request start.
+    woken: PerTask,
+    start: PerTask,
     per_sec: Vec<u64>,
     wakeup_us: Hist,
     request_us: Hist,
@@ -376,38 +373,41 @@ impl Sampler {
     pub fn new(p: &SchbenchParams) -> Sampler {
         Sampler {
             warm_ns: p.warmup_s as u64 * 1_000_000_000,
-            woken: Vec::new(),
-            start: Vec::new(),
+            woken: PerTask::default(),
+            start: PerTask::default(),
             per_sec: vec![0; p.runtime_s as usize],
             wakeup_us: Hist::default(),
             request_us: Hist::default(),
         }
     }
 
+    /// The samples so far.
+    pub fn samples(&self) -> Samples {
+        Samples {
+            wakeup_us: self.wakeup_us.clone(),
+            request_us: self.request_us.clone(),
+            rps: self.per_sec.iter().copied().collect(),
+        }
+    }
+}
+
+impl MarkFold for Sampler {
     /// One worker mark.
-    pub fn mark(&mut self, t: u32, tag: u32, at: u64) {
-        let i = t as usize;
-        let set = |v: &mut Vec<Option<u64>>, x: u64| {
-            if v.len() <= i {
-                v.resize(i + 1, None);
-            }
-            v[i] = Some(x);
-        };
-        let get = |v: &Vec<Option<u64>>| v.get(i).copied().flatten();
+    fn mark(&mut self, t: u32, tag: u32, at: u64) {
         match tag {
-            TAG_WOKEN => set(&mut self.woken, at),
+            TAG_WOKEN => self.woken.set(t, at),
             TAG_AWAKE => {
-                if let Some(w) = get(&self.woken) {
+                if let Some(w) = self.woken.get(t) {
                     if w >= self.warm_ns {
                         if let Some(d) = gtod_delta_us(w, at) {
                             self.wakeup_us.add(d);
                         }
                     }
                 }
-                set(&mut self.start, at);
+                self.start.set(t, at);
             }
             TAG_DONE => {
-                if let Some(b) = get(&self.start) {
+                if let Some(b) = self.start.get(t) {
                     if b >= self.warm_ns {
                         if let Some(d) = gtod_delta_us(b, at) {
                             self.request_us.add(d);
@@ -424,17 +424,7 @@ impl Sampler {
             _ => {}
         }
     }
-
-    /// The samples so far.
-    pub fn samples(&self) -> Samples {
-        Samples {
-            wakeup_us: self.wakeup_us.clone(),
-            request_us: self.request_us.clone(),
-            rps: self.per_sec.iter().copied().collect(),
-        }
-    }
 }
-
 /// Latency percentiles reported as metrics.
 pub const LAT_PCTS: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9];
 /// RPS percentiles.

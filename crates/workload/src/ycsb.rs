@@ -27,6 +27,7 @@
 //! of the client, the load phase. All costs are ESTIMATES (constants below),
 //! in ns on a capacity-1024 CPU.
 
+use crate::marks::{MarkFold, PerTask};
 use crate::program::{Step, SyncObject, ThreadTemplate, WorkloadSpec, SOCKET_CAPACITY};
 use crate::spec::{BuiltinSpec, SpecError};
 use schedlab_topo::CpuMask;
@@ -400,11 +401,7 @@ pub struct YcsbResult {
 
 /// From marks `(task, tag, time)`.
 pub fn result(p: &YcsbParams, marks: &[(u32, u32, u64)]) -> Option<YcsbResult> {
-    let mut r = Recorder::new(p);
-    for &(t, tag, at) in marks {
-        r.mark(t, tag, at);
-    }
-    r.result()
+    Recorder::new(p).fold(marks).result()
 }
 
 /// [`result`] one mark at a time, as the run makes them: memory bounded by
@@ -416,8 +413,8 @@ pub struct Recorder {
     /// The first run start and end marks.
     run_ns: Option<u64>,
     run_end_ns: Option<u64>,
-    /// Per task id: when its open operation started.
-    open: Vec<Option<u64>>,
+    /// Per task: when its open operation started.
+    open: PerTask,
     /// Per operation kind (read, update, cleanup): count, sum, min, max (ns).
     stats: [(u64, u64, u64, u64); 3],
 }
@@ -429,40 +426,8 @@ impl Recorder {
             clients: p.clients as u64,
             run_ns: None,
             run_end_ns: None,
-            open: Vec::new(),
+            open: PerTask::default(),
             stats: [(0, 0, u64::MAX, 0); 3],
-        }
-    }
-
-    /// One client mark.
-    pub fn mark(&mut self, t: u32, tag: u32, time: u64) {
-        let i = t as usize;
-        match tag {
-            TAG_RUN => {
-                self.run_ns.get_or_insert(time);
-            }
-            TAG_RUN_END => {
-                self.run_end_ns.get_or_insert(time);
-            }
-            TAG_READ | TAG_UPDATE | TAG_CLEANUP => {
-                if self.open.len() <= i {
-                    self.open.resize(i + 1, None);
-                }
-                self.open[i] = Some(time);
-            }
-            TAG_READ_END | TAG_UPDATE_END | TAG_CLEANUP_END => {
-                let Some(s) = self.open.get_mut(i).and_then(Option::take) else {
-                    return;
-                };
-                let k = ((tag - 1) / 2) as usize;
-                let d = time - s;
-                let e = &mut self.stats[k];
-                e.0 += 1;
-                e.1 += d;
-                e.2 = e.2.min(d);
-                e.3 = e.3.max(d);
-            }
-            _ => {}
         }
     }
 
@@ -492,6 +457,34 @@ impl Recorder {
                 row("CLEANUP", stats[2]),
             ],
         })
+    }
+}
+
+impl MarkFold for Recorder {
+    /// One client mark.
+    fn mark(&mut self, t: u32, tag: u32, time: u64) {
+        match tag {
+            TAG_RUN => {
+                self.run_ns.get_or_insert(time);
+            }
+            TAG_RUN_END => {
+                self.run_end_ns.get_or_insert(time);
+            }
+            TAG_READ | TAG_UPDATE | TAG_CLEANUP => self.open.set(t, time),
+            TAG_READ_END | TAG_UPDATE_END | TAG_CLEANUP_END => {
+                let Some(s) = self.open.take(t) else {
+                    return;
+                };
+                let k = ((tag - 1) / 2) as usize;
+                let d = time - s;
+                let e = &mut self.stats[k];
+                e.0 += 1;
+                e.1 += d;
+                e.2 = e.2.min(d);
+                e.3 = e.3.max(d);
+            }
+            _ => {}
+        }
     }
 }
 
