@@ -1373,10 +1373,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         return Err(input(format!("--reps {}: must be 1 to 1000", a.reps)));
     }
     // Each configuration once: a repeated one would pool the same seeds' runs.
-    for (i, c) in a.configs.iter().enumerate() {
-        if a.configs[..i].iter().any(|o| o.trim() == c.trim()) {
-            return Err(input(format!("--config {c}: given twice")));
-        }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(c) = a.configs.iter().find(|c| !seen.insert(c.trim())) {
+        return Err(input(format!("--config {c}: given twice")));
     }
     for c in &a.configs {
         let cfg = configs::resolve(c, m.arch).map_err(input)?;

@@ -466,17 +466,17 @@ fn is_blank(text: &str) -> bool {
 /// The name of the table whose body holds the line starting at byte
 /// `line_start` (`cache[0]`, `memory`), if a header comes before it.
 fn enclosing_table(text: &str, line_start: usize) -> Option<String> {
-    let before = text.get(..line_start)?;
-    let mut end = before.len();
-    for line in before.lines().rev() {
-        let trimmed = line.trim_start();
-        let start = before[..end].rfind(line).unwrap_or(0);
-        if trimmed.starts_with('[') {
-            return table_header(text, start, line).map(|(name, _)| name);
+    // The last header line before it, and where that line starts.
+    let mut header = None;
+    let mut at = 0;
+    for line in text.get(..line_start)?.split_inclusive('\n') {
+        if line.trim_start().starts_with('[') {
+            header = Some((at, line.trim_end()));
         }
-        end = start;
+        at += line.len();
     }
-    None
+    let (start, line) = header?;
+    table_header(text, start, line).map(|(name, _)| name)
 }
 
 fn table_header(text: &str, start: usize, line: &str) -> Option<(String, String)> {

@@ -689,7 +689,8 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     // kernel's thread masks are one per core).
     for c in &cpus {
         for sib in c.core.iter() {
-            let Some(other) = cpus.iter().find(|o| o.id == sib) else {
+            // CPU ids are dense (checked above): CPU `sib` is `cpus[sib]`.
+            let Some(other) = cpus.get(sib as usize) else {
                 continue;
             };
             if other.core != c.core {
