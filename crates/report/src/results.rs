@@ -71,6 +71,36 @@ pub enum ReportError {
     },
 }
 
+/// A results.json document's `schema` field, read without building the rest of
+/// the document. Only a JSON object deserialises: anything else is a data error.
+struct Head {
+    schema: Option<serde_json::Value>,
+}
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Head;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Head, A::Error> {
+                let mut schema = None;
+                while let Some(key) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "schema" && schema.is_none() {
+                        schema = Some(m.next_value::<serde_json::Value>()?);
+                    } else {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(Head { schema })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// The whole results.json document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -155,17 +185,18 @@ impl Results {
     }
 
     /// Parse a results.json document, checking `schema` first.
+    ///
+    /// The check reads only the top-level `schema` value and skips the rest
+    /// without building it, so a large document is held once, in its typed form.
     pub fn from_json(text: &str) -> Result<Self, ReportError> {
-        // A document that is not an object has no schema to name.
-        let v: serde_json::Value = serde_json::from_str(text)?;
-        if !v.is_object() {
-            return Err(ReportError::NotObject);
-        }
-        match v.get("schema") {
+        let head: Head = serde_json::from_str(text).map_err(|e| match e.classify() {
+            // A document that is not an object has no schema to name.
+            serde_json::error::Category::Data => ReportError::NotObject,
+            _ => ReportError::Json(e),
+        })?;
+        match head.schema {
             Some(serde_json::Value::String(s)) if s == SCHEMA => Ok(serde_json::from_str(text)?),
-            Some(serde_json::Value::String(found)) => Err(ReportError::Schema {
-                found: found.clone(),
-            }),
+            Some(serde_json::Value::String(found)) => Err(ReportError::Schema { found }),
             Some(other) => Err(ReportError::Schema {
                 found: other.to_string(),
             }),
@@ -659,6 +690,18 @@ mod tests {
             Err(ReportError::Schema { .. })
         ));
         assert!(matches!(Results::from_json("{"), Err(ReportError::Json(_))));
+        assert!(matches!(
+            Results::from_json("[1]"),
+            Err(ReportError::NotObject)
+        ));
+        assert!(matches!(
+            Results::from_json("5"),
+            Err(ReportError::NotObject)
+        ));
+        assert!(matches!(
+            Results::from_json(r#"{"x": [1, {"y": 2}], "schema": 3}"#),
+            Err(ReportError::Schema { found }) if found == "3"
+        ));
     }
 
     #[test]
