@@ -1617,6 +1617,23 @@ fn run(
             );
         }
     }
+    if stop == StopReason::Stalled {
+        let parked = sim.parked_threads();
+        let shown: Vec<String> = parked
+            .iter()
+            .take(8)
+            .map(|(name, pc, step)| match step {
+                Some(s) => format!("{name} at step {pc} ({s:?})"),
+                None => format!("{name} at step {pc}"),
+            })
+            .collect();
+        let more = parked.len().saturating_sub(shown.len());
+        outln!(
+            "  stopped: every thread of the workload is blocked with no timer of its own, so none can run again (a deadlock in the workload, e.g. a suspend that nothing resumes); results cover the run up to that instant. Waiting: {}{}",
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if c.forks_failed > 0 {
         outln!(
             "  note: the run reached its cap of {} threads: {} forks failed (clone() fails, the parent goes on without the child); results lack those threads",
@@ -1625,10 +1642,11 @@ fn run(
         );
     }
     outln!(
-        "  wakeups {} (local {}, remote {}, affine {}), migrations {}, context switches {}, busy CPUs per busy cluster {:.2}",
+        "  wakeups {} (local {}, remote {}, of a delayed task still queued {}; affine {}), migrations {}, switches to a task {}, busy CPUs per busy cluster {:.2}",
         c.wakeups,
         c.wakeups_local,
         c.wakeups_remote,
+        c.wakeups_delayed,
         c.wakeups_affine,
         c.migrations,
         c.context_switches,

@@ -340,6 +340,30 @@ impl Sim {
                 }
             }
         }
+        // The stall count: workload threads blocked with no timer of their own.
+        let mut parked = 0;
+        for (t, task) in self.tasks.iter().enumerate() {
+            if task.parked {
+                if task.state != TaskState::Blocked || task.sleep_timer_ns.is_some() {
+                    return Err(format!(
+                        "task {t} counted as waiting for another thread while {:?}{}",
+                        task.state,
+                        if task.sleep_timer_ns.is_some() {
+                            " with a sleep timer"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                parked += 1;
+            }
+        }
+        if parked != self.parked || self.parked > self.live {
+            return Err(format!(
+                "{} workload threads counted as waiting for another thread, {parked} are, {} live",
+                self.parked, self.live
+            ));
+        }
         Ok(())
     }
 

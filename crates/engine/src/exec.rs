@@ -2278,6 +2278,56 @@ mod tests {
         }
     }
 
+    /// A workload deadlock stops the run at once, kernel threads or not: one
+    /// thread waits on a semaphore that the other, which exits, never posts.
+    /// A thread asleep on its own timer is not stuck, nor are threads whose
+    /// waker still runs.
+    #[test]
+    fn a_run_whose_threads_all_wait_for_each_other_stops_as_stalled() {
+        for noise in [false, true] {
+            let stuck = vec![
+                Step::Compute { work_ns: 100_000 },
+                Step::SemWait { sem: 0 },
+                Step::Exit,
+            ];
+            let quitter = vec![Step::Compute { work_ns: 300_000 }, Step::Exit];
+            let mut sim = crate::scenarios::quiet_sim(
+                "kunpeng920",
+                spec(
+                    vec![pinned("stuck", 0, stuck), pinned("quitter", 1, quitter)],
+                    vec![SyncObject::Semaphore { initial: 0 }],
+                ),
+            );
+            sim.cfg.noise = noise;
+            assert_eq!(sim.run(), StopReason::Stalled, "noise {noise}");
+            // Stopped when the last runnable thread exited, not at the limit.
+            assert!(sim.now < 1_000_000, "{}", sim.now);
+            let parked = sim.parked_threads();
+            assert_eq!(parked.len(), 1);
+            assert_eq!(parked[0].0, "stuck");
+            assert_eq!(parked[0].2, Some(Step::SemWait { sem: 0 }));
+        }
+        // The same waiter, posted by a thread that first sleeps 5 ms: no stall
+        // while the poster sleeps on its timer.
+        let waiter = vec![Step::SemWait { sem: 0 }, Step::Exit];
+        let poster = vec![
+            Step::Sleep { ns: 5_000_000 },
+            Step::SemPost { sem: 0 },
+            Step::Exit,
+        ];
+        let mut sim = crate::scenarios::quiet_sim(
+            "kunpeng920",
+            spec(
+                vec![pinned("waiter", 0, waiter), pinned("poster", 1, poster)],
+                vec![SyncObject::Semaphore { initial: 0 }],
+            ),
+        );
+        sim.cfg.noise = true;
+        assert_eq!(sim.run(), StopReason::Finished);
+        assert!(sim.now >= 5_000_000);
+        assert!(sim.parked_threads().is_empty());
+    }
+
     /// A writer on CPU 0 sending `n` messages of `bytes` far faster than a
     /// reader on CPU 1 takes them, through channel object `obj`: the
     /// writer's and the reader's wakeups once every message arrived.

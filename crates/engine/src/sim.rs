@@ -16,7 +16,7 @@ use rand::Rng;
 use rand_pcg::Pcg64;
 use schedlab_hw::{Flow, MemModel};
 use schedlab_topo::{CpuId, CpuMask, Domains, Machine, SdFlags};
-use schedlab_workload::WorkloadSpec;
+use schedlab_workload::{Step, WorkloadSpec};
 
 /// Wake flags (`WF_*`).
 pub const WF_EXEC: u32 = 1 << 1;
@@ -138,7 +138,10 @@ pub enum StopReason {
     Finished,
     /// The workload's time limit was reached.
     TimeLimit,
-    /// No event left while threads remain (a deadlock in the workload).
+    /// Every live workload thread is blocked with no timer of its own:
+    /// none can run again, since only another of them could wake it (a
+    /// deadlock in the workload, e.g. an rt-app `suspend` that nothing
+    /// resumes). Also when no event is left at all while threads remain.
     Stalled,
     /// [`LIVELOCK_EVENTS`] events or switch-ins in a row at one instant:
     /// threads keep switching without simulated time passing (a program loop
@@ -217,6 +220,9 @@ pub struct Sim {
     pub(crate) prog_zero_ns: Option<u64>,
     /// Workload threads not yet exited.
     pub live: u32,
+    /// Workload threads blocked with no sleep timer ([`Task::parked`]): when
+    /// they are all of `live`, the run has stalled.
+    pub parked: u32,
     pub events: u64,
     /// Events in a row at the current `now` (livelock guard).
     events_at_now: u64,
@@ -550,6 +556,7 @@ impl Sim {
             marks: Vec::new(),
             mark_sink: None,
             live: 0,
+            parked: 0,
             events: 0,
             events_at_now: 0,
             this_cpu: 0,
@@ -581,6 +588,32 @@ impl Sim {
 
     pub fn nr_cpus(&self) -> usize {
         self.rqs.len()
+    }
+
+    /// The workload threads blocked with no timer of their own (all of them
+    /// when the run [`StopReason::Stalled`]), each as its name and the program
+    /// step it waits in (its index and the step), in task order.
+    pub fn parked_threads(&self) -> Vec<(String, u32, Option<Step>)> {
+        self.tasks
+            .iter()
+            .filter(|t| t.parked)
+            .map(|t| {
+                // A barrier waiter has moved past its step; the others sleep
+                // on theirs, to run it again when woken.
+                let pc = if t.barrier_wait.is_some() {
+                    t.pc.saturating_sub(1)
+                } else {
+                    t.pc
+                };
+                let step = self
+                    .spec
+                    .templates
+                    .get(t.template as usize)
+                    .and_then(|tp| tp.steps.get(pc as usize))
+                    .cloned();
+                (t.name.to_string(), pc, step)
+            })
+            .collect()
     }
 
     pub(crate) fn feat(&self, f: Feat) -> bool {
@@ -654,6 +687,8 @@ impl Sim {
             self.dispatch(ev);
             if self.live == 0 {
                 self.stop = Some(StopReason::Finished);
+            } else if self.parked == self.live {
+                self.stop = Some(StopReason::Stalled);
             }
             if self.events & progress_mask == 0 {
                 progress(self.now, self.events);
@@ -1611,6 +1646,10 @@ impl Sim {
             return;
         }
         let (delayed, prev) = (task.se.sched_delayed, task.cpu);
+        if task.parked {
+            self.parked -= 1;
+        }
+        self.tasks[t as usize].parked = false;
         self.tasks[t as usize].sleep_timer_ns = None;
         self.trace_waking(waker_cpu, t);
         self.counters.wakeups += 1;
@@ -2027,6 +2066,11 @@ impl Sim {
             TaskState::Blocked
         };
         self.dequeue_task(cpu, t, !dead);
+        let tk = &mut self.tasks[t as usize];
+        if !dead && !tk.kthread && tk.template != u32::MAX && tk.sleep_timer_ns.is_none() {
+            tk.parked = true;
+            self.parked += 1;
+        }
         if dead {
             self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);

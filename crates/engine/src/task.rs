@@ -173,6 +173,9 @@ pub struct Task {
     /// idle governor of its CPU sees it as a timer there): the hard expiry,
     /// the end of its slack range.
     pub sleep_timer_ns: Option<u64>,
+    /// Blocked with no sleep timer: only another thread can wake it (counted
+    /// in [`crate::Sim::parked`]).
+    pub parked: bool,
     /// The soft expiry of that timer, the start of its slack range: any
     /// hrtimer interrupt on its CPU from then on expires it.
     pub sleep_timer_soft_ns: u64,
@@ -264,6 +267,7 @@ impl Task {
             timers: Vec::new(),
             woken_at_ns: 0,
             sleep_timer_ns: None,
+            parked: false,
             sleep_timer_soft_ns: 0,
             hw: crate::hwcost::TaskHw::default(),
             percpu_lock: None,

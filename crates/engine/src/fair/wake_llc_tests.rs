@@ -49,6 +49,8 @@ fn add_task(s: &mut Sim, cpu: u16) -> TaskId {
     let mut t = Task::new(id, "t", 1, 0, 0, s.machine.all_cpus());
     t.cpu = cpu;
     s.tasks.push(t);
+    // A workload thread, as Sim::spawn() counts one.
+    s.live += 1;
     id
 }
 
