@@ -945,7 +945,7 @@ pub fn run_all(
     for (ei, d) in defs.iter().enumerate() {
         let mut samples: BTreeMap<(usize, &str, String), Vec<f64>> = BTreeMap::new();
         let mut placement: BTreeMap<(usize, &str), Vec<Placement>> = BTreeMap::new();
-        let mut incomplete = Vec::new();
+        let mut run_notes = Vec::new();
         for (j, o) in jobs.iter().zip(&outcomes) {
             if j.exp != ei {
                 continue;
@@ -954,7 +954,7 @@ pub fn run_all(
             // Time-bound workloads (schbench) end at their time limit.
             if matches!(o.stop, StopReason::Stalled | StopReason::Livelock) || o.metrics.is_empty()
             {
-                incomplete.push(format!(
+                run_notes.push(format!(
                     "point {} {} rep {} stopped: {:?}",
                     j.point, j.config, j.rep, o.stop
                 ));
@@ -971,12 +971,19 @@ pub fn run_all(
                 .push(o.placement.clone());
         }
         let metrics = if d.metrics.is_empty() {
-            discovered_metrics(
+            let (known, unranked) = discovered_metrics(
                 jobs.iter()
                     .zip(&outcomes)
                     .filter(|(j, _)| j.exp == ei)
                     .filter_map(|(j, o)| Some((&d.points[j.point].workload, o.as_ref().ok()?))),
-            )
+            );
+            if !unranked.is_empty() {
+                run_notes.push(format!(
+                    "not compared, having no better direction: {} (`run --json` reports them)",
+                    unranked.join(", ")
+                ));
+            }
+            known
         } else {
             d.metrics.clone()
         };
@@ -1043,29 +1050,32 @@ pub fn run_all(
                 }
             }
         }
-        r.notes.extend(incomplete);
+        r.notes.extend(run_notes);
         results.push(r);
     }
     Ok(results)
 }
 
-/// The metrics runs reported, in order of first appearance, that have a
-/// known direction (informational counts such as hackbench's `messages` are
-/// left out).
+/// The metrics runs reported, in order of first appearance: those that have a
+/// known direction, and the names of the others (informational counts such
+/// as hackbench's `messages`, or rt-app's `cpu_time_s`, which more work done
+/// and slower CPUs both raise), which are not compared.
 fn discovered_metrics<'a>(
     outcomes: impl Iterator<Item = (&'a Builtin, &'a RunOutcome)>,
-) -> Vec<MetricSpec> {
+) -> (Vec<MetricSpec>, Vec<String>) {
     let mut out: Vec<MetricSpec> = Vec::new();
+    let mut unranked: Vec<String> = Vec::new();
     for (w, o) in outcomes {
         for (name, _) in &o.metrics {
-            if !out.iter().any(|m| m.name == *name) {
-                if let Some(spec) = w.metric_spec(name) {
-                    out.push(spec);
+            if !out.iter().any(|m| m.name == *name) && !unranked.contains(name) {
+                match w.metric_spec(name) {
+                    Some(spec) => out.push(spec),
+                    None => unranked.push(name.clone()),
                 }
             }
         }
     }
-    out
+    (out, unranked)
 }
 
 /// The LLC side of placement (S4 experiments): co-runners and migrations across LLCs.

@@ -81,6 +81,21 @@ pub fn plan(
                 match resolve_machine_edited(machine, &all, false) {
                     // A chosen key this machine does not have.
                     Ok((_, n)) if n.last().is_some_and(|c| c.matched == 0) => continue,
+                    // Scaling zeros (an idle state's 0 ns residency) runs the
+                    // same machine again: say so instead of reporting it as
+                    // tested (`run --machine-edit` refuses such an edit).
+                    Ok((_, n)) if n.last().is_some_and(|c| c.changed == 0) => {
+                        let matched = n.last().map_or(0, |c| c.matched);
+                        plan.skipped.push((
+                            edit.text.clone(),
+                            machine.to_string(),
+                            format!(
+                                "changes nothing: {}",
+                                schedlab_topo::edit::unchanged(matched)
+                            ),
+                        ));
+                        continue;
+                    }
                     Ok(_) => {}
                     Err(e) => {
                         plan.skipped
@@ -165,6 +180,7 @@ pub fn entry(
         largest_move: None,
         largest_moves: Vec::new(),
         sign_flips: 0,
+        no_sample_moved: true,
     };
     let mut best = -1.0;
     for (&i, r) in o.defs.iter().zip(&o.results) {
@@ -181,6 +197,17 @@ pub fn entry(
                 }
             }
         }
+        // Every sample the same to the bit: the runs never read the number.
+        let bits = |row: &schedlab_report::Row| -> Vec<u64> {
+            row.samples.iter().map(|x| x.to_bits()).collect()
+        };
+        e.no_sample_moved &= r.rows.len() == b.rows.len()
+            && r.rows.iter().zip(&b.rows).all(|(x, y)| {
+                x.config == y.config
+                    && x.metric == y.metric
+                    && x.params == y.params
+                    && bits(x) == bits(y)
+            });
         for row in r.rows.iter().filter(|row| row.config != r.baseline) {
             let Some(br) = b.rows.iter().find(|x| {
                 x.config == row.config && x.metric == row.metric && x.params == row.params
@@ -238,6 +265,7 @@ pub fn entries(
                 largest_move: None,
                 largest_moves: Vec::new(),
                 sign_flips: 0,
+                no_sample_moved: false,
             }),
     );
     v
@@ -291,6 +319,9 @@ pub fn render(
                 + "; "
         };
         let largest = match &e.largest_move {
+            _ if e.no_sample_moved => {
+                "no sample changed: the runs do not depend on this number".into()
+            }
             // Printed to two decimals, nothing moved.
             Some(m)
                 if format!("{:+.2}", m.change_pct) == format!("{:+.2}", m.edited_change_pct) =>
@@ -386,6 +417,21 @@ mod tests {
         assert!(p.skipped.is_empty());
     }
 
+    /// Scaling a number that is 0 (Kunpeng's WFI residency) runs the same
+    /// machine: skipped as changing nothing, not reported as tested.
+    #[test]
+    fn an_edit_that_changes_nothing_is_skipped() {
+        let defs = vec![get("kunpeng920-stream", true).unwrap()];
+        let keys = vec!["idle_state.0.residency_ns".to_string()];
+        let p = plan(&defs, &[], 2.0, Some(&keys)).unwrap();
+        assert!(p.edits.is_empty());
+        assert_eq!(p.skipped.len(), 2);
+        assert!(p
+            .skipped
+            .iter()
+            .all(|(_, m, why)| m == "kunpeng920" && why.contains("changes nothing")));
+    }
+
     #[test]
     fn a_shift_reports_verdict_changes_and_the_largest_move() {
         let mut d = get("exynos5433-mixed", true).unwrap();
@@ -425,6 +471,12 @@ mod tests {
         };
         let e = entry(defs, &base, &same);
         assert!(e.verdict_changes.is_empty() && e.sign_flips == 0);
+        assert!(
+            e.no_sample_moved,
+            "the same samples: the number is not read"
+        );
+        assert!(!entry(defs, &base, &out[0]).no_sample_moved);
+        assert!(render(defs, std::slice::from_ref(&e), 2.0, None).contains("no sample changed"));
         assert_eq!(
             e.largest_move.map(|m| m.change_pct == m.edited_change_pct),
             Some(true)

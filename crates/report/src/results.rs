@@ -140,6 +140,10 @@ pub struct SensitivityEntry {
     pub largest_moves: Vec<RowMove>,
     /// Rows significant in both runs whose change changed sign.
     pub sign_flips: usize,
+    /// Every sample of the rerun equals the unedited run's to the bit: the
+    /// runs never read the number (written only when true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_sample_moved: bool,
 }
 
 /// A shape claim whose verdict an edit changed.

@@ -325,7 +325,8 @@ pub fn load_edited(
 }
 
 /// Why an edit that matched `matched` numbers changed none of them.
-fn unchanged(matched: u32) -> String {
+/// Why an edit that matched `matched` numbers changes none of them.
+pub fn unchanged(matched: u32) -> String {
     if matched == 1 {
         "the number it names keeps its value".to_string()
     } else {

@@ -385,6 +385,32 @@ fn compare_runs_an_ad_hoc_experiment_with_config_variants() {
     assert_eq!(first, std::fs::read(dir.join("results.json")).unwrap());
 }
 
+/// A metric with no better direction (hackbench's message count) is not
+/// compared, and the output says so rather than dropping it silently.
+#[test]
+fn compare_names_the_metrics_it_does_not_compare() {
+    let o = schedlab(&[
+        "compare",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "hackbench:groups=1,loops=5",
+        "--config",
+        "vanilla",
+        "--config",
+        "hperf-hmp",
+        "--reps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Amean     time"), "{out}");
+    assert!(
+        out.contains("note: not compared, having no better direction: messages"),
+        "{out}"
+    );
+}
+
 #[test]
 fn compare_rejects_bad_input_with_one_line() {
     let base = [
