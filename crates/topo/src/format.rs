@@ -282,7 +282,12 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         cfg.mc_is_llc,
         cfg.fallback_llc,
         cfg.propagate_smt_flags,
-        cfg.itmt,
+        // ITMT (sched_set_itmt_support()) exists on x86 only.
+        if m.arch == crate::machine::Arch::X86 {
+            cfg.itmt.to_string()
+        } else {
+            "n/a (x86 only)".to_string()
+        },
         if cfg.itmt_legacy_smt {
             " (pre-6.5 SMT priorities, SMT asym packing)"
         } else {
