@@ -71,7 +71,7 @@ enum Cmd {
     /// Draw SVG plots of a results.json (means per config; our changes
     /// against the published ones).
     Plot {
-        /// A results.json written by `reproduce`.
+        /// A results.json written by `reproduce` or `compare --out`.
         results: PathBuf,
         /// Directory for the SVG files (default: plots/ next to the results file).
         #[arg(long)]
@@ -79,8 +79,13 @@ enum Cmd {
     },
     /// Print a machine and its sched domains per CPU.
     Topo {
-        /// Preset name or machine file.
+        /// Preset name, NAME:online=LIST, machine file, or `host` (this
+        /// computer, from /sys).
         machine: Option<String>,
+        /// The same as the MACHINE argument, spelt as the other commands
+        /// spell it.
+        #[arg(long = "machine", value_name = "MACHINE", conflicts_with = "machine")]
+        machine_flag: Option<String>,
         /// Print the machine and its domains as JSON.
         #[arg(long)]
         json: bool,
@@ -88,15 +93,15 @@ enum Cmd {
         #[arg(long, default_value = "vanilla")]
         config: String,
         /// List preset names.
-        #[arg(long, conflicts_with_all = ["machine", "json", "config", "host", "sysfs_root", "emit_machine"])]
+        #[arg(long, conflicts_with_all = ["machine", "machine_flag", "json", "config", "host", "sysfs_root", "emit_machine"])]
         list: bool,
         /// This computer, read from /sys.
-        #[arg(long, conflicts_with = "machine")]
+        #[arg(long, conflicts_with_all = ["machine", "machine_flag"])]
         host: bool,
         /// Read a copy of a sysfs tree rooted here (as /sys); the
         /// architecture comes from its cpuidle and cpufreq drivers and idle
         /// states (--host takes this binary's).
-        #[arg(long, conflicts_with = "machine")]
+        #[arg(long, conflicts_with_all = ["machine", "machine_flag"])]
         sysfs_root: Option<PathBuf>,
         /// Print the machine as an editable machine file instead of its domains.
         #[arg(long, conflicts_with_all = ["json", "config"])]
@@ -122,7 +127,8 @@ enum Cmd {
     Configs,
     /// Run one simulation.
     Run {
-        /// Preset name or machine file (`schedlab topo --list` names the presets).
+        /// Preset name, NAME:online=LIST, machine file, or `host` (this computer,
+        /// from /sys); `schedlab topo --list` names the presets.
         #[arg(long)]
         machine: String,
         /// Built-in workload spec, e.g. stream:threads=4 (`schedlab
@@ -241,6 +247,13 @@ fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
 /// A failed [`schedlab_report::write_atomically`], naming the file.
 fn written((path, e): (PathBuf, std::io::Error)) -> Failure {
     Failure::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
+}
+
+/// Writes a text output (tables.txt, a plot) through `NAME.tmp`, as every
+/// output is written.
+fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
+    use std::io::Write as _;
+    schedlab_report::write_atomically(path, |f| f.write_all(text.as_bytes())).map_err(written)
 }
 
 /// Checks, before anything runs or is created, that the output directory
@@ -403,6 +416,7 @@ fn main() {
         Cmd::Reproduce(args) => reproduce(args),
         Cmd::Topo {
             machine,
+            machine_flag,
             json,
             config,
             list,
@@ -410,7 +424,7 @@ fn main() {
             sysfs_root,
             emit_machine,
         } => {
-            let source = match (sysfs_root, host, machine) {
+            let source = match (sysfs_root, host, machine.or(machine_flag)) {
                 (Some(root), _, _) => Some(MachineSource::Sysfs(root)),
                 (None, true, _) => Some(MachineSource::Host),
                 (None, false, Some(m)) => Some(MachineSource::Named(m)),
@@ -693,8 +707,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
         .map_err(write_failed)?;
-    std::fs::write(out.join("tables.txt"), &text)
-        .with_context(|| format!("writing {}/tables.txt", out.display()))?;
+    write_text(&out.join("tables.txt"), &text)?;
     if let Some(j) = json {
         res.write_json(&j).map_err(write_failed)?;
     }
@@ -733,7 +746,7 @@ fn write_plots(res: &Results, dir: &std::path::Path, clean: bool) -> Result<usiz
                 k += 1;
             }
             let path = dir.join(format!("{stem}.svg"));
-            std::fs::write(&path, p.svg).with_context(|| format!("writing {}", path.display()))?;
+            write_text(&path, &p.svg)?;
             n += 1;
         }
     }
@@ -1467,8 +1480,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))
             .map_err(write_failed)?;
-        std::fs::write(out.join("tables.txt"), &text)
-            .with_context(|| format!("writing {}/tables.txt", out.display()))?;
+        write_text(&out.join("tables.txt"), &text)?;
         let n = write_plots(&res, &out.join("plots"), true)?;
         eprintln!(
             "(results.json, tables.txt and {n} plots in {})",
@@ -1703,15 +1715,25 @@ fn run(
             switches
         );
     }
-    for l in &c.levels {
+    for (i, l) in c.levels.iter().enumerate() {
         let serialized = if l.lb_serialized > 0 {
             format!(" skipped (SD_SERIALIZE) {}", l.lb_serialized)
         } else {
             String::new()
         };
+        // Levels that share a name (the NUMA levels) are told apart by
+        // their rank, the nearest first.
+        let same = |x: &&schedlab_engine::stats::LevelCounters| x.name == l.name;
+        let of = c.levels.iter().filter(same).count();
+        let name = if of > 1 {
+            let k = c.levels[..i].iter().filter(same).count() + 1;
+            format!("{} {k}/{of}", l.name)
+        } else {
+            l.name.clone()
+        };
         outln!(
             "  balance {:<10} attempts {:>8} moved {:>6}{serialized}",
-            l.name,
+            name,
             l.lb_count,
             l.lb_moved
         );
