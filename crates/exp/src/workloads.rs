@@ -59,7 +59,7 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ),
     (
         "pipe",
-        "instances=N (1), loops=L (20000)",
+        "instances=N (1), loops=L (20000), both_write=0|1 (0: the second process reads first)",
         "perf bench sched pipe: N concurrent pairs ping-pong an int over two pipes L times; usecs/op (mean over instances)",
     ),
     (
@@ -534,7 +534,7 @@ impl Builtin {
                     _ => rtapp::timer_latencies_us(by_task),
                 };
                 if !lat.is_empty() {
-                    out.push(("timer_wakeups".into(), lat.len() as f64));
+                    out.push(("timer_events".into(), lat.len() as f64));
                     for q in [50.0, 90.0, 99.0] {
                         let v = lat.percentile(q).unwrap_or(0);
                         out.push((format!("wu_lat_pct{q:.1}"), v as f64));
@@ -677,7 +677,13 @@ impl Builtin {
             Builtin::RtApp(_) => {
                 let mut s = String::from("rt-app (simulated)\n");
                 for (k, v) in metrics {
-                    s.push_str(&format!("{k}: {v:.3}\n"));
+                    // Counts as integers; the others with their unit (the
+                    // latencies are whole µs, as rt-app logs them).
+                    match k.as_str() {
+                        "threads" | "timer_events" => s.push_str(&format!("{k}: {v}\n")),
+                        _ if k.starts_with("wu_lat") => s.push_str(&format!("{k}: {v} us\n")),
+                        _ => s.push_str(&format!("{k}: {v:.3} s\n")),
+                    }
                 }
                 s
             }
@@ -1030,6 +1036,36 @@ mod tests {
         "pybench:runs=1",
         "tflite:threads=3,inferences=2,layers=4",
     ];
+
+    /// `schedlab workloads` lists every key each parser accepts.
+    #[test]
+    fn the_catalogue_lists_every_key_a_workload_accepts() {
+        let keys: &[(&str, &[&str])] = &[
+            ("stream", stream::KEYS),
+            ("hackbench", hackbench::KEYS),
+            ("pipe", pipe::KEYS),
+            ("schbench", schbench::KEYS),
+            ("blackscholes", parsec::KEYS),
+            ("streamcluster", parsec::KEYS),
+            ("bodytrack", parsec::KEYS),
+            ("pbzip2", pbzip2::KEYS),
+            ("pixz", pixz::KEYS),
+            ("mobile", mobile::KEYS),
+            ("kernbench", kernbench::KEYS),
+            ("chacha20", chacha20::KEYS),
+            ("daytrader", daytrader::KEYS),
+            ("ycsb", ycsb::KEYS),
+        ];
+        for (name, ks) in keys {
+            let (_, listed, _) = BUILTINS.iter().find(|b| b.0 == *name).unwrap();
+            for k in *ks {
+                assert!(
+                    listed.contains(&format!("{k}=")),
+                    "{name}: {k} not listed in {listed}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_builtin_runs_on_every_preset() {
