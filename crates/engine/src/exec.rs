@@ -429,7 +429,7 @@ impl Sim {
                     util_max,
                 } => self.sched_setattr_fair(t, policy, nice, runtime_ns, (util_min, util_max)),
                 Step::SetAffinity { cpus } => {
-                    if let Flow::Stop = self.set_cpus_allowed(t, cpus) {
+                    if let Flow::Stop = self.set_cpus_allowed(t, cpus.map(|m| *m)) {
                         return;
                     }
                 }
@@ -1682,7 +1682,7 @@ mod tests {
     fn set_affinity_moves_a_thread_off_a_cpu_it_leaves() {
         let ms = 1_000_000;
         let to = |cpus: &[CpuId]| Step::SetAffinity {
-            cpus: Some(CpuMask::from_cpus(cpus.iter().copied())),
+            cpus: Some(Box::new(CpuMask::from_cpus(cpus.iter().copied()))),
         };
         let work = Step::RunWall { ns: ms };
         let steps = vec![
@@ -1860,12 +1860,12 @@ mod tests {
         assert!(boosted > 0.9, "{boosted}");
         let hog = |clamp: Option<Step>| {
             let mut steps = vec![Step::SetAffinity {
-                cpus: Some(CpuMask::from_cpus([0])),
+                cpus: Some(Box::new(CpuMask::from_cpus([0]))),
             }];
             steps.extend(clamp);
             steps.push(Step::RunWall { ns: 5_000_000 });
             steps.push(Step::SetAffinity {
-                cpus: Some(CpuMask::first_n(8)),
+                cpus: Some(Box::new(CpuMask::first_n(8))),
             });
             steps.push(Step::Compute {
                 work_ns: 10_000_000_000,

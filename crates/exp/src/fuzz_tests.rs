@@ -555,9 +555,9 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                         0 => None,
                         // CPUs the machine may not have: dropped, or a
                         // failed call when none is left.
-                        _ => Some(CpuMask::from_cpus(
+                        _ => Some(Box::new(CpuMask::from_cpus(
                             (0..rng.gen_range(1..=4)).map(|_| rng.gen_range(0..160)),
-                        )),
+                        ))),
                     },
                 },
             ],

@@ -349,7 +349,7 @@ impl Builtin {
                         });
                         for step in &mut t.steps {
                             if let Step::SetAffinity { cpus: Some(own) } = step {
-                                *own = if own.and(&a).is_empty() {
+                                **own = if own.and(&a).is_empty() {
                                     a
                                 } else {
                                     own.and(&a)

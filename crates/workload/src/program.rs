@@ -134,8 +134,9 @@ pub enum Step {
     /// threads set through pthread_setaffinity_np()): the thread may run only on `cpus`
     /// (those of them the machine has), or with `None` again on the CPUs it
     /// started with. If its CPU is no longer allowed, the stopper moves it to
-    /// one that is before the next step. No change, no cost.
-    SetAffinity { cpus: Option<CpuMask> },
+    /// one that is before the next step. No change, no cost. (Boxed: the
+    /// 512-bit mask would make every step of every program 72 bytes.)
+    SetAffinity { cpus: Option<Box<CpuMask>> },
     /// The thread becomes its own process (fork without threads: a new
     /// thread-group id), as hackbench's or perf's child processes are.
     NewProcess,
@@ -382,5 +383,20 @@ mod tests {
             .collect();
         assert_eq!(t, [768, 768, 768, 1280, 2304]);
         assert!(unix_skb_truesize(100_000) >= 100_000);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Steps are fetched and copied once per program step, so their size is
+    /// the interpreter's memory traffic: no variant may carry a CPU mask
+    /// inline.
+    #[test]
+    fn a_step_stays_small() {
+        assert!(
+            std::mem::size_of::<super::Step>() <= 32,
+            "{}",
+            std::mem::size_of::<super::Step>()
+        );
     }
 }

@@ -918,7 +918,9 @@ fn parse_task(
         && matches!(field(o, "phases"), Some(Json::Obj(ph))
             if ph.iter().any(|(_, pv)| matches!(pv, Json::Obj(po) if field(po, "cpus").is_some())));
     if let (false, Some(mask)) = (phase_cpus, def.affinity) {
-        def.steps.push(Step::SetAffinity { cpus: Some(mask) });
+        def.steps.push(Step::SetAffinity {
+            cpus: Some(Box::new(mask)),
+        });
     }
     if has_phases && has_events {
         return err(path, "events must be inside phases when phases is given");
@@ -966,7 +968,9 @@ fn parse_task(
             }
             pclamps.check(&pp)?;
             if phase_cpus {
-                def.steps.push(Step::SetAffinity { cpus });
+                def.steps.push(Step::SetAffinity {
+                    cpus: cpus.map(Box::new),
+                });
             }
             if ppolicy.is_some() || pprio.is_some() {
                 let (pol, pol_path) = match ppolicy {
@@ -1416,7 +1420,7 @@ mod tests {
                 .steps
                 .iter()
                 .filter_map(|s| match s {
-                    Step::SetAffinity { cpus } => Some(*cpus),
+                    Step::SetAffinity { cpus } => Some(cpus.as_deref().copied()),
                     _ => None,
                 })
                 .collect()

@@ -28,7 +28,7 @@ fn example_from_the_reference_parses() {
     // 0-3 once started, as rt-app's do.
     assert_eq!(s.templates[0].affinity, None);
     assert!(s.templates[0].steps.contains(&Step::SetAffinity {
-        cpus: Some(CpuMask::from_cpus([0, 1, 2, 3]))
+        cpus: Some(Box::new(CpuMask::from_cpus([0, 1, 2, 3])))
     }));
     assert_eq!(
         r.cpus[0],
@@ -412,7 +412,7 @@ fn relaxed_syntax_fixture_with_phase_cpus() {
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::SetAffinity { cpus } => Some(*cpus),
+            Step::SetAffinity { cpus } => Some(cpus.as_deref().copied()),
             _ => None,
         })
         .collect();
