@@ -954,8 +954,15 @@ pub fn run_all(
             // Time-bound workloads (schbench) end at their time limit.
             if matches!(o.stop, StopReason::Stalled | StopReason::Livelock) || o.metrics.is_empty()
             {
+                let why = match o.stop {
+                    StopReason::Stalled => {
+                        " (every thread waits for another: a deadlock in the workload; `run` names the threads)"
+                    }
+                    StopReason::Livelock => " (threads kept switching with no time passing)",
+                    _ => "",
+                };
                 run_notes.push(format!(
-                    "point {} {} rep {} stopped: {:?}",
+                    "point {} {} rep {} stopped: {:?}{why}",
                     j.point, j.config, j.rep, o.stop
                 ));
             }
