@@ -286,6 +286,12 @@ impl Sim {
                 .and_then(|tp| tp.steps.get(task.pc as usize));
             let want = match step {
                 Some(Step::Send { chan, .. }) => Some((*chan, true)),
+                Some(Step::SendNext {
+                    first,
+                    stride,
+                    slot,
+                    ..
+                }) => Some((task.send_next_chan(*first, *stride, *slot), true)),
                 Some(Step::Recv { chan, .. }) => Some((*chan, false)),
                 _ => None,
             };

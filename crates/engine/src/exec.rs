@@ -294,6 +294,18 @@ impl Sim {
                     // Back from the write(2): a lazy reschedule applies.
                     self.resched_lazy_honour(self.tasks[t as usize].cpu);
                 }
+                Step::SendNext {
+                    first,
+                    stride,
+                    slot,
+                    bytes,
+                } => {
+                    let chan = self.tasks[t as usize].send_next_chan(first, stride, slot);
+                    if let Flow::Stop = self.chan_send(t, chan, bytes) {
+                        return;
+                    }
+                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
+                }
                 Step::Recv { chan, bytes } => {
                     if let Flow::Stop = self.chan_recv(t, chan, bytes) {
                         return;

@@ -212,6 +212,14 @@ pub fn nice_to_weight(nice: i8) -> u64 {
 }
 
 impl Task {
+    /// The channel a [`schedlab_workload::Step::SendNext`] in loop `slot`
+    /// writes to now: `first` plus `stride` for each pass that loop has
+    /// completed.
+    pub(crate) fn send_next_chan(&self, first: u32, stride: u32, slot: u8) -> u32 {
+        let passes = self.loop_counts[(slot as usize).min(3)];
+        first.saturating_add(stride.saturating_mul(passes))
+    }
+
     pub fn new(
         id: TaskId,
         name: &str,

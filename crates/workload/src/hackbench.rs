@@ -98,16 +98,15 @@ impl HackbenchParams {
             pipe: choice("ipc", "pipe", "socket", false)?,
             threads: choice("mode", "threads", "process", false)?,
         };
-        // Every sender's program writes to each receiver of its group in
-        // turn, so the programs hold groups·fds² writes.
-        let writes = u64::from(p.groups) * u64::from(p.fds).pow(2);
-        if writes > MAX_GROUP_WRITES {
+        // Every worker is a task, and a run makes at most 200,000.
+        let workers = 2 * u64::from(p.groups) * u64::from(p.fds);
+        if workers > MAX_WORKERS {
             return Err(SpecError::BadValue {
                 workload: s.name.clone(),
                 key: "fds".into(),
                 reason: format!(
-                    "groups·fds² = {writes} is above {MAX_GROUP_WRITES} \
-                     (each sender writes to every receiver of its group: fewer groups or fds)"
+                    "2·groups·fds = {workers} workers is above {MAX_WORKERS} \
+                     (each worker is a thread or process: fewer groups or fds)"
                 ),
             });
         }
@@ -142,9 +141,10 @@ impl HackbenchParams {
     }
 }
 
-/// The most sender-to-receiver writes per loop (groups·fds²) a run may have:
-/// 1024 groups of 45 fds, or 8 groups of 512 (about 350 MB of programs).
-pub const MAX_GROUP_WRITES: u64 = 1 << 21;
+/// The most workers (2·groups·fds) a run may have: half the engine's task
+/// cap, e.g. 1024 groups of 48 fds or 97 groups of 512. A sender's program
+/// holds one write step whatever the group's size (`Step::SendNext`).
+pub const MAX_WORKERS: u64 = 100_000;
 
 /// Sync ids: 0 = ready pipe or socket, 1 = GO condition, 2 = done semaphore,
 /// then one channel per receiver.
@@ -253,13 +253,20 @@ pub fn build(p: &HackbenchParams, affinity: Option<CpuMask>) -> WorkloadSpec {
         for w in 0..f {
             let mut s = prologue.clone();
             let start = s.len() as u32;
-            for r in 0..f {
-                s.push(write.clone());
-                s.push(Step::Send {
-                    chan: chan(group, r),
-                    bytes: wire,
-                });
-            }
+            // Per loop, a write to each receiver of the group in turn (the
+            // inner loop, slot 1, picks the receiver).
+            s.push(write.clone());
+            s.push(Step::SendNext {
+                first: chan(group, 0),
+                stride: 1,
+                slot: 1,
+                bytes: wire,
+            });
+            s.push(Step::Loop {
+                start,
+                count: f,
+                slot: 1,
+            });
             s.push(Step::Loop {
                 start,
                 count: p.loops,
@@ -355,21 +362,42 @@ mod tests {
     use super::*;
     use crate::spec::parse_spec;
 
-    /// Executed count of `pred` steps per template, with loop multiplicity
-    /// (loops in these programs do not nest).
-    fn executed(steps: &[Step], pred: impl Fn(&Step) -> bool) -> u64 {
-        let mut total = 0u64;
-        let mut i = 0;
-        while i < steps.len() {
-            if let Step::Loop { start, count, .. } = steps[i] {
-                let body = steps[start as usize..i].iter().filter(|s| pred(s)).count() as u64;
-                total += body * (count as u64 - 1);
-            } else if pred(&steps[i]) {
-                total += 1;
+    /// The channel operations a program makes, in order: (write?, channel,
+    /// bytes), walking its loops (nested ones included) as the engine runs
+    /// them; the other steps do not branch in these programs.
+    fn walk(steps: &[Step]) -> Vec<(bool, u32, u64)> {
+        let mut out = Vec::new();
+        let mut counts = [0u32; 4];
+        let mut pc = 0;
+        while pc < steps.len() {
+            match steps[pc] {
+                Step::Loop { start, count, slot } => {
+                    counts[slot as usize] += 1;
+                    if counts[slot as usize] < count {
+                        pc = start as usize;
+                        continue;
+                    }
+                    counts[slot as usize] = 0;
+                }
+                Step::Send { chan, bytes } => out.push((true, chan, bytes)),
+                Step::SendNext {
+                    first,
+                    stride,
+                    slot,
+                    bytes,
+                } => out.push((true, first + stride * counts[slot as usize], bytes)),
+                Step::Recv { chan, bytes } => out.push((false, chan, bytes)),
+                Step::Exit => break,
+                _ => {}
             }
-            i += 1;
+            pc += 1;
         }
-        total
+        out
+    }
+
+    /// Executed count of `pred` channel operations per template.
+    fn executed(steps: &[Step], pred: impl Fn(&(bool, u32, u64)) -> bool) -> u64 {
+        walk(steps).iter().filter(|op| pred(op)).count() as u64
     }
 
     #[test]
@@ -380,34 +408,36 @@ mod tests {
         let sends: u64 = spec
             .templates
             .iter()
-            .map(|t| {
-                executed(
-                    &t.steps,
-                    |s| matches!(s, Step::Send { chan, .. } if *chan != READY),
-                )
-            })
+            .map(|t| executed(&t.steps, |&(write, chan, _)| write && chan != READY))
             .sum();
         let recvs: u64 = spec
             .templates
             .iter()
-            .map(|t| {
-                executed(
-                    &t.steps,
-                    |s| matches!(s, Step::Recv { chan, .. } if *chan != READY),
-                )
-            })
+            .map(|t| executed(&t.steps, |&(write, chan, _)| !write && chan != READY))
             .sum();
         assert_eq!(sends, 3 * 16 * 7);
         assert_eq!(recvs, sends);
+        // A sender of group 1 writes to its group's receivers in turn, the
+        // row once per loop.
+        let sender = spec
+            .templates
+            .iter()
+            .find(|t| t.name == "sender-process-1.2")
+            .unwrap();
+        let order: Vec<u32> = walk(&sender.steps)
+            .into_iter()
+            .filter(|op| op.0 && op.1 != READY)
+            .map(|op| op.1)
+            .collect();
+        let row: Vec<u32> = (0..4).map(|r| 3 + 4 + r).collect();
+        assert_eq!(order, row.repeat(7));
         assert_eq!(p.messages(), sends);
         assert_eq!(spec.templates.len(), 1 + 2 * 3 * 4);
         // Every worker writes one byte into the ready pipe; the main thread
         // reads them one by one.
         let ready = |t: &ThreadTemplate, recv: bool| {
-            executed(&t.steps, |s| match s {
-                Step::Send { chan, bytes } => !recv && *chan == READY && *bytes == 1,
-                Step::Recv { chan, bytes } => recv && *chan == READY && *bytes == 1,
-                _ => false,
+            executed(&t.steps, |&(write, chan, bytes)| {
+                write != recv && chan == READY && bytes == 1
             })
         };
         assert_eq!(ready(&spec.templates[0], true), 24);
@@ -436,15 +466,15 @@ mod tests {
         assert_eq!(d.messages(), 400_000);
         assert!(!d.pipe && !d.threads);
         assert!(HackbenchParams::from_spec(&parse_spec("hackbench:ipc=tcp").unwrap()).is_err());
-        // groups·fds² is bounded: 1024·45² fits, 1024·46² does not.
+        // 2·groups·fds is bounded: 1024·48 fits, 1024·49 does not.
         let p2 = |g: u32, f: u32| {
             HackbenchParams::from_spec(
                 &parse_spec(&format!("hackbench:groups={g},fds={f}")).unwrap(),
             )
         };
-        assert!(p2(1024, 45).is_ok() && p2(8, 512).is_ok());
-        let e = p2(1024, 46).unwrap_err().to_string();
-        assert!(e.contains("fds") && e.contains("2166784"), "{e}");
+        assert!(p2(1024, 48).is_ok() && p2(97, 512).is_ok());
+        let e = p2(1024, 49).unwrap_err().to_string();
+        assert!(e.contains("fds") && e.contains("100352"), "{e}");
         assert!(report(&p, Some(0.1234)).ends_with("Time: 0.123\n"));
     }
 }

@@ -65,6 +65,16 @@ pub enum Step {
     /// [`SyncObject::UnixStream`]: blocks while there is no room, wakes a
     /// sleeping reader with WF_SYNC (each object's rules say when).
     Send { chan: SyncId, bytes: u64 },
+    /// [`Step::Send`] to channel `first + stride·i`, where `i` is the passes
+    /// loop `slot` has completed (0 in its first pass): inside that loop a
+    /// thread writes to each of a row of channels in turn, as a loop over
+    /// file descriptors does, with one step instead of one per channel.
+    SendNext {
+        first: SyncId,
+        stride: u32,
+        slot: u8,
+        bytes: u64,
+    },
     /// Read exactly `bytes` from a channel, pipe or socket (a read loop until
     /// the message is complete): blocks while it is empty, wakes blocked
     /// writers when the object's rules say the read made room for them.

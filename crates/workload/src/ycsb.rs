@@ -284,7 +284,7 @@ pub fn build(p: &YcsbParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             limit: n - 1,
             exit_to: close_at,
         });
-        let after_close = close_at + 2 * n + 1;
+        let after_close = close_at + 4;
         // Not the last: skip the close (a Grab with limit 0 never takes a
         // ticket and always jumps).
         s.push(Step::Grab {
@@ -293,13 +293,20 @@ pub fn build(p: &YcsbParams, affinity: Option<CpuMask>) -> WorkloadSpec {
             exit_to: after_close,
         });
         debug_assert_eq!(s.len() as u32, close_at);
-        for &(req_c, _) in &chans {
-            s.push(Step::Compute { work_ns: CLOSE_NS });
-            s.push(Step::Send {
-                chan: req_c,
-                bytes: 1,
-            });
-        }
+        // Close every connection in turn: the request channels are every
+        // other object from 0 (loop slot 1 picks the connection).
+        s.push(Step::Compute { work_ns: CLOSE_NS });
+        s.push(Step::SendNext {
+            first: chans[0].0,
+            stride: 2,
+            slot: 1,
+            bytes: 1,
+        });
+        s.push(Step::Loop {
+            start: close_at,
+            count: n,
+            slot: 1,
+        });
         // Stop the journal flusher (it exits when it finds the flag taken).
         s.push(Step::Grab {
             counter: stop_flag,
