@@ -599,9 +599,19 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 cond: SYNC_COND,
                 mutex: None,
             }],
-            18 => vec![Step::Send {
-                chan: SYNC_CHANNEL,
-                bytes: rng.gen_range(1..100_000),
+            18 => vec![if rng.gen_bool(0.8) {
+                Step::Send {
+                    chan: SYNC_CHANNEL,
+                    bytes: rng.gen_range(1..100_000),
+                }
+            } else {
+                // Stride 0: the same channel whatever the loop's pass.
+                Step::SendNext {
+                    first: SYNC_CHANNEL,
+                    stride: 0,
+                    slot: rng.gen_range(0..4),
+                    bytes: rng.gen_range(1..100_000),
+                }
             }],
             19 => vec![Step::Recv {
                 chan: SYNC_CHANNEL,
