@@ -279,21 +279,11 @@ impl Sim {
             {
                 continue;
             }
-            let step = self
-                .spec
-                .templates
-                .get(task.template as usize)
-                .and_then(|tp| tp.steps.get(task.pc as usize));
+            let step = self.step_at(task.template, task.pc);
             let want = match step {
-                Some(Step::Send { chan, .. }) => Some((*chan, true)),
-                Some(Step::SendNext {
-                    first,
-                    stride,
-                    slot,
-                    ..
-                }) => Some((task.send_next_chan(*first, *stride, *slot), true)),
                 Some(Step::Recv { chan, .. }) => Some((*chan, false)),
-                _ => None,
+                Some(s) => task.write_chan(s).map(|chan| (chan, true)),
+                None => None,
             };
             if let Some((chan, writer)) = want.filter(|w| self.ipc.is_byte_queue(w.0)) {
                 if queued[t] != Some((chan, writer)) {

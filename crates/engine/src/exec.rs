@@ -287,24 +287,15 @@ impl Sim {
                     self.start_activity(t, Activity::Wall, ns as f64);
                     return;
                 }
-                Step::Send { chan, bytes } => {
-                    if let Flow::Stop = self.chan_send(t, chan, bytes) {
-                        return;
+                Step::Send { bytes, .. } | Step::SendNext { bytes, .. } => {
+                    // write_chan() names the channel of both kinds.
+                    if let Some(chan) = self.tasks[t as usize].write_chan(&step) {
+                        if let Flow::Stop = self.chan_send(t, chan, bytes) {
+                            return;
+                        }
+                        // Back from the write(2): a lazy reschedule applies.
+                        self.resched_lazy_honour(self.tasks[t as usize].cpu);
                     }
-                    // Back from the write(2): a lazy reschedule applies.
-                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
-                }
-                Step::SendNext {
-                    first,
-                    stride,
-                    slot,
-                    bytes,
-                } => {
-                    let chan = self.tasks[t as usize].send_next_chan(first, stride, slot);
-                    if let Flow::Stop = self.chan_send(t, chan, bytes) {
-                        return;
-                    }
-                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
                 }
                 Step::Recv { chan, bytes } => {
                     if let Flow::Stop = self.chan_recv(t, chan, bytes) {

@@ -605,15 +605,22 @@ impl Sim {
                 } else {
                     t.pc
                 };
-                let step = self
-                    .spec
-                    .templates
-                    .get(t.template as usize)
-                    .and_then(|tp| tp.steps.get(pc as usize))
-                    .cloned();
-                (t.name.to_string(), pc, step)
+                (
+                    t.name.to_string(),
+                    pc,
+                    self.step_at(t.template, pc).cloned(),
+                )
             })
             .collect()
+    }
+
+    /// Step `pc` of template `template`'s program, if both exist (kernel
+    /// threads have no template).
+    pub(crate) fn step_at(&self, template: u32, pc: u32) -> Option<&Step> {
+        self.spec
+            .templates
+            .get(template as usize)
+            .and_then(|tp| tp.steps.get(pc as usize))
     }
 
     pub(crate) fn feat(&self, f: Feat) -> bool {

@@ -3,6 +3,7 @@
 use crate::event::TaskId;
 use crate::fair::pelt::SchedAvg;
 use schedlab_topo::{CpuId, CpuMask};
+use schedlab_workload::Step;
 
 /// Scheduling state of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,12 +213,23 @@ pub fn nice_to_weight(nice: i8) -> u64 {
 }
 
 impl Task {
-    /// The channel a [`schedlab_workload::Step::SendNext`] in loop `slot`
-    /// writes to now: `first` plus `stride` for each pass that loop has
-    /// completed.
-    pub(crate) fn send_next_chan(&self, first: u32, stride: u32, slot: u8) -> u32 {
-        let passes = self.loop_counts[(slot as usize).min(3)];
-        first.saturating_add(stride.saturating_mul(passes))
+    /// The channel `step` writes to if this task runs it now: a `Send`'s
+    /// own, or for a `SendNext` in loop `slot`, `first` plus `stride` for
+    /// each pass that loop has completed. `None` for other steps.
+    pub(crate) fn write_chan(&self, step: &Step) -> Option<u32> {
+        match *step {
+            Step::Send { chan, .. } => Some(chan),
+            Step::SendNext {
+                first,
+                stride,
+                slot,
+                ..
+            } => {
+                let passes = self.loop_counts[(slot as usize).min(3)];
+                Some(first.saturating_add(stride.saturating_mul(passes)))
+            }
+            _ => None,
+        }
     }
 
     pub fn new(

@@ -320,8 +320,6 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
         };
     }
     let msg = one_line(e.message());
-    // A line that is not TOML names no field.
-    let syntax = text.parse::<toml::Table>().is_err();
     let (field, line) = match e.span() {
         Some(span) => {
             let start = span.start.min(text.len());
@@ -359,7 +357,8 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
                     Some(t) => format!("{t}.{}", k.trim()),
                     None => k.trim().to_string(),
                 },
-                _ if syntax => "(syntax)".to_string(),
+                // A line that is not TOML names no field.
+                _ if text.parse::<toml::Table>().is_err() => "(syntax)".to_string(),
                 _ => match table_header(text, start, first) {
                     Some((name, _)) => name,
                     None => first.trim_matches(|c| c == '[' || c == ']').to_string(),
@@ -463,22 +462,6 @@ fn is_blank(text: &str) -> bool {
 /// The table header `line` is, if it is one: `[[link]]` gives
 /// `("link[N]", "[[link]]")`, N counting the `[[link]]` headers before byte
 /// `start`; `[memory]` gives `("memory", "[memory]")`.
-/// The name of the table whose body holds the line starting at byte
-/// `line_start` (`cache[0]`, `memory`), if a header comes before it.
-fn enclosing_table(text: &str, line_start: usize) -> Option<String> {
-    // The last header line before it, and where that line starts.
-    let mut header = None;
-    let mut at = 0;
-    for line in text.get(..line_start)?.split_inclusive('\n') {
-        if line.trim_start().starts_with('[') {
-            header = Some((at, line.trim_end()));
-        }
-        at += line.len();
-    }
-    let (start, line) = header?;
-    table_header(text, start, line).map(|(name, _)| name)
-}
-
 fn table_header(text: &str, start: usize, line: &str) -> Option<(String, String)> {
     let header_name = |l: &str, open: &str, close: &str| -> Option<String> {
         let (name, _) = l.trim().strip_prefix(open)?.split_once(close)?;
@@ -495,6 +478,22 @@ fn table_header(text: &str, start: usize, line: &str) -> Option<(String, String)
         return Some((format!("{name}[{index}]"), format!("[[{name}]]")));
     }
     header_name(line, "[", "]").map(|name| (name.clone(), format!("[{name}]")))
+}
+
+/// The name of the table whose body holds the line starting at byte
+/// `line_start` (`cache[0]`, `memory`), if a header comes before it.
+fn enclosing_table(text: &str, line_start: usize) -> Option<String> {
+    // The last header line before it, and where that line starts.
+    let mut header = None;
+    let mut at = 0;
+    for line in text.get(..line_start)?.split_inclusive('\n') {
+        if line.trim_start().starts_with('[') {
+            header = Some((at, line.trim_end()));
+        }
+        at += line.len();
+    }
+    let (start, line) = header?;
+    table_header(text, start, line).map(|(name, _)| name)
 }
 
 // ---------------------------------------------------------------------------
