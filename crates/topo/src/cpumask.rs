@@ -130,20 +130,30 @@ impl CpuMask {
 
     /// Ascending iteration.
     pub fn iter(&self) -> CpuMaskIter<'_> {
+        self.iter_range(0, MAX_CPUS)
+    }
+
+    /// Ascending iteration over the CPUs `from..to` of the mask, skipping
+    /// whole words outside it.
+    fn iter_range(&self, from: usize, to: usize) -> CpuMaskIter<'_> {
+        let word = from / 64;
         CpuMaskIter {
             mask: self,
-            word: 0,
-            cur: self.bits[0],
+            word,
+            cur: if word < WORDS {
+                self.bits[word] & (!0u64 << (from % 64))
+            } else {
+                0
+            },
+            end: to,
         }
     }
 
     /// Iterates the mask starting at `start` and wrapping around, as the
     /// kernel's `for_each_cpu_wrap()` does.
     pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
-        let s = start;
-        self.iter()
-            .filter(move |&c| c >= s)
-            .chain(self.iter().filter(move |&c| c < s))
+        let s = (start as usize).min(MAX_CPUS);
+        self.iter_range(s, MAX_CPUS).chain(self.iter_range(0, s))
     }
 
     /// Kernel-style list, e.g. `0-3,8,10-11`.
@@ -209,6 +219,8 @@ pub struct CpuMaskIter<'a> {
     mask: &'a CpuMask,
     word: usize,
     cur: u64,
+    /// One past the last CPU to yield.
+    end: usize,
 }
 
 impl Iterator for CpuMaskIter<'_> {
@@ -216,12 +228,15 @@ impl Iterator for CpuMaskIter<'_> {
     fn next(&mut self) -> Option<CpuId> {
         loop {
             if self.cur != 0 {
-                let b = self.cur.trailing_zeros() as usize;
+                let cpu = self.word * 64 + self.cur.trailing_zeros() as usize;
+                if cpu >= self.end {
+                    return None;
+                }
                 self.cur &= self.cur - 1;
-                return Some((self.word * 64 + b) as CpuId);
+                return Some(cpu as CpuId);
             }
             self.word += 1;
-            if self.word >= WORDS {
+            if self.word >= WORDS || self.word * 64 >= self.end {
                 return None;
             }
             self.cur = self.mask.bits[self.word];
@@ -265,5 +280,26 @@ mod tests {
         assert!(CpuMask::parse_list("3-1").is_none());
         assert!(CpuMask::parse_list("x").is_none());
         assert!(CpuMask::parse_list("600").is_none());
+    }
+
+    proptest::proptest! {
+        /// Iteration yields exactly the set CPUs, ascending; the wrapped
+        /// iteration yields those from `start` up, then those below it.
+        #[test]
+        fn iteration_matches_the_bits(
+            cpus in proptest::collection::vec(0..MAX_CPUS as CpuId, 0..40),
+            start in 0..=MAX_CPUS as CpuId,
+        ) {
+            let m = CpuMask::from_cpus(cpus.iter().copied());
+            let want: Vec<CpuId> = (0..MAX_CPUS as CpuId).filter(|&c| m.test(c)).collect();
+            proptest::prop_assert_eq!(m.iter().collect::<Vec<_>>(), want.clone());
+            let wrapped: Vec<CpuId> = want
+                .iter()
+                .copied()
+                .filter(|&c| c >= start)
+                .chain(want.iter().copied().filter(|&c| c < start))
+                .collect();
+            proptest::prop_assert_eq!(m.iter_wrap(start).collect::<Vec<_>>(), wrapped);
+        }
     }
 }
