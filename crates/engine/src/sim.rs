@@ -289,6 +289,12 @@ pub struct Sim {
     pub(crate) smt_active: bool,
     /// SMT siblings of each CPU, including itself (precomputed `cpu_smt_mask()`).
     pub(crate) smt_masks: Vec<CpuMask>,
+    /// The same siblings as lists, ascending (the mask's iteration order):
+    /// CPU `c`'s are `smt_list[smt_range[c].0..smt_range[c].1]`. The hot
+    /// paths (compute rates, idle-core checks) walk these instead of the
+    /// 512-bit masks.
+    smt_list: Vec<CpuId>,
+    smt_range: Vec<(u32, u32)>,
     /// Tick-stopped idle CPUs (`nohz.idle_cpus_mask`) and their number.
     pub(crate) nohz_idle: CpuMask,
     pub(crate) nr_nohz_idle: u32,
@@ -500,6 +506,15 @@ impl Sim {
         let smt_masks: Vec<CpuMask> = (0..n).map(|c| machine.smt_mask(c as CpuId)).collect();
         let smt_active = smt_masks.iter().any(|m| m.weight() > 1);
         let smt_threads = smt_masks.iter().map(|m| m.weight()).max().unwrap_or(1) as u64;
+        let mut smt_list = Vec::new();
+        let smt_range = smt_masks
+            .iter()
+            .map(|m| {
+                let from = smt_list.len() as u32;
+                smt_list.extend(m.iter());
+                (from, smt_list.len() as u32)
+            })
+            .collect();
         let cache = crate::fair::cache_aware::CacheState::new(
             cfg.features.enabled(Feat::SCHED_CACHE),
             &domains,
@@ -512,6 +527,8 @@ impl Sim {
             lb_named: vec![0; n],
             nr_nohz_idle: n as u32,
             smt_masks,
+            smt_list,
+            smt_range,
             sg_imbalance: Vec::new(),
             rng_newidle: rng::stream(cfg.seed, "newidle"),
             hmp_next_balance: 0,
@@ -963,10 +980,7 @@ impl Sim {
             self.llc_busy_count(cpu, false);
         }
         // set_idle_cores(): the whole core is idle now.
-        if self.smt_masks[cpu as usize]
-            .iter()
-            .all(|s| self.is_idle_cpu(s))
-        {
+        if self.smt_siblings(cpu).iter().all(|&s| self.is_idle_cpu(s)) {
             self.set_idle_cores(cpu, true);
         }
         if self.feat(Feat::IDLE_CORE_ID) {
@@ -2226,22 +2240,30 @@ impl Sim {
         }
     }
 
+    /// The SMT siblings of `cpu`, itself included, ascending
+    /// (`cpu_smt_mask()` as a list).
+    pub(crate) fn smt_siblings(&self, cpu: CpuId) -> &[CpuId] {
+        let (from, to) = self.smt_range[cpu as usize];
+        &self.smt_list[from as usize..to as usize]
+    }
+
     fn compute_rate(&self, cpu: CpuId) -> f64 {
-        let siblings = self.smt_masks[cpu as usize];
+        let siblings = self.smt_siblings(cpu);
         let busy = siblings
             .iter()
-            .filter(|&s| s != cpu && self.rqs[s as usize].curr.is_some())
+            .filter(|&&s| s != cpu && self.rqs[s as usize].curr.is_some())
             .count() as u32;
-        schedlab_hw::compute_speed(&self.machine, cpu, busy, siblings.weight())
+        schedlab_hw::compute_speed(&self.machine, cpu, busy, siblings.len() as u32)
     }
 
     /// An SMT sibling of `cpu` changed busy state: re-rate compute on the siblings.
     fn smt_sibling_changed(&mut self, cpu: CpuId) {
-        let siblings = self.smt_masks[cpu as usize];
-        if siblings.weight() < 2 {
+        let (from, to) = self.smt_range[cpu as usize];
+        if to - from < 2 {
             return;
         }
-        for s in siblings.iter() {
+        for i in from..to {
+            let s = self.smt_list[i as usize];
             if s == cpu {
                 continue;
             }

@@ -93,8 +93,12 @@ impl Sim {
                 None => zero,
             };
         }
-        // Floor division, so V never exceeds the true average.
-        let q = avg.div_euclid(load);
+        // Floor division, so V never exceeds the true average; in 64 bits
+        // when both fit (the same quotient, a fraction of the cost).
+        let q = match (i64::try_from(avg), i64::try_from(load)) {
+            (Ok(a), Ok(l)) => i128::from(a.div_euclid(l)),
+            _ => avg.div_euclid(load),
+        };
         zero.wrapping_add(q as i64 as u64)
     }
 
@@ -1239,9 +1243,9 @@ impl Sim {
 
     /// mirrors is_core_idle(): every SMT sibling of `cpu` other than itself is idle.
     pub(crate) fn is_core_idle(&self, cpu: CpuId) -> bool {
-        self.smt_masks[cpu as usize]
+        self.smt_siblings(cpu)
             .iter()
-            .all(|s| s == cpu || self.is_idle_cpu(s))
+            .all(|&s| s == cpu || self.is_idle_cpu(s))
     }
 
     /// mirrors sched_asym_prefer(): `a` has a higher ITMT/asym priority than `b`.

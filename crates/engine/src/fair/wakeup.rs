@@ -464,8 +464,9 @@ impl Sim {
     /// An idle SMT sibling of `prev` (mirrors select_idle_smt()).
     fn select_idle_smt(&self, t: TaskId, prev: CpuId) -> Option<CpuId> {
         let aff = self.tasks[t as usize].affinity;
-        self.smt_masks[prev as usize]
+        self.smt_siblings(prev)
             .iter()
+            .copied()
             .find(|&c| c != prev && aff.test(c) && self.choose_idle_cpu(c, t))
     }
 
@@ -480,7 +481,7 @@ impl Sim {
         idle_cpu: &mut Option<CpuId>,
     ) -> Option<CpuId> {
         let mut idle = true;
-        for s in self.smt_masks[core_cpu as usize].iter() {
+        for &s in self.smt_siblings(core_cpu) {
             if !self.is_idle_cpu(s) {
                 idle = false;
                 if idle_cpu.is_none() {
