@@ -638,9 +638,17 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         machine_edits: machine_edits.clone(),
     };
     let started = Instant::now();
-    let results = experiments::run_all(&defs, &opts, &|| pb.inc(1))
+    // Simulation seconds per experiment, for the closing line.
+    let spent: std::sync::Mutex<std::collections::BTreeMap<String, f64>> = Default::default();
+    let tick = |name: &str, secs: f64| {
+        pb.inc(1);
+        if let Ok(mut m) = spent.lock() {
+            *m.entry(name.to_string()).or_default() += secs;
+        }
+    };
+    let results = experiments::run_all(&defs, &opts, &tick)
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
-    let sens = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &|| pb.inc(1))?;
+    let sens = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &tick)?;
     pb.finish_and_clear();
     let mut text = edits_banner(&machine_edits);
     for (d, r) in defs.iter().zip(&results) {
@@ -696,9 +704,10 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     emit(&text);
     eprintln!(
-        "({} simulations in {:.1} s)",
+        "({} simulations in {:.1} s{})",
         total,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        heaviest_text(&spent.into_inner().unwrap_or_default())
     );
     let mut res = Results::new(env!("CARGO_PKG_VERSION"));
     res.experiments = results;
@@ -1138,6 +1147,64 @@ fn edits_list(edits: &[MachineEdit]) -> String {
     edit_texts(edits).join(", ")
 }
 
+/// `x` to about three significant digits (0.0417 → "0.042", 157.8 → "158").
+fn three_digits(x: f64) -> String {
+    let decimals = match x.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{x:.decimals$}")
+}
+
+/// The experiments that took most of a run's simulation time (wall-clock
+/// seconds summed over their simulations), for the closing line of
+/// `reproduce`, e.g. "; most simulation time: power10-pipe 27%, ...". Empty
+/// for a single experiment.
+fn heaviest_text(spent: &std::collections::BTreeMap<String, f64>) -> String {
+    let total: f64 = spent.values().sum();
+    if spent.len() < 2 || total <= 0.0 {
+        return String::new();
+    }
+    let mut by_time: Vec<(&String, f64)> = spent.iter().map(|(n, &s)| (n, s)).collect();
+    by_time.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = by_time
+        .iter()
+        .take(3)
+        .map(|(n, s)| format!("{n} {:.0}%", s / total * 100.0))
+        .collect();
+    format!("; most simulation time: {}", top.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_closing_line_names_the_three_heaviest_experiments() {
+        let spent: std::collections::BTreeMap<String, f64> =
+            [("a", 1.0), ("b", 5.0), ("c", 2.0), ("d", 2.0)]
+                .iter()
+                .map(|&(n, s)| (n.to_string(), s))
+                .collect();
+        assert_eq!(
+            super::heaviest_text(&spent),
+            "; most simulation time: b 50%, c 20%, d 20%"
+        );
+        assert_eq!(
+            super::heaviest_text(&spent.into_iter().take(1).collect()),
+            ""
+        );
+    }
+
+    #[test]
+    fn bench_ratios_keep_three_digits() {
+        assert_eq!(super::three_digits(0.0413), "0.041");
+        assert_eq!(super::three_digits(0.0417), "0.042");
+        assert_eq!(super::three_digits(2.5), "2.50");
+        assert_eq!(super::three_digits(157.8), "158");
+    }
+}
+
 /// The first lines of a report made with machine edits.
 fn edits_banner(edits: &[MachineEdit]) -> String {
     if edits.is_empty() {
@@ -1263,7 +1330,7 @@ impl SensitivityArgs {
         defs: &[experiments::ExperimentDef],
         base: &[schedlab_report::ExperimentResult],
         opts: &experiments::Options,
-        progress: &(dyn Fn() + Sync),
+        progress: experiments::Progress,
     ) -> Result<Option<(Vec<schedlab_report::SensitivityEntry>, String)>, Failure> {
         let Some(plan) = plan else {
             return Ok(None);
@@ -1451,11 +1518,12 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         checked: a.checked || cfg!(debug_assertions),
         machine_edits: machine_edits.clone(),
     };
-    let results = experiments::run_all(defs, &opts, &|| pb.inc(1))
+    let tick = |_: &str, _: f64| pb.inc(1);
+    let results = experiments::run_all(defs, &opts, &tick)
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
     let sens = a
         .sensitivity
-        .run(plan.as_ref(), defs, &results, &opts, &|| pb.inc(1))?;
+        .run(plan.as_ref(), defs, &results, &opts, &tick)?;
     pb.finish_and_clear();
     let r = &results[0];
     let mut text = format!(
@@ -1814,12 +1882,12 @@ fn bench(quick: bool) -> Result<(), Failure> {
         events += r.events;
         run_s += r.run_s;
         outln!(
-            "{:<w$} {:>10} {:>10.1} {:>13.0} {:>10.1} {:>9.1} {:>9.1}",
+            "{:<w$} {:>10} {:>10.1} {:>13.0} {:>10} {:>9.1} {:>9.1}",
             r.name,
             r.events,
             r.sim_ns as f64 / 1e6,
             r.events_per_s(),
-            r.sim_per_wall(),
+            three_digits(r.sim_per_wall()),
             r.setup_s * 1e3,
             r.run_s * 1e3
         );

@@ -92,7 +92,8 @@ fn hogs(n: usize, sim_s: u64) -> WorkloadSpec {
     }
 }
 
-/// Runs the benchmark set: the kunpeng920-stream points, CPU hogs at 2× the
+/// Runs the benchmark set: the kunpeng920-stream points, power10 pipe and
+/// spr hackbench messaging (the bulk of a full `reproduce`), CPU hogs at 2× the
 /// CPUs of kunpeng920 and genoa, and on exynos5422 at 2, 256 and 2048 hogs
 /// per CPU, under vanilla and under HPERF_HMP (whose balancing picks tasks by
 /// druntime across a whole cluster): per-event cost must not grow with the
@@ -112,6 +113,32 @@ pub fn run(quick: bool) -> Result<Vec<BenchRow>, String> {
                 p.workload.build(p.affinity, p.mem_node),
             )?);
         }
+    }
+    // The messaging points that take most of a full `reproduce`: pipe
+    // ping-pong on every POWER10 CPU (SMT8 re-rating on each switch) and
+    // hackbench's fine-grained pipe messages on Sapphire Rapids.
+    let (pipe_loops, hb_loops) = if quick { (500, 100) } else { (2_000, 500) };
+    for (name, machine, spec) in [
+        (
+            "pipe 80 instances on power10",
+            "power10",
+            format!("pipe:instances=80,loops={pipe_loops}"),
+        ),
+        (
+            "hackbench g2 f20 on sapphirerapids",
+            "sapphirerapids",
+            format!(
+                "hackbench:groups=2,fds=20,loops={hb_loops},datasize=100,ipc=pipe,mode=threads"
+            ),
+        ),
+    ] {
+        let w = crate::workloads::Builtin::parse(&spec).map_err(|e| e.to_string())?;
+        rows.push(time_run(
+            name.into(),
+            machine,
+            "vanilla",
+            w.build(None, None),
+        )?);
     }
     let secs = if quick { 1 } else { 5 };
     for (machine, n, config) in [

@@ -896,12 +896,17 @@ pub fn seed_for(base: u64, name: &str, point: usize, rep: usize) -> u64 {
     rng::derive_seed(base ^ h, ((point as u64) << 32) | rep as u64)
 }
 
+/// Observes a run of experiments: called once per finished simulation with
+/// its experiment's name and the wall-clock seconds it took (which the
+/// results never depend on).
+pub type Progress<'a> = &'a (dyn Fn(&str, f64) + Sync);
+
 /// Runs experiments in parallel (rayon) and returns their results in the
 /// order given. `progress` is called once per finished simulation.
 pub fn run_all(
     defs: &[ExperimentDef],
     opts: &Options,
-    progress: &(dyn Fn() + Sync),
+    progress: Progress,
 ) -> Result<Vec<ExperimentResult>, String> {
     struct Job<'a> {
         exp: usize,
@@ -929,6 +934,7 @@ pub fn run_all(
         .map(|j| {
             let d = &defs[j.exp];
             let seed = seed_for(opts.seed, &d.name, j.point, j.rep);
+            let started = std::time::Instant::now();
             let r = run_point(
                 &d.machine,
                 &opts.machine_edits,
@@ -937,7 +943,7 @@ pub fn run_all(
                 seed,
                 opts.checked,
             );
-            progress();
+            progress(&d.name, started.elapsed().as_secs_f64());
             r.map_err(|e| format!("{} {} rep {}: {e}", d.name, j.config, j.rep))
         })
         .collect();
@@ -1234,7 +1240,7 @@ mod tests {
                 checked: false,
                 ..Options::default()
             };
-            let r = run_all(&[d], &opts, &|| {}).unwrap();
+            let r = run_all(&[d], &opts, &|_, _| {}).unwrap();
             let r = &r[0];
             assert_eq!(r.rows.len(), 2);
             assert!(r
@@ -1275,7 +1281,7 @@ mod tests {
             checked: false,
             ..Options::default()
         };
-        let r = run_all(&[dt, y], &opts, &|| {}).unwrap();
+        let r = run_all(&[dt, y], &opts, &|_, _| {}).unwrap();
         assert_eq!(r[0].machine, "power10:online=0-63");
         assert_eq!(r[0].rows.len(), 3);
         assert_eq!(r[1].rows.len(), 3 * 4);
@@ -1339,7 +1345,7 @@ mod tests {
             checked: false,
             ..Options::default()
         };
-        let r = run_all(&[d], &opts, &|| {}).unwrap();
+        let r = run_all(&[d], &opts, &|_, _| {}).unwrap();
         let r = &r[0];
         assert_eq!(r.rows.len(), 4);
         assert!(r

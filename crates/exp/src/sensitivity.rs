@@ -141,7 +141,7 @@ pub fn run(
     defs: &[ExperimentDef],
     plan: &Plan,
     opts: &Options,
-    progress: &(dyn Fn() + Sync),
+    progress: crate::experiments::Progress,
 ) -> Result<Vec<EditOutcome>, String> {
     plan.edits
         .par_iter()
@@ -441,7 +441,7 @@ mod tests {
             checked: false,
             ..Options::default()
         };
-        let base = run_all(std::slice::from_ref(&d), &opts, &|| {}).unwrap();
+        let base = run_all(std::slice::from_ref(&d), &opts, &|_, _| {}).unwrap();
         let p = Plan {
             edits: vec![PlannedEdit {
                 edit: MachineEdit::parse("wakeup.ipi_ns*4").unwrap(),
