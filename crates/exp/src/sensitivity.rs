@@ -449,7 +449,7 @@ mod tests {
             }],
             skipped: Vec::new(),
         };
-        let out = run(std::slice::from_ref(&d), &p, &opts, &|| {}).unwrap();
+        let out = run(std::slice::from_ref(&d), &p, &opts, &|_, _| {}).unwrap();
         let defs = std::slice::from_ref(&d);
         let e = entry(defs, &base, &out[0]);
         let m = e.largest_move.clone().unwrap();
