@@ -760,7 +760,10 @@ impl Sim {
         }
     }
 
-    /// The balance part of nohz_balancer_kick()'s decision.
+    /// The balance part of nohz_balancer_kick()'s decision. Its kick for a
+    /// runnable task on a CPU of reduced capacity (check_cpu_capacity()) is
+    /// left out: no RT, IRQ or thermal pressure is modelled, so a CPU's
+    /// capacity is never reduced (as in `need_active_balance`).
     fn balance_kick_wanted(&self, cpu: CpuId) -> bool {
         let cd = &self.domains.cpus[cpu as usize];
         if self.rqs[cpu as usize].nr_running() >= 2 {
