@@ -979,8 +979,9 @@ impl Sim {
         if self.feat(Feat::NR_BUSY_ON_IDLE) {
             self.llc_busy_count(cpu, false);
         }
-        // set_idle_cores(): the whole core is idle now.
-        if self.smt_siblings(cpu).iter().all(|&s| self.is_idle_cpu(s)) {
+        // __update_idle_core(): the core is idle when its other threads are;
+        // this CPU counts as idle even with a queued wakeup on its way.
+        if self.is_core_idle(cpu) {
             self.set_idle_cores(cpu, true);
         }
         if self.feat(Feat::IDLE_CORE_ID) {

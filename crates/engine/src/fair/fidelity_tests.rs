@@ -1433,6 +1433,33 @@ fn queuing_the_stopper_behind_a_lone_task_overloads_the_root_domain() {
 }
 
 #[test]
+fn a_core_going_idle_with_a_queued_wakeup_on_its_way_is_an_idle_core() {
+    // __update_idle_core() tests only the other threads of the core: the
+    // CPU entering idle counts as idle even while a wake-list IPI is in
+    // flight to it (its ttwu_pending keeps idle_cpu() false).
+    let mut s = bare("genoa");
+    let cpu: CpuId = 0;
+    let sibling = s.smt_siblings(cpu).iter().copied().find(|&c| c != cpu).unwrap();
+    assert!(s.is_idle_cpu(sibling));
+    s.now = 100;
+    s.idle_exit(cpu);
+    s.set_idle_cores(cpu, false);
+    s.now = 200;
+    s.rqs[cpu as usize].ttwu_pending = 1;
+    s.idle_enter(cpu);
+    assert!(s.test_idle_cores(cpu), "the idle-core hint is set");
+    // A busy sibling keeps the hint clear.
+    s.rqs[cpu as usize].ttwu_pending = 0;
+    s.now = 300;
+    s.idle_exit(cpu);
+    s.set_idle_cores(cpu, false);
+    s.rqs[sibling as usize].ttwu_pending = 1;
+    s.now = 400;
+    s.idle_enter(cpu);
+    assert!(!s.test_idle_cores(cpu));
+}
+
+#[test]
 fn an_idle_period_with_a_queued_wakeup_on_its_way_takes_no_avg_idle_sample() {
     // sched_balance_newidle() returns at ttwu_pending before it stamps the
     // idle period, so update_rq_avg_idle() has nothing to fold in.
