@@ -1439,7 +1439,12 @@ fn a_core_going_idle_with_a_queued_wakeup_on_its_way_is_an_idle_core() {
     // flight to it (its ttwu_pending keeps idle_cpu() false).
     let mut s = bare("genoa");
     let cpu: CpuId = 0;
-    let sibling = s.smt_siblings(cpu).iter().copied().find(|&c| c != cpu).unwrap();
+    let sibling = s
+        .smt_siblings(cpu)
+        .iter()
+        .copied()
+        .find(|&c| c != cpu)
+        .unwrap();
     assert!(s.is_idle_cpu(sibling));
     s.now = 100;
     s.idle_exit(cpu);
@@ -1763,13 +1768,15 @@ fn next_buddy_nominates_the_wakee_and_obeys_the_sync_hint() {
 
 /// sched_setattr() with a new nice value on the running task, by hand: A
 /// (curr, nice 0) has run 1 ms ahead of B, so V = 0.5 ms and A's lag is
-/// -0.5 ms with 0.4 ms of its request left. Dequeued with DEQUEUE_SAVE,
-/// reweighted to nice 5 (335) and placed again against B alone, A's lag
-/// is inflated for its own weight, -500 000 · (1024 + 335) / 1024 =
-/// -663 574, and its deadline is its saved relative one; afterwards its
-/// lag against the new V is the virtual lag it left with.
+/// -0.5 ms with 0.4 ms of its request left. Dequeued with DEQUEUE_SAVE and
+/// reweighted to nice 5 (335), A's saved lag and relative deadline are
+/// rescaled by 1024/335 at the enqueue (rescale_entity()), towards zero:
+/// -500 000 → -1 528 358 and 400 000 → 1 222 686. Placed again against B
+/// alone (V = 0), the lag is inflated for A's own weight,
+/// -1 528 358 · (1024 + 335) / 1024 → -2 028 357. A keeps its real lag:
+/// w·vlag = 335 · -1 528 358 ≈ 1024 · -500 000.
 #[test]
-fn renicing_the_running_task_keeps_its_virtual_lag() {
+fn renicing_the_running_task_keeps_its_real_lag() {
     let mut s = bare("kunpeng920");
     let a = add_task(&mut s, 0);
     let b = add_task(&mut s, 0);
@@ -1788,15 +1795,16 @@ fn renicing_the_running_task_keeps_its_virtual_lag() {
         (None, None),
     );
     let se = s.tasks[a as usize].se;
+    assert_eq!(se.vlag, -1_528_358);
     assert_eq!(
         (se.weight, se.vruntime, se.deadline),
-        (335, 663_574, 1_063_574)
+        (335, 2_028_357, 2_028_357 + 1_222_686)
     );
     assert_eq!(s.rqs[0].cfs.curr, Some(a));
     // set_next_task() with `first` false: the protection stays.
     assert_eq!(se.vprot, vprot);
-    let lag = s.avg_vruntime(0) as i64 - se.vruntime as i64;
-    assert!((lag + 500_000).abs() <= 1, "{lag}");
+    let real_lag = (s.avg_vruntime(0) as i64 - se.vruntime as i64) * 335;
+    assert!((real_lag + 500_000 * 1024).abs() <= 2 * 1024, "{real_lag}");
     // A higher nice value with B waiting: A's CPU reschedules.
     assert!(s.rqs[0].need_resched);
 }

@@ -317,14 +317,20 @@ impl Sim {
     /// - a queued task leaves the runqueue saving its lag and its relative
     ///   deadline, takes its new weight (its PELT load average is
     ///   recomputed from its load sum, and its runqueue's with it), and is
-    ///   placed again with that lag, so it keeps its virtual lag as the
-    ///   kernel does, scaled up for its own new weight by place_entity();
+    ///   placed again; the enqueue's reweight_eevdf() first rescales the
+    ///   saved lag and relative deadline by old/new weight
+    ///   (rescale_entity()), so the task keeps its real lag w·vlag and the
+    ///   real time left of its request, and place_entity() then scales the
+    ///   lag up for the task's own weight as for any placement;
     /// - a running task becomes curr again keeping its protected slice
     ///   (set_next_task() with `first` false); if its nice value rose and
     ///   others are queued, its CPU reschedules; a queued task that is not
     ///   running gets a preemption check instead.
     ///
-    /// A task off the runqueue only takes the new attributes.
+    /// A task off the runqueue takes the new attributes, its saved lag
+    /// rescaled now (the kernel rescales it at the next enqueue, against the
+    /// weight it was saved with: the same numbers unless the weight changes
+    /// twice before then).
     pub(crate) fn sched_setattr_fair(
         &mut self,
         t: TaskId,
@@ -402,6 +408,14 @@ impl Sim {
         if old_w != new_w {
             let rq_avg = &mut self.rqs[cpu as usize].cfs.avg;
             rq_avg.reweight(&mut self.tasks[t as usize].avg, old_w, new_w);
+            // rescale_entity(): v' = V - vlag·w/w', d' = V + (d - V)·w/w',
+            // dividing towards zero as div64_long() does.
+            let rescale = |x: i64| (i128::from(x) * i128::from(old_w) / i128::from(new_w)) as i64;
+            let se = &mut self.tasks[t as usize].se;
+            se.vlag = rescale(se.vlag);
+            if se.rel_deadline {
+                se.deadline = rescale(se.deadline as i64) as u64;
+            }
         }
         if !queued {
             return;
