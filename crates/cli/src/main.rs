@@ -1177,34 +1177,6 @@ fn heaviest_text(spent: &std::collections::BTreeMap<String, f64>) -> String {
     format!("; most simulation time: {}", top.join(", "))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_closing_line_names_the_three_heaviest_experiments() {
-        let spent: std::collections::BTreeMap<String, f64> =
-            [("a", 1.0), ("b", 5.0), ("c", 2.0), ("d", 2.0)]
-                .iter()
-                .map(|&(n, s)| (n.to_string(), s))
-                .collect();
-        assert_eq!(
-            super::heaviest_text(&spent),
-            "; most simulation time: b 50%, c 20%, d 20%"
-        );
-        assert_eq!(
-            super::heaviest_text(&spent.into_iter().take(1).collect()),
-            ""
-        );
-    }
-
-    #[test]
-    fn bench_ratios_keep_three_digits() {
-        assert_eq!(super::three_digits(0.0413), "0.041");
-        assert_eq!(super::three_digits(0.0417), "0.042");
-        assert_eq!(super::three_digits(2.5), "2.50");
-        assert_eq!(super::three_digits(157.8), "158");
-    }
-}
-
 /// The first lines of a report made with machine edits.
 fn edits_banner(edits: &[MachineEdit]) -> String {
     if edits.is_empty() {
@@ -1897,4 +1869,32 @@ fn bench(quick: bool) -> Result<(), Failure> {
         events as f64 / run_s.max(1e-9)
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_closing_line_names_the_three_heaviest_experiments() {
+        let spent: std::collections::BTreeMap<String, f64> =
+            [("a", 1.0), ("b", 5.0), ("c", 2.0), ("d", 2.0)]
+                .iter()
+                .map(|&(n, s)| (n.to_string(), s))
+                .collect();
+        assert_eq!(
+            super::heaviest_text(&spent),
+            "; most simulation time: b 50%, c 20%, d 20%"
+        );
+        assert_eq!(
+            super::heaviest_text(&spent.into_iter().take(1).collect()),
+            ""
+        );
+    }
+
+    #[test]
+    fn bench_ratios_keep_three_digits() {
+        assert_eq!(super::three_digits(0.0413), "0.041");
+        assert_eq!(super::three_digits(0.0417), "0.042");
+        assert_eq!(super::three_digits(2.5), "2.50");
+        assert_eq!(super::three_digits(157.8), "158");
+    }
 }
