@@ -45,7 +45,10 @@
 //! - HPERF balance interval: the top (cross-cluster) domain's minimum
 //!   balance interval, one ms per CPU of its span (sd_init's
 //!   `min_interval = sd_weight`), as the cover letter runs it from the
-//!   balancing softirq like the domain it replaces.
+//!   balancing softirq like the domain it replaces; unlike that domain it
+//!   does not stretch by `busy_factor` (16) while its CPU is busy nor back
+//!   off after balanced passes, so on busy CPUs it runs up to 16 times as
+//!   often as the replaced level would.
 //! - HPERF swap hysteresis: a pair is swapped only when the big task's
 //!   druntime exceeds the little task's by more than one balance interval,
 //!   so that the swap always moves at least one interval of big-core time.
@@ -190,7 +193,7 @@ impl Sim {
             .min_by_key(|&c| {
                 (
                     !self.is_idle_cpu(c),
-                    self.rqs[c as usize].nr_running(),
+                    self.rqs[c as usize].cfs.nr_runnable(),
                     self.cpu_load(c),
                     c,
                 )
@@ -379,7 +382,7 @@ impl Sim {
             .filter(|&c| aff.test(c))
             .min_by_key(|&c| {
                 let idle = self.is_idle_cpu(c);
-                let nr = self.rqs[c as usize].nr_running() as u64 + 1;
+                let nr = self.rqs[c as usize].cfs.nr_runnable() as u64 + 1;
                 let scaled = nr * maxcap * 1024 / self.kcap[c as usize].max(1);
                 (
                     !idle,
@@ -652,7 +655,7 @@ impl Sim {
         let (mut nb, mut nl, mut cb, mut cl) = (0u64, 0u64, 0u64, 0u64);
         let mut little_cap = maxcap;
         for c in 0..n {
-            let nr = self.rqs[c as usize].nr_running() as u64;
+            let nr = self.rqs[c as usize].cfs.nr_runnable() as u64;
             if self.hmp_is_big(c) {
                 nb += nr;
                 cb += 1;
@@ -739,7 +742,7 @@ impl Sim {
         // Highest druntime from big, lowest from little.
         self.hperf_extreme(from_big, from_big, |t| {
             let tk = &self.tasks[t as usize];
-            (!shared_only || self.rqs[tk.cpu as usize].nr_running() >= 2)
+            (!shared_only || self.rqs[tk.cpu as usize].cfs.nr_runnable() >= 2)
                 && (allowed_on == CpuId::MAX || tk.affinity.test(allowed_on))
         })
     }

@@ -385,3 +385,26 @@ fn hperf_indexed_pick_equals_a_scan_of_every_queue() {
     d.dedup();
     assert!(d.len() > 10, "druntimes {d:?}");
 }
+
+/// HPERF_HMP's loads are runnable counts: a task that went to sleep but
+/// stays queued as a delayed entity (DELAY_DEQUEUE, which the 3.10-era
+/// scheme never saw) does not make its CPU look busier. Every CPU runs a
+/// task; big CPU 4 also holds a delayed one. A wakeup from little CPU 0
+/// goes to the least loaded big CPU, ties to the lowest number: CPU 4.
+#[test]
+fn hperf_wakeup_does_not_count_a_delayed_task_as_load() {
+    let mut s = sim_initial("HMP_HPERF", vec![hog(1_000_000)], vec![], 1);
+    let all = s.machine.all_cpus();
+    let t = s.tasks.len() as u32;
+    s.tasks.push(crate::task::Task::new(t, "w", 1, 0, 0, all));
+    for c in 0..8usize {
+        s.rqs[c].curr = Some(t);
+        s.rqs[c].cfs.nr_queued = 1;
+    }
+    s.rqs[4].cfs.nr_queued = 2;
+    s.rqs[4].cfs.nr_delayed = 1;
+    assert_eq!(s.hmp_select_task_rq(t, 0, false), Some(4));
+    // A second runnable task there does count.
+    s.rqs[4].cfs.nr_delayed = 0;
+    assert_eq!(s.hmp_select_task_rq(t, 0, false), Some(5));
+}
