@@ -100,9 +100,8 @@ impl Sim {
         if self.llc[l].idle_core.is_some() {
             return;
         }
-        let own = self.smt_masks[cpu as usize];
         // (The patch skips `cpu` itself, which is entering idle.)
-        if own.iter().all(|s| s == cpu || self.is_idle_cpu(s)) {
+        if self.is_core_idle(cpu) {
             self.set_idle_core(cpu);
             self.counters.s2.idle_core_set_idle += 1;
             return;
@@ -111,18 +110,17 @@ impl Sim {
             return;
         };
         let span = self.domains.cpus[cpu as usize].domains[li].span;
-        let mut cpus = span.and_not(&own);
+        let mut cpus = span.and_not(&self.smt_masks[cpu as usize]);
         for c in span.iter_wrap(cpu) {
             if !cpus.test(c) {
                 continue;
             }
-            let core = self.smt_masks[c as usize];
-            if core.iter().all(|s| self.is_idle_cpu(s)) {
+            if self.smt_siblings(c).iter().all(|&s| self.is_idle_cpu(s)) {
                 self.set_idle_core(c);
                 self.counters.s2.idle_core_set_search += 1;
                 return;
             }
-            cpus = cpus.and_not(&core);
+            cpus = cpus.and_not(&self.smt_masks[c as usize]);
         }
     }
 
