@@ -572,6 +572,8 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         seed,
         reps,
         checked,
+        features,
+        tunables,
         edits,
         sensitivity,
     } = a;
@@ -610,6 +612,8 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
+    let switches = config_switches(&features, &tunables)?;
+    experiments::check_switches(&defs, &switches).map_err(input)?;
     // Every output location is checked before anything is created.
     check_out_dir("--out", &out)?;
     if let Some(j) = &json {
@@ -636,6 +640,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         seed,
         checked: checked || cfg!(debug_assertions),
         machine_edits: machine_edits.clone(),
+        config_switches: switches.clone(),
     };
     let started = Instant::now();
     // Simulation seconds per experiment, for the closing line.
@@ -651,6 +656,12 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let sens = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &tick)?;
     pb.finish_and_clear();
     let mut text = edits_banner(&machine_edits);
+    if !switches.is_empty() {
+        text.push_str(&format!(
+            "== Configuration switches: {} (in every configuration; not the published configurations)\n\n",
+            switches.join(", ")
+        ));
+    }
     for (d, r) in defs.iter().zip(&results) {
         text.push_str(&format!(
             "== {} on {}{} ({}; {} repetitions{})\n",
@@ -712,6 +723,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let mut res = Results::new(env!("CARGO_PKG_VERSION"));
     res.experiments = results;
     res.machine_edits = edit_texts(&machine_edits);
+    res.config_switches = switches;
     res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     res.write_json(&out.join("results.json"))
@@ -1073,10 +1085,36 @@ struct ReproduceArgs {
     /// Check scheduler invariants after every event (slow).
     #[arg(long)]
     checked: bool,
+    /// Switch a feature in every configuration of every experiment:
+    /// NAME=on|off (repeatable; `schedlab features` lists them). The tables
+    /// keep the configurations' names; the banner and results.json record
+    /// the switches.
+    #[arg(long = "feature")]
+    features: Vec<String>,
+    /// Set a tunable in every configuration of every experiment:
+    /// NAME=VALUE, e.g. domains/PKG/busy_factor=64 (repeatable; `schedlab
+    /// tunables` lists them).
+    #[arg(long = "tunable")]
+    tunables: Vec<String>,
     #[command(flatten)]
     edits: EditArgs,
     #[command(flatten)]
     sensitivity: SensitivityArgs,
+}
+
+/// `reproduce`'s `--feature` and `--tunable` as the switches appended to
+/// every configuration, features first: a `--feature` must name a feature.
+fn config_switches(features: &[String], tunables: &[String]) -> Result<Vec<String>, Failure> {
+    for f in features {
+        schedlab_engine::Features::default()
+            .apply(f)
+            .map_err(|e| input(format!("--feature {f}: {e}")))?;
+    }
+    Ok(features
+        .iter()
+        .chain(tunables)
+        .map(|x| x.trim().to_string())
+        .collect())
 }
 
 /// `--machine-edit`, shared by reproduce, compare and run.
@@ -1489,6 +1527,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         seed: a.seed,
         checked: a.checked || cfg!(debug_assertions),
         machine_edits: machine_edits.clone(),
+        config_switches: Vec::new(),
     };
     let tick = |_: &str, _: f64| pb.inc(1);
     let results = experiments::run_all(defs, &opts, &tick)

@@ -682,6 +682,43 @@ pub struct Options {
     /// `schedlab_topo::edit`); an edit applies to every machine that has
     /// its path and leaves the others as they are.
     pub machine_edits: Vec<schedlab_topo::MachineEdit>,
+    /// Switches appended to every configuration of every experiment, as
+    /// `+NAME=VALUE` (a feature `NAME=on|off`, a tunable, `hz=`,
+    /// `domains/...`): `reproduce --feature/--tunable`. The results keep
+    /// the configurations' names.
+    pub config_switches: Vec<String>,
+}
+
+impl Options {
+    /// The configuration as run: `config` with every switch appended.
+    pub fn config_spec(&self, config: &str) -> String {
+        std::iter::once(config)
+            .chain(self.config_switches.iter().map(|s| s.trim()))
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+}
+
+/// Checks that every configuration of `defs` takes `switches` (known
+/// names, valid values) on its experiment's machine, so that a bad switch
+/// fails before anything runs.
+pub fn check_switches(defs: &[ExperimentDef], switches: &[String]) -> Result<(), String> {
+    if switches.is_empty() {
+        return Ok(());
+    }
+    for d in defs {
+        let (m, _) = schedlab_topo::resolve_machine_edited(&d.machine, &[], false)
+            .map_err(|e| e.to_string())?;
+        for c in &d.configs {
+            let mut cfg = configs::resolve(c, m.arch)?;
+            for s in switches {
+                configs::apply_switch(&mut cfg, s)?;
+            }
+            schedlab_topo::build_domains(&m, &cfg.domains)
+                .map_err(|e| format!("{} ({}): {e}", d.name, d.machine))?;
+        }
+    }
+    Ok(())
 }
 
 impl Default for Options {
@@ -692,6 +729,7 @@ impl Default for Options {
             // Debug builds (the test suite) check invariants after every event.
             checked: cfg!(debug_assertions),
             machine_edits: Vec::new(),
+            config_switches: Vec::new(),
         }
     }
 }
@@ -939,7 +977,7 @@ pub fn run_all(
                 &d.machine,
                 &opts.machine_edits,
                 &d.points[j.point],
-                j.config,
+                &opts.config_spec(j.config),
                 seed,
                 opts.checked,
             );

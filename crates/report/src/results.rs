@@ -114,6 +114,11 @@ pub struct Results {
     /// results of edited machines are not the presets' results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine_edits: Vec<String>,
+    /// The `--feature`/`--tunable` switches appended to every configuration
+    /// (absent when none): the configurations keep their names but are
+    /// not the published ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_switches: Vec<String>,
     /// `--sensitivity`'s reruns, one per estimate edit (absent without it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sensitivity: Vec<SensitivityEntry>,
@@ -175,6 +180,7 @@ impl Results {
             version: version.into(),
             experiments: Vec::new(),
             machine_edits: Vec::new(),
+            config_switches: Vec::new(),
             sensitivity: Vec::new(),
         }
     }

@@ -806,6 +806,78 @@ fn reproduce_reps_overrides_the_repetitions() {
     assert_eq!(e.trim().lines().count(), 1, "one-line message: {e}");
 }
 
+/// `reproduce --feature/--tunable` switch every configuration: the runs
+/// move, the configurations keep their names, results.json and the tables
+/// record the switches, and a bad switch is a one-line error with exit 2.
+#[test]
+fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
+    let dir = tempdir("switch-plain");
+    let plain_args = [
+        "reproduce",
+        "exynos5433-mixed",
+        "--quick",
+        "--reps",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let o = schedlab(&plain_args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let dir2 = tempdir("switch-on");
+    let mut args = plain_args.to_vec();
+    args[6] = dir2.to_str().unwrap();
+    args.extend([
+        "--feature",
+        "HMP_FORK_BOOST=off",
+        "--tunable",
+        "migration_cost_ns=500000",
+    ]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir2.join("results.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dir2.join("tables.txt")).unwrap();
+    assert!(plain.get("config_switches").is_none());
+    assert_eq!(
+        v["config_switches"],
+        serde_json::json!(["HMP_FORK_BOOST=off", "migration_cost_ns=500000"])
+    );
+    assert!(
+        text.contains("== Configuration switches: HMP_FORK_BOOST=off, migration_cost_ns=500000"),
+        "{text}"
+    );
+    let e = &v["experiments"][0];
+    assert_eq!(e["configs"], plain["experiments"][0]["configs"]);
+    assert_ne!(
+        e["rows"], plain["experiments"][0]["rows"],
+        "Linaro's children without the fork boost move the results"
+    );
+    assert_bad_input(
+        &["reproduce", "exynos5433-mixed", "--feature", "NO_SUCH=on"],
+        "unknown feature 'NO_SUCH'",
+    );
+    assert_bad_input(
+        &[
+            "reproduce",
+            "exynos5433-mixed",
+            "--feature",
+            "migration_cost_ns=1",
+        ],
+        "--feature migration_cost_ns=1",
+    );
+    assert_bad_input(
+        &[
+            "reproduce",
+            "exynos5433-mixed",
+            "--tunable",
+            "domains/XYZ/busy_factor=2",
+        ],
+        "no such domain",
+    );
+}
+
 /// `--machine-edit` changes a machine number before the runs: the runs move,
 /// results.json and the tables record the edit, and a bad edit is a
 /// one-line error with exit 2 before anything runs.
