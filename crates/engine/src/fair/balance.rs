@@ -1342,6 +1342,13 @@ impl Sim {
         idle: IdleType,
     ) -> (u32, bool) {
         if self.hmp_skip_level(cpu, level) {
+            // HPERF_HMP's own logic balances this level from the softirq.
+            if idle != IdleType::NewlyIdle
+                && self.feat(Feat::HMP_HPERF)
+                && self.feat(Feat::HPERF_SOFTIRQ)
+            {
+                return (self.hperf_balance(), true);
+            }
             return (0, true);
         }
         let d = &self.domains.cpus[cpu as usize].domains[level];

@@ -42,16 +42,22 @@
 //!   (average idle period at least `sysctl_sched_migration_cost`, 500 µs).
 //!   HPERF_HMP's idle pull is not gated: the cover letter says idle big
 //!   CPUs always pull from little ones.
-//! - HPERF balance interval: the top (cross-cluster) domain's minimum
-//!   balance interval, one ms per CPU of its span (sd_init's
-//!   `min_interval = sd_weight`), as the cover letter runs it from the
-//!   balancing softirq like the domain it replaces; unlike that domain it
-//!   does not stretch by `busy_factor` (16) while its CPU is busy nor back
-//!   off after balanced passes, so on busy CPUs it runs up to 16 times as
-//!   often as the replaced level would.
+//! - HPERF balance interval (`HPERF_SOFTIRQ`, on): the cover letter balances
+//!   the HMP level "by new logic in the balancing softirq", so its step
+//!   takes the place of sched_balance_rq() for the cross-cluster domain in
+//!   sched_balance_domains() and inherits that loop's timing: each CPU runs
+//!   it when the level is due for that CPU, at the level's interval (one ms
+//!   per CPU of its span, sd_init's `min_interval = sd_weight`), stretched
+//!   by `busy_factor` (16) while the CPU is busy, from its tick or from
+//!   nohz idle balancing. The step looks at both clusters whichever CPU
+//!   runs it; should_we_balance() and the interval's back-off after
+//!   balanced passes belong to sched_balance_rq(), which it replaces, so
+//!   neither applies. Off: one global step every minimum interval on the
+//!   first tick after it is due, busy or not (the eighteenth round's rule).
 //! - HPERF swap hysteresis: a pair is swapped only when the big task's
-//!   druntime exceeds the little task's by more than one balance interval,
-//!   so that the swap always moves at least one interval of big-core time.
+//!   druntime exceeds the little task's by more than the level's minimum
+//!   interval, so that the swap always moves at least that much big-core
+//!   time.
 //! - HPERF druntime rate: ±1 ns per ns run, weighted like vruntime
 //!   (`calc_delta_fair`), so equal-weight tasks with equal time on both
 //!   cluster types end near zero.
@@ -395,10 +401,15 @@ impl Sim {
             .unwrap_or(prev)
     }
 
-    /// Tick hook: HPERF's balancing step when due. (Linaro MP's forced
-    /// migrations run from the balancing softirq: `linaro_force_migration`.)
+    /// Tick hook: HPERF's global balancing step when due, with
+    /// HPERF_SOFTIRQ off (on, sched_balance_rq() runs it for the
+    /// cluster-spanning level). (Linaro MP's forced migrations run from the
+    /// balancing softirq: `linaro_force_migration`.)
     pub(crate) fn hmp_tick(&mut self) {
-        if self.feat(Feat::HMP_HPERF) && self.now >= self.hmp_next_balance {
+        if self.feat(Feat::HMP_HPERF)
+            && !self.feat(Feat::HPERF_SOFTIRQ)
+            && self.now >= self.hmp_next_balance
+        {
             self.hmp_next_balance = self.jiffies_ns() + self.hperf_interval_ns();
             self.hperf_balance();
         }
@@ -634,7 +645,7 @@ impl Sim {
         best.map(|(_, t)| t)
     }
 
-    /// HPERF balance interval (see the module doc).
+    /// HPERF's minimum balance interval (see the module doc).
     fn hperf_interval_ns(&self) -> u64 {
         (self.nr_cpus() as u64).max(1) * 1_000_000
     }
@@ -649,7 +660,8 @@ impl Sim {
     /// likewise; else swap the big task with the highest druntime and the
     /// little task with the lowest, one pair per balance. (Our reading of
     /// "too loaded": a move must never leave a CPU idle while tasks wait.)
-    pub(crate) fn hperf_balance(&mut self) {
+    /// Returns the number of tasks moved.
+    pub(crate) fn hperf_balance(&mut self) -> u32 {
         let n = self.nr_cpus() as CpuId;
         let maxcap = self.hmp_max_cap();
         let (mut nb, mut nl, mut cb, mut cl) = (0u64, 0u64, 0u64, 0u64);
@@ -666,7 +678,7 @@ impl Sim {
             }
         }
         if cb == 0 || cl == 0 {
-            return;
+            return 0;
         }
         self.counters.hmp_balance += 1;
         // Loads in 1/1024 task per CPU, little scaled by the slowdown.
@@ -681,7 +693,7 @@ impl Sim {
                 self.hmp_note_move(t, true);
                 self.stopper_move_task(t, dst, true);
                 self.hmp_in_balance = false;
-                return;
+                return 1;
             }
         }
         let before = lb(nb).max(ll(nl));
@@ -697,7 +709,7 @@ impl Sim {
                     self.hmp_note_move(t, false);
                     self.stopper_move_task(t, dst, true);
                     self.hmp_in_balance = false;
-                    return;
+                    return 1;
                 }
             }
         }
@@ -709,11 +721,12 @@ impl Sim {
                     self.hmp_note_move(t, true);
                     self.stopper_move_task(t, dst, true);
                     self.hmp_in_balance = false;
-                    return;
+                    return 1;
                 }
             }
         }
         // 4. Balanced: swap a pair for fairness.
+        let mut moved = 0;
         if nb > 0 && nl > 0 {
             let a = self.hperf_pick(true, CpuId::MAX, false);
             let b = self.hperf_pick(false, CpuId::MAX, false);
@@ -729,10 +742,12 @@ impl Sim {
                     // Little → big first, so the big CPU never goes idle.
                     self.stopper_move_task(b, ca, true);
                     self.stopper_move_task(a, cbp, true);
+                    moved = 2;
                 }
             }
         }
         self.hmp_in_balance = false;
+        moved
     }
 
     /// HPERF task choice by druntime: on the big cluster the highest, on the

@@ -5,7 +5,7 @@
 use crate::features::Features;
 use crate::sim::{Sim, SimConfig};
 use crate::task::TaskState;
-use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
+use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig, SdTunable};
 use schedlab_workload::{Step, ThreadTemplate, WorkloadSpec};
 
 fn sim(feature: &str, templates: Vec<Vec<Step>>, seed: u64) -> Sim {
@@ -33,10 +33,33 @@ fn sim_spec(
     initial: Vec<u32>,
     seed: u64,
 ) -> Sim {
+    sim_with(
+        feature,
+        templates,
+        initial,
+        seed,
+        &[],
+        DomainConfig::default(),
+    )
+}
+
+/// [`sim_spec`] with more feature switches (`NAME=on|off`) and a domain
+/// configuration.
+fn sim_with(
+    feature: &str,
+    templates: Vec<(Vec<Step>, Option<CpuMask>)>,
+    initial: Vec<u32>,
+    seed: u64,
+    switches: &[&str],
+    dcfg: DomainConfig,
+) -> Sim {
     let m = preset("exynos5422").expect("preset");
-    let d = build_domains(&m, &DomainConfig::default()).expect("domains");
+    let d = build_domains(&m, &dcfg).expect("domains");
     let mut features = Features::default();
     features.set(feature, true).expect("feature");
+    for sw in switches {
+        features.apply(sw).expect("switch");
+    }
     let spec = WorkloadSpec {
         name: "hmp".into(),
         templates: templates
@@ -81,18 +104,19 @@ fn workload(s: &Sim) -> Vec<usize> {
 #[test]
 fn hperf_druntime_of_equal_hogs_stays_near_zero() {
     // 8 equal hogs on 4 big + 4 little CPUs: swaps rotate them so every
-    // hog's big and little time stay close.
+    // hog's big and little time stay close. (With every CPU busy, each
+    // balances the cluster-spanning level about every 124 ms.)
     let mut s = sim(
         "HMP_HPERF",
         (0..8).map(|_| hog(10_000_000_000)).collect(),
         5,
     );
-    s.run_until(400_000_000);
+    s.run_until(1_600_000_000);
     assert!(s.counters.hmp_swaps > 10, "swaps {}", s.counters.hmp_swaps);
     for i in workload(&s) {
         let t = &s.tasks[i];
         let cpu = t.stats.cpu_time_ns as i64;
-        assert!(cpu > 300_000_000, "{} ran {cpu} ns", t.name);
+        assert!(cpu > 1_200_000_000, "{} ran {cpu} ns", t.name);
         assert!(
             t.hmp.druntime.abs() * 4 < cpu,
             "{}: druntime {} of {cpu} ns (big {} little {})",
@@ -407,4 +431,33 @@ fn hperf_wakeup_does_not_count_a_delayed_task_as_load() {
     // A second runnable task there does count.
     s.rqs[4].cfs.nr_delayed = 0;
     assert_eq!(s.hmp_select_task_rq(t, 0, false), Some(5));
+}
+
+#[test]
+fn hperf_balances_from_the_softirq_at_the_levels_busy_interval() {
+    // 8 hogs keep every CPU busy for 1 s. With HPERF_SOFTIRQ each CPU runs
+    // HPERF's step when the cluster-spanning level is due for it: every
+    // 8 ms × busy_factor 16, less one jiffy (124 ms at HZ=250), so about
+    // 8 CPUs × 8 = 64 steps. Without it one global step runs every 8 ms
+    // (125), and with busy_factor 1 every CPU balances every 4 ms (2000).
+    let run = |switches: &[&str], busy_factor: Option<&str>| {
+        let mut dcfg = DomainConfig::default();
+        if let Some(v) = busy_factor {
+            dcfg.sd_tunables
+                .push(SdTunable::parse("domains/PKG/busy_factor", v).expect("tunable"));
+        }
+        let templates = (0..8).map(|_| (hog(10_000_000_000), None)).collect();
+        let mut s = sim_with("HMP_HPERF", templates, (0..8).collect(), 3, switches, dcfg);
+        s.run_until(1_000_000_000);
+        s.counters.hmp_balance
+    };
+    let softirq = run(&[], None);
+    let global = run(&["HPERF_SOFTIRQ=off"], None);
+    let unstretched = run(&[], Some("1"));
+    assert!((50..=80).contains(&softirq), "softirq steps {softirq}");
+    assert!((115..=130).contains(&global), "global steps {global}");
+    assert!(
+        (1800..=2100).contains(&unstretched),
+        "busy_factor 1 steps {unstretched}"
+    );
 }
