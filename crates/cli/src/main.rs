@@ -1366,6 +1366,12 @@ struct CompareArgs {
     /// NAME+FEATURE=on|off[+FEATURE=on|off...].
     #[arg(long = "config", required = true)]
     configs: Vec<String>,
+    /// Switch a feature in every --config: NAME=on|off (repeatable).
+    #[arg(long = "feature")]
+    features: Vec<String>,
+    /// Set a tunable in every --config: NAME=VALUE (repeatable).
+    #[arg(long = "tunable")]
+    tunables: Vec<String>,
     /// Sweep one workload key, one point per value: KEY=V1,V2,...
     #[arg(long)]
     sweep: Option<String>,
@@ -1467,8 +1473,12 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let Some(c) = a.configs.iter().find(|c| !seen.insert(c.trim())) {
         return Err(input(format!("--config {c}: given twice")));
     }
+    let switches = config_switches(&a.features, &a.tunables)?;
     for c in &a.configs {
-        let cfg = configs::resolve(c, m.arch).map_err(input)?;
+        let mut cfg = configs::resolve(c, m.arch).map_err(input)?;
+        for sw in &switches {
+            configs::apply_switch(&mut cfg, sw).map_err(input)?;
+        }
         schedlab_topo::build_domains(&m, &cfg.domains)
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
@@ -1527,7 +1537,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         seed: a.seed,
         checked: a.checked || cfg!(debug_assertions),
         machine_edits: machine_edits.clone(),
-        config_switches: Vec::new(),
+        config_switches: switches.clone(),
     };
     let tick = |_: &str, _: f64| pb.inc(1);
     let results = experiments::run_all(defs, &opts, &tick)
@@ -1538,8 +1548,15 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     pb.finish_and_clear();
     let r = &results[0];
     let mut text = format!(
-        "== compare: {} ({} repetitions, seed {})\n",
-        def.setup, def.repetitions, a.seed
+        "== compare: {} ({} repetitions, seed {}{})\n",
+        def.setup,
+        def.repetitions,
+        a.seed,
+        if switches.is_empty() {
+            String::new()
+        } else {
+            format!("; in every configuration: {}", switches.join(", "))
+        }
     );
     text.push_str(&render_experiment(r, &TableOptions::default()));
     text.push('\n');
@@ -1555,6 +1572,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
         res.machine_edits = edit_texts(&machine_edits);
+        res.config_switches = switches;
         res.sensitivity = sens.map(|(e, _)| e).unwrap_or_default();
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         res.write_json(&out.join("results.json"))

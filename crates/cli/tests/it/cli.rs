@@ -876,6 +876,69 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
         ],
         "no such domain",
     );
+    // `compare` takes them too, for every --config: Linaro MP's runs move,
+    // HPERF_HMP's (which the switch does not concern) do not.
+    let compare = |switch: Option<&str>| -> (serde_json::Value, String) {
+        let dir = tempdir(&format!("switch-compare-{}", switch.is_some()));
+        let mut args = vec![
+            "compare",
+            "--machine",
+            "exynos5433",
+            "--workload",
+            "mobile:cpus=8,scale=1",
+            "--config",
+            "linaro-mp",
+            "--config",
+            "hperf-hmp",
+            "--reps",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        if let Some(f) = switch {
+            args.extend(["--feature", f]);
+        }
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+        (v, stdout(&o))
+    };
+    let (c0, _) = compare(None);
+    let (c1, out) = compare(Some("HMP_FORK_BOOST=off"));
+    assert!(
+        out.contains("; in every configuration: HMP_FORK_BOOST=off)"),
+        "{out}"
+    );
+    assert!(c0.get("config_switches").is_none());
+    assert_eq!(
+        c1["config_switches"],
+        serde_json::json!(["HMP_FORK_BOOST=off"])
+    );
+    let score = |v: &serde_json::Value, config: &str| {
+        v["experiments"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["config"] == config && r["metric"] == "score")
+            .map(|r| r["samples"][0].as_f64().unwrap())
+            .unwrap()
+    };
+    assert_ne!(score(&c0, "linaro-mp"), score(&c1, "linaro-mp"));
+    assert_eq!(score(&c0, "hperf-hmp"), score(&c1, "hperf-hmp"));
+    assert_bad_input(
+        &[
+            "compare",
+            "--machine",
+            "exynos5433",
+            "--workload",
+            "mobile",
+            "--config",
+            "linaro-mp",
+            "--tunable",
+            "domains/CLS/busy_factor=3",
+        ],
+        "no such domain",
+    );
 }
 
 /// `--machine-edit` changes a machine number before the runs: the runs move,
