@@ -613,7 +613,15 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let machines: Vec<&str> = defs.iter().map(|d| d.machine.as_str()).collect();
     let machine_edits = edits.check(&machines)?;
     let switches = config_switches(&features, &tunables)?;
-    experiments::check_switches(&defs, &switches).map_err(input)?;
+    // Debug builds always check invariants (the test suite runs them).
+    let opts = experiments::Options {
+        quick,
+        seed,
+        checked: checked || cfg!(debug_assertions),
+        machine_edits: machine_edits.clone(),
+        config_switches: switches.clone(),
+    };
+    experiments::check_switches(&defs, &opts).map_err(input)?;
     // Every output location is checked before anything is created.
     check_out_dir("--out", &out)?;
     if let Some(j) = &json {
@@ -634,14 +642,6 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         .sum::<u64>()
         + plan.as_ref().map_or(0, |p| p.runs(&defs));
     let pb = progress_bar(total);
-    // Debug builds always check invariants (the test suite runs them).
-    let opts = experiments::Options {
-        quick,
-        seed,
-        checked: checked || cfg!(debug_assertions),
-        machine_edits: machine_edits.clone(),
-        config_switches: switches.clone(),
-    };
     let started = Instant::now();
     // Simulation seconds per experiment, for the closing line.
     let spent: std::sync::Mutex<std::collections::BTreeMap<String, f64>> = Default::default();
@@ -1105,6 +1105,11 @@ struct ReproduceArgs {
 /// `reproduce`'s `--feature` and `--tunable` as the switches appended to
 /// every configuration, features first: a `--feature` must name a feature.
 fn config_switches(features: &[String], tunables: &[String]) -> Result<Vec<String>, Failure> {
+    if let Some(s) = features.iter().chain(tunables).find(|s| s.contains('+')) {
+        return Err(input(format!(
+            "switch '{s}': '+' separates the switches of a configuration; give each with its own --feature or --tunable"
+        )));
+    }
     for f in features {
         schedlab_engine::Features::default()
             .apply(f)

@@ -684,8 +684,8 @@ pub struct Options {
     pub machine_edits: Vec<schedlab_topo::MachineEdit>,
     /// Switches appended to every configuration of every experiment, as
     /// `+NAME=VALUE` (a feature `NAME=on|off`, a tunable, `hz=`,
-    /// `domains/...`): `reproduce --feature/--tunable`. The results keep
-    /// the configurations' names.
+    /// `domains/...`): `reproduce` and `compare`'s `--feature/--tunable`.
+    /// The results keep the configurations' names.
     pub config_switches: Vec<String>,
 }
 
@@ -699,21 +699,24 @@ impl Options {
     }
 }
 
-/// Checks that every configuration of `defs` takes `switches` (known
-/// names, valid values) on its experiment's machine, so that a bad switch
+/// Checks that every configuration of `defs` takes `opts`' switches (known
+/// names, valid values) on its experiment's machine as `opts` edits it:
+/// the configuration strings the runs will resolve, so that a bad switch
 /// fails before anything runs.
-pub fn check_switches(defs: &[ExperimentDef], switches: &[String]) -> Result<(), String> {
-    if switches.is_empty() {
+pub fn check_switches(defs: &[ExperimentDef], opts: &Options) -> Result<(), String> {
+    if opts.config_switches.is_empty() {
         return Ok(());
     }
+    if let Some(s) = opts.config_switches.iter().find(|s| s.contains('+')) {
+        return Err(format!(
+            "switch '{s}': '+' separates the switches of a configuration; give each with its own --feature or --tunable"
+        ));
+    }
     for d in defs {
-        let (m, _) = schedlab_topo::resolve_machine_edited(&d.machine, &[], false)
+        let (m, _) = schedlab_topo::resolve_machine_edited(&d.machine, &opts.machine_edits, false)
             .map_err(|e| e.to_string())?;
         for c in &d.configs {
-            let mut cfg = configs::resolve(c, m.arch)?;
-            for s in switches {
-                configs::apply_switch(&mut cfg, s)?;
-            }
+            let cfg = configs::resolve(&opts.config_spec(c), m.arch)?;
             schedlab_topo::build_domains(&m, &cfg.domains)
                 .map_err(|e| format!("{} ({}): {e}", d.name, d.machine))?;
         }
@@ -1078,7 +1081,7 @@ pub fn run_all(
         // The LLC side of placement wherever some config runs SCHED_CACHE.
         // (Whether SCHED_CACHE is on does not depend on the architecture.)
         let llc_notes = d.configs.iter().any(|c| {
-            configs::resolve(c, schedlab_topo::Arch::default())
+            configs::resolve(&opts.config_spec(c), schedlab_topo::Arch::default())
                 .is_ok_and(|rc| rc.features.enabled(schedlab_engine::Feat::SCHED_CACHE))
         });
         for (pi, p) in d.points.iter().enumerate() {

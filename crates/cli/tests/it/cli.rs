@@ -879,7 +879,7 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
     // `compare` takes them too, for every --config: Linaro MP's runs move,
     // HPERF_HMP's (which the switch does not concern) do not.
     let compare = |switch: Option<&str>| -> (serde_json::Value, String) {
-        let dir = tempdir(&format!("switch-compare-{}", switch.is_some()));
+        let dir = tempdir(&format!("switch-compare-{}", switch.map_or(0, str::len)));
         let mut args = vec![
             "compare",
             "--machine",
@@ -895,8 +895,10 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
             "--out",
             dir.to_str().unwrap(),
         ];
-        if let Some(f) = switch {
-            args.extend(["--feature", f]);
+        match switch {
+            Some(t) if t.starts_with("domains/") => args.extend(["--tunable", t]),
+            Some(f) => args.extend(["--feature", f]),
+            None => {}
         }
         let o = schedlab(&args);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -925,6 +927,27 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
     };
     assert_ne!(score(&c0, "linaro-mp"), score(&c1, "linaro-mp"));
     assert_eq!(score(&c0, "hperf-hmp"), score(&c1, "hperf-hmp"));
+    // A tunable: HPERF_HMP's step runs at the PKG level's interval.
+    let (c2, _) = compare(Some("domains/PKG/busy_factor=1"));
+    assert_eq!(
+        c2["config_switches"],
+        serde_json::json!(["domains/PKG/busy_factor=1"])
+    );
+    assert_ne!(score(&c0, "hperf-hmp"), score(&c2, "hperf-hmp"));
+    assert_bad_input(
+        &[
+            "compare",
+            "--machine",
+            "exynos5433",
+            "--workload",
+            "mobile",
+            "--config",
+            "linaro-mp",
+            "--tunable",
+            "hz=+250",
+        ],
+        "'+' separates the switches",
+    );
     assert_bad_input(
         &[
             "compare",
