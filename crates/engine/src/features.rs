@@ -2,7 +2,9 @@
 //!
 //! Every entry has a name, a default and a one-line meaning, and can be switched
 //! by name (`schedlab run --feature NAME=off`). Entries marked (schedlab) are
-//! the reference patch sets' mechanisms, off by default.
+//! the reference patch sets' mechanisms and the model's own switches; the
+//! patch sets' mechanisms are off by default, the variants of a mechanism
+//! (e.g. HMP_FORK_BOOST, HMP_HPERF_SOFTIRQ) say their default.
 
 /// One feature's description.
 #[derive(Clone, Copy, Debug)]
@@ -57,7 +59,7 @@ features! {
     HMP_LINARO = "HMP_LINARO", false, "(schedlab, S5 baseline) Linaro MP big.LITTLE: per-task load thresholds up/down-migrate between clusters; no generic cross-cluster balancing";
     HMP_FORK_BOOST = "HMP_FORK_BOOST", true, "(schedlab, S5 baseline variant; with HMP_LINARO) a new task starts with a full-load history on the big domain's least loaded CPU (LSK's \"HMP: Force new non-kernel tasks onto big CPUs until load stabilises\"); off = the Exynos 5422 3.10 tree, which predates it: the child keeps its parent's load history and is placed by the stock fork path inside its parent's cluster and the up/down rules, like a wakeup";
     HMP_HPERF = "HMP_HPERF", false, "(schedlab, S5) HPERF_HMP: druntime-fair cluster balancing, idle big CPUs pull from little, wakeups to the least loaded CPU; no generic cross-cluster balancing";
-    HPERF_SOFTIRQ = "HPERF_SOFTIRQ", true, "(schedlab, S5 choice; with HMP_HPERF) HPERF_HMP's step runs from the balancing softirq in place of the generic balance of the cluster-spanning level, on every CPU for which that level is due by its own interval (get_sd_balance_interval(): ×busy_factor while the CPU is busy), from the tick and from nohz idle balancing; off = one global step every min_interval on the first tick after it is due, busy or not (before the nineteenth round)";
+    HMP_HPERF_SOFTIRQ = "HMP_HPERF_SOFTIRQ", true, "(schedlab, S5 choice; with HMP_HPERF) HPERF_HMP's step runs from the balancing softirq in place of the generic balance of the (lowest) cluster-spanning level: when that level is due for a CPU by its own interval (get_sd_balance_interval(): ×busy_factor while the CPU is busy), from the tick or nohz idle balancing, and the CPU is the one should_we_balance() names in its cluster; off = one global step every min_interval on the first tick after it is due, busy or not (before the nineteenth round)";
     SCHED_CACHE = "SCHED_CACHE", false, "(schedlab, S4) cache-aware scheduling: per-process preferred LLC, llc_balance in the load balancer (7.3 SCHED_CACHE, active only with several LLCs under a larger domain); 7.3 builds it on by default, off here = its debugfs llc_balancing/enabled=0, the published baselines' kernels having none";
     CLUSTER_SCAN = "CLUSTER_SCAN", true, "(S1's wakeup part, merged in 6.7) with a CLS level, select_idle_cpu scans the target's cluster first, and an idle prev or recent CPU outside the target's cluster is only a fallback for a failed scan (select_idle_sibling())";
     IDLE_CORE_ID = "IDLE_CORE_ID", false, "(schedlab, S2) each LLC remembers one idle core instead of has_idle_cores: recorded at idle entry (the CPU's own core, else the first wholly idle core of the LLC; the first record stays), cleared when that core runs or a wakeup's idle-core search takes it";

@@ -1342,12 +1342,20 @@ impl Sim {
         idle: IdleType,
     ) -> (u32, bool) {
         if self.hmp_skip_level(cpu, level) {
-            // HPERF_HMP's own logic balances this level from the softirq.
+            // HPERF_HMP's own logic balances the lowest cluster-spanning
+            // level from the softirq, on the CPU that should_we_balance()
+            // names for the cluster (one pass per group, as for any level).
             if idle != IdleType::NewlyIdle
                 && self.feat(Feat::HMP_HPERF)
-                && self.feat(Feat::HPERF_SOFTIRQ)
+                && self.feat(Feat::HMP_HPERF_SOFTIRQ)
+                && (level == 0 || !self.hmp_skip_level(cpu, level - 1))
             {
-                return (self.hperf_balance(), true);
+                let d = &self.domains.cpus[cpu as usize].domains[level];
+                let mut env = LbEnv::new(cpu, level, d.flags, d.span, idle);
+                env.dst_grpmask = self.group_balance_mask(cpu, level);
+                if self.should_we_balance(&env) {
+                    return (self.hperf_balance(), true);
+                }
             }
             return (0, true);
         }

@@ -42,18 +42,23 @@
 //!   (average idle period at least `sysctl_sched_migration_cost`, 500 µs).
 //!   HPERF_HMP's idle pull is not gated: the cover letter says idle big
 //!   CPUs always pull from little ones.
-//! - HPERF balance interval (`HPERF_SOFTIRQ`, on): the cover letter balances
+//! - HPERF balance interval (`HMP_HPERF_SOFTIRQ`, on): the cover letter balances
 //!   the HMP level "by new logic in the balancing softirq", so its step
-//!   takes the place of sched_balance_rq() for the cross-cluster domain in
-//!   sched_balance_domains() and inherits that loop's timing: each CPU runs
-//!   it when the level is due for that CPU, at the level's interval (one ms
-//!   per CPU of its span, sd_init's `min_interval = sd_weight`), stretched
-//!   by `busy_factor` (16) while the CPU is busy, from its tick or from
-//!   nohz idle balancing. The step looks at both clusters whichever CPU
-//!   runs it; should_we_balance() and the interval's back-off after
-//!   balanced passes belong to sched_balance_rq(), which it replaces, so
-//!   neither applies. Off: one global step every minimum interval on the
-//!   first tick after it is due, busy or not (the eighteenth round's rule).
+//!   takes the place of sched_balance_rq()'s balance of the (lowest)
+//!   cross-cluster domain in sched_balance_domains() and inherits that
+//!   loop's timing: a CPU runs it when the level is due for that CPU, at
+//!   the level's interval (one ms per CPU of its span, sd_init's
+//!   `min_interval = sd_weight`, in whole jiffies: 10 ms at HZ=200),
+//!   stretched by `busy_factor` (16) while the CPU is busy (125 ms at
+//!   HZ=200), from its tick or from nohz idle balancing, and, as every
+//!   domain's pass is, only on the CPU that should_we_balance() names in
+//!   its group, the CPU's cluster (its first idle CPU, else its first).
+//!   The ticks of all CPUs fall on one jiffy, so with both clusters busy
+//!   the two clusters' CPUs step in the same jiffy, one after the other.
+//!   The step looks at both clusters whichever CPU runs it. The interval's
+//!   back-off after balanced passes is sched_balance_rq()'s own and does
+//!   not apply. Off: one global step every minimum interval on the first
+//!   tick after it is due, busy or not (the eighteenth round's rule).
 //! - HPERF swap hysteresis: a pair is swapped only when the big task's
 //!   druntime exceeds the little task's by more than the level's minimum
 //!   interval, so that the swap always moves at least that much big-core
@@ -402,12 +407,12 @@ impl Sim {
     }
 
     /// Tick hook: HPERF's global balancing step when due, with
-    /// HPERF_SOFTIRQ off (on, sched_balance_rq() runs it for the
+    /// HMP_HPERF_SOFTIRQ off (on, sched_balance_rq() runs it for the
     /// cluster-spanning level). (Linaro MP's forced migrations run from the
     /// balancing softirq: `linaro_force_migration`.)
     pub(crate) fn hmp_tick(&mut self) {
         if self.feat(Feat::HMP_HPERF)
-            && !self.feat(Feat::HPERF_SOFTIRQ)
+            && !self.feat(Feat::HMP_HPERF_SOFTIRQ)
             && self.now >= self.hmp_next_balance
         {
             self.hmp_next_balance = self.jiffies_ns() + self.hperf_interval_ns();
@@ -662,6 +667,7 @@ impl Sim {
     /// "too loaded": a move must never leave a CPU idle while tasks wait.)
     /// Returns the number of tasks moved.
     pub(crate) fn hperf_balance(&mut self) -> u32 {
+        debug_assert!(!self.hmp_in_balance, "HPERF step re-entered");
         let n = self.nr_cpus() as CpuId;
         let maxcap = self.hmp_max_cap();
         let (mut nb, mut nl, mut cb, mut cl) = (0u64, 0u64, 0u64, 0u64);

@@ -435,11 +435,13 @@ fn hperf_wakeup_does_not_count_a_delayed_task_as_load() {
 
 #[test]
 fn hperf_balances_from_the_softirq_at_the_levels_busy_interval() {
-    // 8 hogs keep every CPU busy for 1 s. With HPERF_SOFTIRQ each CPU runs
-    // HPERF's step when the cluster-spanning level is due for it: every
-    // 8 ms × busy_factor 16, less one jiffy (124 ms at HZ=250), so about
-    // 8 CPUs × 8 = 64 steps. Without it one global step runs every 8 ms
-    // (125), and with busy_factor 1 every CPU balances every 4 ms (2000).
+    // 8 hogs keep every CPU busy for 1 s. With HMP_HPERF_SOFTIRQ, HPERF's
+    // step runs when the cluster-spanning level is due for a CPU, every
+    // 8 ms × busy_factor 16 less one jiffy (124 ms at HZ=250), on the CPU
+    // should_we_balance() names in each cluster (no CPU is idle: CPUs 0
+    // and 4), so about 2 × 8 = 16 steps. Without it one global step runs
+    // every 8 ms (125); with busy_factor 1 the two CPUs step every 4 ms
+    // (500).
     let run = |switches: &[&str], busy_factor: Option<&str>| {
         let mut dcfg = DomainConfig::default();
         if let Some(v) = busy_factor {
@@ -452,12 +454,39 @@ fn hperf_balances_from_the_softirq_at_the_levels_busy_interval() {
         s.counters.hmp_balance
     };
     let softirq = run(&[], None);
-    let global = run(&["HPERF_SOFTIRQ=off"], None);
+    let global = run(&["HMP_HPERF_SOFTIRQ=off"], None);
     let unstretched = run(&[], Some("1"));
-    assert!((50..=80).contains(&softirq), "softirq steps {softirq}");
+    assert!((12..=20).contains(&softirq), "softirq steps {softirq}");
     assert!((115..=130).contains(&global), "global steps {global}");
     assert!(
-        (1800..=2100).contains(&unstretched),
+        (450..=520).contains(&unstretched),
         "busy_factor 1 steps {unstretched}"
     );
+}
+
+#[test]
+fn hperf_step_is_not_a_newly_idle_pass() {
+    // A newly idle pass over the cluster-spanning level leaves HPERF's
+    // step alone (its idle pull is the newly idle part); a periodic pass
+    // by the cluster's balancing CPU runs it once.
+    let templates = (0..8).map(|_| (hog(1_000_000_000), None)).collect();
+    let mut s = sim_with(
+        "HMP_HPERF",
+        templates,
+        (0..8).collect(),
+        4,
+        &[],
+        DomainConfig::default(),
+    );
+    s.run_until(50_000_000);
+    let top = s.domains.cpus[0].domains.len() - 1;
+    assert!(s.hmp_skip_level(0, top));
+    let before = s.counters.hmp_balance;
+    s.sched_balance_rq(0, top, crate::fair::balance::IdleType::NewlyIdle);
+    assert_eq!(s.counters.hmp_balance, before);
+    s.sched_balance_rq(0, top, crate::fair::balance::IdleType::NotIdle);
+    assert_eq!(s.counters.hmp_balance, before + 1);
+    // CPU 1 is not its cluster's balancing CPU while CPU 0 is busy.
+    s.sched_balance_rq(1, top, crate::fair::balance::IdleType::NotIdle);
+    assert_eq!(s.counters.hmp_balance, before + 1);
 }
