@@ -1102,8 +1102,9 @@ struct ReproduceArgs {
     sensitivity: SensitivityArgs,
 }
 
-/// `reproduce`'s `--feature` and `--tunable` as the switches appended to
-/// every configuration, features first: a `--feature` must name a feature.
+/// `reproduce` and `compare`'s `--feature` and `--tunable` as the switches
+/// appended to every configuration, features first: a `--feature` must name
+/// a feature, and no switch may hold the `+` that separates them.
 fn config_switches(features: &[String], tunables: &[String]) -> Result<Vec<String>, Failure> {
     if let Some(s) = features.iter().chain(tunables).find(|s| s.contains('+')) {
         return Err(input(format!(
