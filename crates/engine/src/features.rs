@@ -2,9 +2,11 @@
 //!
 //! Every entry has a name, a default and a one-line meaning, and can be switched
 //! by name (`schedlab run --feature NAME=off`). Entries marked (schedlab) are
-//! the reference patch sets' mechanisms and the model's own switches; the
-//! patch sets' mechanisms are off by default, the variants of a mechanism
-//! (e.g. HMP_FORK_BOOST, HMP_HPERF_SOFTIRQ) say their default.
+//! the model's own: switches of modelled kernel behaviour (on, as in 7.3), the
+//! S2, S4 and S5 mechanisms the experiments compare with a baseline (off;
+//! SCHED_CACHE's meaning says how 7.3 builds it) and variants of those
+//! mechanisms (HMP_FORK_BOOST, HMP_HPERF_SOFTIRQ: on). Entries marked with a
+//! patch set alone (S1, S3) were merged and are on, as in 7.3.
 
 /// One feature's description.
 #[derive(Clone, Copy, Debug)]
