@@ -1481,10 +1481,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     }
     let switches = config_switches(&a.features, &a.tunables)?;
     for c in &a.configs {
-        let mut cfg = configs::resolve(c, m.arch).map_err(input)?;
-        for sw in &switches {
-            configs::apply_switch(&mut cfg, sw).map_err(input)?;
-        }
+        let cfg = configs::resolve(&configs::with_switches(c, &switches), m.arch).map_err(input)?;
         schedlab_topo::build_domains(&m, &cfg.domains)
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
@@ -1638,10 +1635,10 @@ fn run(
     }
     // The configuration as run: --config with each --feature and --tunable
     // appended in order (as `--config` itself would take them).
-    let config = std::iter::once(config.as_str())
-        .chain(features.iter().chain(&tunables).map(|x| x.trim()))
-        .collect::<Vec<_>>()
-        .join("+");
+    let config = configs::with_switches(
+        &config,
+        &features.iter().chain(&tunables).collect::<Vec<_>>(),
+    );
     // A built-in spec, or an rt-app JSON file (errors name the JSON path).
     let w = Builtin::resolve(&workload, &m).map_err(|e| input(e.to_string()))?;
     let affinity = place.affinity(&m)?;

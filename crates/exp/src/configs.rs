@@ -101,6 +101,15 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
 ];
 
+/// `config` with `switches` appended as `+SWITCH`, the spec [`resolve`]
+/// takes (a configuration as `--feature`/`--tunable` change it).
+pub fn with_switches<S: AsRef<str>>(config: &str, switches: &[S]) -> String {
+    std::iter::once(config)
+        .chain(switches.iter().map(|s| s.as_ref().trim()))
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
 /// Resolves a configuration: a name from [`CONFIGS`], optionally followed by
 /// switches, `NAME+SWITCH[+SWITCH...]`, each a feature (`CLUSTER_SCAN=off`)
 /// or a tunable (`migration_cost_ns=250000`, `domains/MC/imbalance_pct=130`,

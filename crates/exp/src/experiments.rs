@@ -692,10 +692,7 @@ pub struct Options {
 impl Options {
     /// The configuration as run: `config` with every switch appended.
     pub fn config_spec(&self, config: &str) -> String {
-        std::iter::once(config)
-            .chain(self.config_switches.iter().map(|s| s.trim()))
-            .collect::<Vec<_>>()
-            .join("+")
+        configs::with_switches(config, &self.config_switches)
     }
 }
 
@@ -706,11 +703,6 @@ impl Options {
 pub fn check_switches(defs: &[ExperimentDef], opts: &Options) -> Result<(), String> {
     if opts.config_switches.is_empty() {
         return Ok(());
-    }
-    if let Some(s) = opts.config_switches.iter().find(|s| s.contains('+')) {
-        return Err(format!(
-            "switch '{s}': '+' separates the switches of a configuration; give each with its own --feature or --tunable"
-        ));
     }
     for d in defs {
         let (m, _) = schedlab_topo::resolve_machine_edited(&d.machine, &opts.machine_edits, false)

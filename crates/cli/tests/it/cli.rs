@@ -854,28 +854,17 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
         e["rows"], plain["experiments"][0]["rows"],
         "Linaro's children without the fork boost move the results"
     );
-    assert_bad_input(
-        &["reproduce", "exynos5433-mixed", "--feature", "NO_SUCH=on"],
-        "unknown feature 'NO_SUCH'",
-    );
-    assert_bad_input(
-        &[
-            "reproduce",
-            "exynos5433-mixed",
+    for (flag, switch, want) in [
+        ("--feature", "NO_SUCH=on", "unknown feature 'NO_SUCH'"),
+        (
             "--feature",
             "migration_cost_ns=1",
-        ],
-        "--feature migration_cost_ns=1",
-    );
-    assert_bad_input(
-        &[
-            "reproduce",
-            "exynos5433-mixed",
-            "--tunable",
-            "domains/XYZ/busy_factor=2",
-        ],
-        "no such domain",
-    );
+            "--feature migration_cost_ns=1",
+        ),
+        ("--tunable", "domains/XYZ/busy_factor=2", "no such domain"),
+    ] {
+        assert_bad_input(&["reproduce", "exynos5433-mixed", flag, switch], want);
+    }
     // `compare` takes them too, for every --config: Linaro MP's runs move,
     // HPERF_HMP's (which the switch does not concern) do not.
     let compare = |switch: Option<&str>| -> (serde_json::Value, String) {
@@ -934,34 +923,25 @@ fn reproduce_switches_apply_to_every_configuration_and_are_recorded() {
         serde_json::json!(["domains/PKG/busy_factor=1"])
     );
     assert_ne!(score(&c0, "hperf-hmp"), score(&c2, "hperf-hmp"));
-    assert_bad_input(
-        &[
-            "compare",
-            "--machine",
-            "exynos5433",
-            "--workload",
-            "mobile",
-            "--config",
-            "linaro-mp",
-            "--tunable",
-            "hz=+250",
-        ],
-        "'+' separates the switches",
-    );
-    assert_bad_input(
-        &[
-            "compare",
-            "--machine",
-            "exynos5433",
-            "--workload",
-            "mobile",
-            "--config",
-            "linaro-mp",
-            "--tunable",
-            "domains/CLS/busy_factor=3",
-        ],
-        "no such domain",
-    );
+    for (tunable, want) in [
+        ("hz=+250", "'+' separates the switches"),
+        ("domains/CLS/busy_factor=3", "no such domain"),
+    ] {
+        assert_bad_input(
+            &[
+                "compare",
+                "--machine",
+                "exynos5433",
+                "--workload",
+                "mobile",
+                "--config",
+                "linaro-mp",
+                "--tunable",
+                tunable,
+            ],
+            want,
+        );
+    }
 }
 
 /// `--machine-edit` changes a machine number before the runs: the runs move,
