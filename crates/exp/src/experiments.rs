@@ -962,8 +962,12 @@ pub fn run_all(
             }
         }
     }
+    // One simulation per rayon task: left to itself, rayon hands each worker
+    // a contiguous range of jobs that no idle worker can steal from once it
+    // has started, and the run ends waiting for the longest such range.
     let outcomes: Vec<Result<RunOutcome, String>> = jobs
         .par_iter()
+        .with_max_len(1)
         .map(|j| {
             let d = &defs[j.exp];
             let seed = seed_for(opts.seed, &d.name, j.point, j.rep);
