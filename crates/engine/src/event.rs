@@ -1,4 +1,4 @@
-//! The event queue: a binary heap ordered by (time, rank, sequence).
+//! The event queue: events ordered by (time, rank, sequence).
 //!
 //! The sequence number makes equal-time events of equal rank FIFO, so the
 //! order of the whole simulation depends only on its inputs. Ordinary events
@@ -7,6 +7,15 @@
 //! in a fresh arbitrary order at every boundary, after the ordinary events of
 //! that instant. Cancelled events are not removed:
 //! their handlers check a generation number and drop stale ones.
+//!
+//! Two binary heaps hold the events, split at a moving horizon: the near
+//! heap everything before it, the far heap the rest (ticks, timers, HRTICK
+//! expiries, system kthreads' wakeups, many of them cancelled already).
+//! Most events fall due within microseconds of being pushed (a running
+//! task's step completion), so they are pushed and popped on the small near
+//! heap; when it runs dry the horizon moves [`HORIZON_NS`] past the earliest
+//! far event and the far events before it move over. Every near event
+//! precedes every far one, so the order is exactly one heap's.
 
 use schedlab_topo::CpuId;
 use std::cmp::Reverse;
@@ -84,10 +93,20 @@ impl Entry {
 /// per simulation; the rest hold the rank).
 const SEQ_BITS: u32 = 40;
 
-/// Min-heap of events.
+/// How far past the earliest far event the horizon moves when the near heap
+/// runs dry, ns. Wakeup chains (a step, an IPI, a context switch) are a few
+/// microseconds long; a wider window lets the near heap fill with the far
+/// heap's timers, a narrower one sends short steps to the far heap.
+pub const HORIZON_NS: u64 = 50_000;
+
+/// Min-queue of events (two heaps split at a horizon; see the module doc).
 #[derive(Clone, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<Entry>>,
+    /// Events due before `horizon_ns`.
+    near: BinaryHeap<Reverse<Entry>>,
+    /// Events due at or after `horizon_ns`.
+    far: BinaryHeap<Reverse<Entry>>,
+    horizon_ns: u64,
     seq: u64,
 }
 
@@ -103,27 +122,86 @@ impl EventQueue {
         self.seq += 1;
         debug_assert!(self.seq < 1 << SEQ_BITS, "event sequence overflow");
         let low = (u64::from(rank & 0xff_ffff) << SEQ_BITS) | self.seq;
-        self.heap.push(Reverse(Entry {
+        self.insert(time_ns, low, kind);
+    }
+
+    /// Takes the next sequence number for an event pushed later with
+    /// [`EventQueue::push_reserved`]: the event then pops where it would
+    /// have had it been pushed now (rank 0).
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.seq += 1;
+        debug_assert!(self.seq < 1 << SEQ_BITS, "event sequence overflow");
+        self.seq
+    }
+
+    /// Pushes a rank-0 event with a sequence number from
+    /// [`EventQueue::reserve_seq`].
+    pub fn push_reserved(&mut self, time_ns: u64, seq: u64, kind: EventKind) {
+        debug_assert!(seq <= self.seq, "sequence number not reserved");
+        self.insert(time_ns, seq, kind);
+    }
+
+    /// Queues an event whose key's low word (rank, sequence) is `low`.
+    fn insert(&mut self, time_ns: u64, low: u64, kind: EventKind) {
+        let e = Reverse(Entry {
             key: (u128::from(time_ns) << 64) | u128::from(low),
             kind,
-        }));
+        });
+        if time_ns < self.horizon_ns {
+            self.near.push(e);
+        } else {
+            self.far.push(e);
+        }
     }
 
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
-        self.heap.pop().map(|Reverse(e)| (e.time_ns(), e.kind))
+        if self.near.is_empty() {
+            self.advance_horizon();
+        }
+        self.near.pop().map(|Reverse(e)| (e.time_ns(), e.kind))
+    }
+
+    /// The near heap ran dry: moves the horizon [`HORIZON_NS`] past the
+    /// earliest far event and the far events before it to the near heap.
+    fn advance_horizon(&mut self) {
+        let Some(Reverse(first)) = self.far.peek() else {
+            return;
+        };
+        self.horizon_ns = first.time_ns().saturating_add(HORIZON_NS);
+        while let Some(Reverse(e)) = self.far.peek() {
+            if e.time_ns() >= self.horizon_ns {
+                break;
+            }
+            if let Some(e) = self.far.pop() {
+                self.near.push(e);
+            }
+        }
     }
 
     /// The next event's (time, kind) without removing it.
     pub fn peek(&self) -> Option<(u64, EventKind)> {
-        self.heap.peek().map(|Reverse(e)| (e.time_ns(), e.kind))
+        // Every near event precedes every far one.
+        self.near
+            .peek()
+            .or_else(|| self.far.peek())
+            .map(|Reverse(e)| (e.time_ns(), e.kind))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.near.len() + self.far.len()
+    }
+
+    /// The queued events (time, kind), in no particular order.
+    #[cfg(test)]
+    pub(crate) fn events(&self) -> impl Iterator<Item = (u64, EventKind)> + '_ {
+        self.near
+            .iter()
+            .chain(self.far.iter())
+            .map(|Reverse(e)| (e.time_ns(), e.kind))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.near.is_empty() && self.far.is_empty()
     }
 }
 
@@ -162,7 +240,77 @@ mod tests {
         );
     }
 
+    /// What a test queue holds: (time, rank, seq, tag), popped in order.
+    type Model = std::collections::BTreeSet<(u64, u32, u64, CpuId)>;
+
     proptest::proptest! {
+        /// Pushes and pops interleaved as a simulation makes them (nothing
+        /// before the last pop; short steps and steps past the horizon;
+        /// some events with a sequence number reserved earlier and pushed
+        /// later): the two heaps pop exactly as one ordered set.
+        #[test]
+        fn interleaved_pushes_and_pops_follow_one_order(
+            ops in proptest::collection::vec(
+                (0u8..4, 0u64..4 * HORIZON_NS, 0u32..3), 1..400)
+        ) {
+            let mut q = EventQueue::default();
+            let mut model = Model::new();
+            let mut reserved: Vec<(u64, u64, CpuId)> = Vec::new();
+            let mut now = 0u64;
+            // All times lie on a grid, so that events meet, on the horizon
+            // too.
+            let grid = HORIZON_NS / 40;
+            for (i, &(op, delay, rank)) in ops.iter().enumerate() {
+                let tag = i as CpuId;
+                let kind = EventKind::Resched { cpu: tag };
+                match op {
+                    0 => {
+                        let Some((t, ev)) = q.pop() else {
+                            proptest::prop_assert!(model.is_empty());
+                            continue;
+                        };
+                        let want = model
+                            .pop_first()
+                            .map(|(t, _, _, tag)| (t, EventKind::Resched { cpu: tag }));
+                        proptest::prop_assert_eq!(Some((t, ev)), want);
+                        now = t;
+                    }
+                    1 => {
+                        // Short steps, as a task's run between events.
+                        let at = now + (delay % 4) * grid;
+                        q.push_ranked(at, rank, kind);
+                        model.insert((at, rank, q.seq, tag));
+                    }
+                    2 => {
+                        let at = now + (delay % 9) * 10 * grid;
+                        q.push_ranked(at, rank, kind);
+                        model.insert((at, rank, q.seq, tag));
+                    }
+                    _ => {
+                        // Reserved now, pushed at the next op of this kind
+                        // unless its time has passed.
+                        if let Some((at, seq, tag)) = reserved.pop() {
+                            if at >= now {
+                                q.push_reserved(at, seq, EventKind::Resched { cpu: tag });
+                                model.insert((at, 0, seq, tag));
+                            }
+                        }
+                        let seq = q.reserve_seq();
+                        reserved.push((now + (delay % 9) * 10 * grid, seq, tag));
+                    }
+                }
+                proptest::prop_assert_eq!(q.len(), model.len());
+            }
+            while let Some((t, ev)) = q.pop() {
+                let want = model
+                    .pop_first()
+                    .map(|(t, _, _, tag)| (t, EventKind::Resched { cpu: tag }));
+                proptest::prop_assert_eq!(Some((t, ev)), want);
+            }
+            proptest::prop_assert!(model.is_empty());
+        }
+
+
         /// Whatever is pushed, events pop ordered by (time, rank), and in
         /// push order among equals.
         #[test]

@@ -116,6 +116,15 @@ pub struct Rq {
     /// interrupt or IPI that woke it, before the work it then does).
     pub idle_exit_traced: bool,
     pub poll_gen: u32,
+    /// The time limit of the polling loop this CPU runs: (expiry, the event
+    /// sequence number reserved when it was armed, `poll_gen` then).
+    pub poll_armed: Option<(u64, u64, u32)>,
+    /// This CPU's PollTimeout event in the queue: (expiry, generation). A
+    /// CPU keeps one: a limit armed for later waits until that event fires
+    /// and is queued then, with the sequence number it reserved, so events
+    /// pop in the order they would with one event per limit, without the
+    /// queue filling with limits of idle periods that ended long before.
+    pub poll_queued: Option<(u64, u32)>,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are
     /// dropped when looked at.

@@ -757,7 +757,7 @@ impl Sim {
         }
     }
 
-    fn dispatch(&mut self, ev: EventKind) {
+    pub(crate) fn dispatch(&mut self, ev: EventKind) {
         self.this_cpu = match ev {
             EventKind::Tick { cpu, .. }
             | EventKind::HrTick { cpu, .. }
@@ -791,10 +791,21 @@ impl Sim {
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
             EventKind::PollTimeout { cpu, gen } => {
-                // A CPU that a wakeup or reschedule has reached left its
-                // polling loop on need_resched, not at the limit.
-                let rq = &self.rqs[cpu as usize];
-                if rq.poll_gen == gen && self.is_idle_cpu(cpu) && !rq.need_resched {
+                let rq = &mut self.rqs[cpu as usize];
+                if rq.poll_queued.map(|(_, g)| g) != Some(gen) {
+                    // Overtaken by an earlier limit queued after it.
+                    return;
+                }
+                rq.poll_queued = None;
+                let Some((at, seq, g)) = rq.poll_armed else {
+                    return;
+                };
+                if g != gen {
+                    // A later polling loop's limit waited behind this event.
+                    self.queue_poll_limit(cpu, at, seq, g);
+                } else if self.is_idle_cpu(cpu) && !self.rqs[cpu as usize].need_resched {
+                    // (A CPU that a wakeup or reschedule has reached left its
+                    // polling loop on need_resched, not at the limit.)
                     self.poll_timeout(cpu);
                 }
             }
@@ -946,6 +957,7 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        rq.poll_armed = None;
         self.trace_idle_state_exit(cpu);
         self.leave_idle_state(cpu);
         // The governor learns how long this idle period lasted.
@@ -1059,11 +1071,25 @@ impl Sim {
         rq.idle_state = state as u8;
         rq.idle_state_since_ns = Some(now);
         rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        rq.poll_armed = None;
         if let Some(limit_ns) = limit_ns {
             let gen = rq.poll_gen;
-            self.q
-                .push(now + limit_ns, EventKind::PollTimeout { cpu, gen });
+            let at = now + limit_ns;
+            let seq = self.q.reserve_seq();
+            let rq = &mut self.rqs[cpu as usize];
+            rq.poll_armed = Some((at, seq, gen));
+            // An earlier limit still queued fires first and queues this one.
+            if rq.poll_queued.is_none_or(|(q_at, _)| at < q_at) {
+                self.queue_poll_limit(cpu, at, seq, gen);
+            }
         }
+    }
+
+    /// Queues `cpu`'s polling-loop limit (see `Rq::poll_queued`).
+    fn queue_poll_limit(&mut self, cpu: CpuId, at: u64, seq: u64, gen: u32) {
+        self.rqs[cpu as usize].poll_queued = Some((at, gen));
+        self.q
+            .push_reserved(at, seq, EventKind::PollTimeout { cpu, gen });
     }
 
     /// `cpu` leaves the idle state it was counted in (idle exit, a new

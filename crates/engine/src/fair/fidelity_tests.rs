@@ -1675,6 +1675,46 @@ fn a_tick_taken_while_polling_counts_when_the_period_ends() {
     assert_eq!(s.rqs[3].menu.intervals_us[0], 45_000);
 }
 
+/// A CPU that enters its polling loop again before the last loop's limit
+/// came keeps one limit event queued: the new limit waits behind the old
+/// event, which queues it when it fires, and the loop ends at the new limit.
+#[test]
+fn a_polling_cpu_keeps_one_time_limit_event_queued() {
+    let mut s = bare("power10");
+    let cpu = 3;
+    let polls = |s: &Sim| -> Vec<u64> {
+        let mut v: Vec<u64> =
+            s.q.events()
+                .filter(|(_, ev)| matches!(ev, EventKind::PollTimeout { cpu: c, .. } if *c == cpu))
+                .map(|(t, _)| t)
+                .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut armed = Vec::new();
+    for i in 0..5 {
+        s.now = 1_000_000 + i * 2_000;
+        s.enter_idle_state(cpu, 0);
+        assert!(s.machine.wakeup.idle_states[0].poll_loop);
+        armed.push(s.rqs[cpu as usize].poll_armed.expect("armed").0);
+    }
+    assert!(armed.windows(2).all(|w| w[0] < w[1]), "{armed:?}");
+    // One event, at the first limit; the last limit is the one armed.
+    assert_eq!(polls(&s), vec![armed[0]]);
+    // The first event fires and queues the last limit, which ends the loop.
+    let mut fired = Vec::new();
+    while s.rqs[cpu as usize].idle_state == 0 {
+        let (t, ev) = s.q.pop().expect("an event");
+        s.now = t;
+        if matches!(ev, EventKind::PollTimeout { cpu: c, .. } if c == cpu) {
+            fired.push(t);
+        }
+        s.dispatch(ev);
+    }
+    assert_eq!(fired, vec![armed[0], armed[4]]);
+    assert!(polls(&s).is_empty());
+}
+
 #[test]
 fn a_second_newidle_pass_restarts_the_idle_period() {
     // An idle CPU rescheduled with nothing to run passes through
