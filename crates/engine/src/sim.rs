@@ -2157,9 +2157,9 @@ impl Sim {
         match tk.activity {
             Activity::Compute | Activity::Memory | Activity::Wall | Activity::Spin => {
                 if tk.rate > 0.0 {
-                    let dt = (tk.remaining / tk.rate).ceil();
+                    let dt = tk.remaining / tk.rate;
                     let dt = if dt.is_finite() {
-                        dt as u64
+                        schedlab_hw::ceil_u64(dt)
                     } else {
                         u64::MAX / 4
                     };

@@ -496,6 +496,28 @@ impl MemModel {
     }
 }
 
+/// `x.ceil() as u64` without a call to libm's `ceil` (x86-64's baseline has no
+/// rounding instruction, and the engine rounds a duration up at every
+/// completion it arms): the same value for every `x`, NaN and negative
+/// numbers giving 0 and numbers beyond `u64::MAX` saturating.
+#[inline]
+pub fn ceil_u64(x: f64) -> u64 {
+    // 2^64, the first f64 above u64::MAX.
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    if x >= TWO_64 {
+        return u64::MAX;
+    }
+    let i = x as u64;
+    if (i as f64) < x {
+        i + 1
+    } else {
+        i
+    }
+}
+
 /// Compute speed of a thread on `cpu`: work-ns per ns. Capacity scales it
 /// (capacity is already frequency-invariant at the highest frequency). With
 /// `busy_siblings` of the core's other `threads - 1` threads busy, the
@@ -649,7 +671,7 @@ pub fn memory_fetch_ns(m: &Machine, cpu: CpuId, mem_node: u32, bytes: u64) -> u6
         .unwrap_or(100.0)
         * f;
     let bw = m.core_types[c.core_type as usize].core_bw_bytes_per_s / NS_PER_S / f;
-    (lat + bytes as f64 / bw).ceil() as u64
+    ceil_u64(lat + bytes as f64 / bw)
 }
 
 /// Cost of `cpu` consuming `bytes` that `from` wrote (cache-line transfers at
@@ -661,7 +683,7 @@ pub fn transfer_ns(m: &Machine, from: CpuId, cpu: CpuId, bytes: u64, line: u32) 
     }
     let lines = bytes.div_ceil(line.max(1) as u64) as f64;
     let c2c = m.c2c_ns(from, cpu) as f64;
-    (c2c * (1.0 + (lines - 1.0) / TRANSFER_MLP)).ceil() as u64
+    ceil_u64(c2c * (1.0 + (lines - 1.0) / TRANSFER_MLP))
 }
 
 /// Cost of `lines` dependent cache-line transfers (pointer chasing through
@@ -709,7 +731,7 @@ pub fn migration_refill(
     match caches.shared_holding(from, to, held) {
         Some(c) => (
             RefillSource::Cache(c),
-            (held as f64 / CACHE_REFILL_BYTES_PER_NS).ceil() as u64,
+            ceil_u64(held as f64 / CACHE_REFILL_BYTES_PER_NS),
         ),
         _ => (RefillSource::Memory, memory_fetch_ns(m, to, mem_node, held)),
     }
@@ -790,6 +812,38 @@ mod tests {
 
     fn f(cpu: CpuId) -> Flow {
         Flow { cpu, mem_node: 0 }
+    }
+
+    proptest::proptest! {
+        /// ceil_u64 is `ceil() as u64`, on ordinary durations and on any bit
+        /// pattern (NaN, infinities, negatives, subnormals, huge values).
+        #[test]
+        fn ceil_u64_is_ceil_as_u64(x in 0.0f64..1e12, bits in proptest::num::u64::ANY) {
+            proptest::prop_assert_eq!(ceil_u64(x), x.ceil() as u64);
+            let y = f64::from_bits(bits);
+            proptest::prop_assert_eq!(ceil_u64(y), y.ceil() as u64);
+        }
+    }
+
+    #[test]
+    fn ceil_u64_edges() {
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            1.0,
+            1.0 + f64::EPSILON,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -3.5,
+            f64::MIN_POSITIVE,
+        ] {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+        }
     }
 
     #[test]
