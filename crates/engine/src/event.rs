@@ -158,7 +158,12 @@ impl EventQueue {
         if self.near.is_empty() {
             self.advance_horizon();
         }
-        self.near.pop().map(|Reverse(e)| (e.time_ns(), e.kind))
+        // (The near heap stays empty only when the far heap is empty or its
+        // earliest event is due at u64::MAX, past any horizon.)
+        self.near
+            .pop()
+            .or_else(|| self.far.pop())
+            .map(|Reverse(e)| (e.time_ns(), e.kind))
     }
 
     /// The near heap ran dry: moves the horizon [`HORIZON_NS`] past the
@@ -265,7 +270,10 @@ mod tests {
                 let kind = EventKind::Resched { cpu: tag };
                 match op {
                     0 => {
-                        let Some((t, ev)) = q.pop() else {
+                        let peeked = q.peek();
+                        let popped = q.pop();
+                        proptest::prop_assert_eq!(peeked, popped);
+                        let Some((t, ev)) = popped else {
                             proptest::prop_assert!(model.is_empty());
                             continue;
                         };
@@ -277,12 +285,18 @@ mod tests {
                     }
                     1 => {
                         // Short steps, as a task's run between events.
-                        let at = now + (delay % 4) * grid;
+                        let at = now.saturating_add((delay % 4) * grid);
                         q.push_ranked(at, rank, kind);
                         model.insert((at, rank, q.seq, tag));
                     }
                     2 => {
-                        let at = now + (delay % 9) * 10 * grid;
+                        // Now and then at the end of time, as a completion
+                        // whose duration saturates.
+                        let at = if delay % 50 == 0 {
+                            u64::MAX
+                        } else {
+                            now.saturating_add((delay % 9) * 10 * grid)
+                        };
                         q.push_ranked(at, rank, kind);
                         model.insert((at, rank, q.seq, tag));
                     }
@@ -296,7 +310,7 @@ mod tests {
                             }
                         }
                         let seq = q.reserve_seq();
-                        reserved.push((now + (delay % 9) * 10 * grid, seq, tag));
+                        reserved.push((now.saturating_add((delay % 9) * 10 * grid), seq, tag));
                     }
                 }
                 proptest::prop_assert_eq!(q.len(), model.len());
@@ -309,7 +323,6 @@ mod tests {
             }
             proptest::prop_assert!(model.is_empty());
         }
-
 
         /// Whatever is pushed, events pop ordered by (time, rank), and in
         /// push order among equals.

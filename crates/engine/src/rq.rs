@@ -120,10 +120,11 @@ pub struct Rq {
     /// sequence number reserved when it was armed, `poll_gen` then).
     pub poll_armed: Option<(u64, u64, u32)>,
     /// This CPU's PollTimeout event in the queue: (expiry, generation). A
-    /// CPU keeps one: a limit armed for later waits until that event fires
-    /// and is queued then, with the sequence number it reserved, so events
-    /// pop in the order they would with one event per limit, without the
-    /// queue filling with limits of idle periods that ended long before.
+    /// limit armed while it is queued waits until that event fires, unless
+    /// it is earlier, and is queued then, with the sequence number it
+    /// reserved, so live limits pop in the order they would with one event
+    /// per limit, without the queue filling with limits of idle periods that
+    /// ended long before.
     pub poll_queued: Option<(u64, u32)>,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are

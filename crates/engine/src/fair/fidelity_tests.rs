@@ -1701,6 +1701,11 @@ fn a_polling_cpu_keeps_one_time_limit_event_queued() {
     assert!(armed.windows(2).all(|w| w[0] < w[1]), "{armed:?}");
     // One event, at the first limit; the last limit is the one armed.
     assert_eq!(polls(&s), vec![armed[0]]);
+    // An event pushed after the last limit was armed, for the same instant:
+    // with the sequence number reserved at arming, the limit still pops
+    // first, as it did when every limit had its own event.
+    let marker = EventKind::Resched { cpu: 0 };
+    s.q.push(armed[4], marker);
     // The first event fires and queues the last limit, which ends the loop.
     let mut fired = Vec::new();
     while s.rqs[cpu as usize].idle_state == 0 {
@@ -1709,6 +1714,7 @@ fn a_polling_cpu_keeps_one_time_limit_event_queued() {
         if matches!(ev, EventKind::PollTimeout { cpu: c, .. } if c == cpu) {
             fired.push(t);
         }
+        assert_ne!(ev, marker, "the marker popped before the polling limit");
         s.dispatch(ev);
     }
     assert_eq!(fired, vec![armed[0], armed[4]]);
