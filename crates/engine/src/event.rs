@@ -119,9 +119,7 @@ impl EventQueue {
     /// those of lower `rank` (ordinary events have rank 0), then in push
     /// order. Only the low 24 bits of `rank` count.
     pub fn push_ranked(&mut self, time_ns: u64, rank: u32, kind: EventKind) {
-        self.seq += 1;
-        debug_assert!(self.seq < 1 << SEQ_BITS, "event sequence overflow");
-        let low = (u64::from(rank & 0xff_ffff) << SEQ_BITS) | self.seq;
+        let low = (u64::from(rank & 0xff_ffff) << SEQ_BITS) | self.reserve_seq();
         self.insert(time_ns, low, kind);
     }
 

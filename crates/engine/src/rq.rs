@@ -102,8 +102,7 @@ pub struct Rq {
     pub menu: crate::idle_gov::MenuState,
     pub menu_since_ns: u64,
     /// The idle state (index into the machine's `idle_states`) this CPU
-    /// entered last: while idle, the one it is in. The generation drops the
-    /// time limit of a polling loop whose idle period ended.
+    /// entered last: while idle, the one it is in.
     pub idle_state: u8,
     /// A tick came while this CPU polled in a polling loop, which takes it
     /// without leaving the loop (tick_nohz's `got_idle_tick`); the end of
@@ -115,6 +114,8 @@ pub struct Rq {
     /// The trace already showed this CPU leaving its idle state (at the
     /// interrupt or IPI that woke it, before the work it then does).
     pub idle_exit_traced: bool,
+    /// Numbers the polling-loop limits this CPU arms (their PollTimeout
+    /// events' generation).
     pub poll_gen: u32,
     /// The time limit of the polling loop this CPU runs: (expiry, the event
     /// sequence number reserved when it was armed, `poll_gen` then).

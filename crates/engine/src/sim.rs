@@ -956,7 +956,7 @@ impl Sim {
         }
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
-        rq.poll_gen = rq.poll_gen.wrapping_add(1);
+        // The polling loop's limit, if it runs one, no longer applies.
         rq.poll_armed = None;
         self.trace_idle_state_exit(cpu);
         self.leave_idle_state(cpu);
