@@ -208,6 +208,84 @@ impl EventQueue {
     }
 }
 
+/// A one-shot timer that is re-armed and cancelled far more often than it
+/// expires (a CPU's HRTICK timer, its polling loop's time limit), kept to
+/// one event in the queue.
+///
+/// Arming reserves a sequence number. The event is pushed at once only when
+/// no event of the timer is queued or the new expiry is earlier than the
+/// queued one's; otherwise the expiry waits behind the queued event, which
+/// finds it when it pops and pushes it then, with the sequence number
+/// reserved at arming. So live expiries pop exactly where they would if
+/// every arming pushed its own event, and the queue does not fill with the
+/// expiries of timers that were re-armed or cancelled since.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LazyTimer {
+    /// Numbers the armings (the events' generation).
+    gen: u32,
+    /// The armed expiry: (time, reserved sequence number, generation).
+    armed: Option<(u64, u64, u32)>,
+    /// The timer's event in the queue: (time, generation).
+    queued: Option<(u64, u32)>,
+}
+
+impl LazyTimer {
+    /// When the timer expires, if it is armed.
+    pub fn expires_ns(&self) -> Option<u64> {
+        self.armed.map(|(at, _, _)| at)
+    }
+
+    /// Arms (or re-arms) the timer for `at_ns`; `event` makes its event from
+    /// a generation.
+    pub fn arm(&mut self, q: &mut EventQueue, at_ns: u64, event: impl FnOnce(u32) -> EventKind) {
+        self.gen = self.gen.wrapping_add(1);
+        let seq = q.reserve_seq();
+        self.armed = Some((at_ns, seq, self.gen));
+        if self.queued.is_none_or(|(queued_at, _)| at_ns < queued_at) {
+            self.queued = Some((at_ns, self.gen));
+            q.push_reserved(at_ns, seq, event(self.gen));
+        }
+    }
+
+    /// Disarms the timer; its queued event, if any, expires nothing.
+    pub fn cancel(&mut self) {
+        self.armed = None;
+    }
+
+    /// An event of this timer with generation `gen` popped: true when the
+    /// timer expires now (it is then disarmed). An expiry that waited
+    /// behind the event is queued instead; an event overtaken by an earlier
+    /// one, or of a cancelled timer, does nothing.
+    pub fn fire(
+        &mut self,
+        q: &mut EventQueue,
+        gen: u32,
+        event: impl FnOnce(u32) -> EventKind,
+    ) -> bool {
+        let Some((queued_at, queued_gen)) = self.queued else {
+            return false;
+        };
+        if queued_gen != gen {
+            return false;
+        }
+        self.queued = None;
+        match self.armed {
+            Some((_, _, g)) if g == gen => {
+                self.armed = None;
+                true
+            }
+            Some((at, seq, g)) => {
+                // (Only a later expiry waits behind a queued event.)
+                debug_assert!(at >= queued_at, "a waiting expiry precedes its event");
+                self.queued = Some((at, g));
+                q.push_reserved(at, seq, event(g));
+                false
+            }
+            None => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +319,83 @@ mod tests {
                 (5, EventKind::Resched { cpu: 0 }),
             ]
         );
+    }
+
+    /// A timer armed later and later keeps one event queued, and that
+    /// event expires only the last arming.
+    #[test]
+    fn a_timer_re_armed_later_keeps_one_event_queued() {
+        let mut q = EventQueue::default();
+        let mut timer = LazyTimer::default();
+        let ev = |gen| EventKind::HrTick { cpu: 0, gen };
+        for at in [100, 150, 170, 400] {
+            timer.arm(&mut q, at, ev);
+        }
+        assert_eq!(q.len(), 1);
+        assert_eq!(timer.expires_ns(), Some(400));
+        // The event at 100 queues the expiry at 400, which expires.
+        let (t, EventKind::HrTick { gen, .. }) = q.pop().expect("queued") else {
+            panic!("not the timer's event");
+        };
+        assert_eq!(t, 100);
+        assert!(!timer.fire(&mut q, gen, ev));
+        let (t, EventKind::HrTick { gen, .. }) = q.pop().expect("re-queued") else {
+            panic!("not the timer's event");
+        };
+        assert_eq!(t, 400);
+        assert!(timer.fire(&mut q, gen, ev));
+        assert_eq!(timer.expires_ns(), None);
+        assert!(q.is_empty());
+        // An earlier arming is queued at once; a cancelled one expires nothing.
+        timer.arm(&mut q, 900, ev);
+        timer.arm(&mut q, 500, ev);
+        assert_eq!(q.len(), 2);
+        timer.cancel();
+        while let Some((_, EventKind::HrTick { gen, .. })) = q.pop() {
+            assert!(!timer.fire(&mut q, gen, ev));
+        }
+    }
+
+    /// What happened when a test queue popped: an ordinary event (its tag)
+    /// or the timer's expiry.
+    #[derive(Debug, PartialEq)]
+    enum Happened {
+        Event(CpuId),
+        Expiry,
+    }
+
+    /// Pops the lazy queue up to its next ordinary event or expiry.
+    fn next_lazy(q: &mut EventQueue, timer: &mut LazyTimer) -> Option<(u64, Happened)> {
+        while let Some((t, ev)) = q.pop() {
+            match ev {
+                EventKind::HrTick { cpu: 0, gen } => {
+                    if timer.fire(q, gen, |gen| EventKind::HrTick { cpu: 0, gen }) {
+                        return Some((t, Happened::Expiry));
+                    }
+                }
+                EventKind::Resched { cpu } => return Some((t, Happened::Event(cpu))),
+                _ => unreachable!(),
+            }
+        }
+        None
+    }
+
+    /// Pops the eager queue (one event per arming, stale ones dropped by
+    /// generation) up to its next ordinary event or expiry.
+    fn next_eager(q: &mut EventQueue, armed: &mut Option<u32>) -> Option<(u64, Happened)> {
+        while let Some((t, ev)) = q.pop() {
+            match ev {
+                EventKind::HrTick { cpu: 0, gen } => {
+                    if *armed == Some(gen) {
+                        *armed = None;
+                        return Some((t, Happened::Expiry));
+                    }
+                }
+                EventKind::Resched { cpu } => return Some((t, Happened::Event(cpu))),
+                _ => unreachable!(),
+            }
+        }
+        None
     }
 
     /// What a test queue holds: (time, rank, seq, tag), popped in order.
@@ -320,6 +475,60 @@ mod tests {
                 proptest::prop_assert_eq!(Some((t, ev)), want);
             }
             proptest::prop_assert!(model.is_empty());
+        }
+
+        /// A lazy timer beside ordinary events expires exactly when, and in
+        /// the order, a timer that queues one event per arming and drops
+        /// stale ones would, armings earlier and later than the queued one,
+        /// at the same instants as other events, and cancellations mixed.
+        #[test]
+        fn a_lazy_timer_expires_as_one_event_per_arming_would(
+            ops in proptest::collection::vec((0u8..5, 0u64..12), 1..300)
+        ) {
+            let mut lazy_q = EventQueue::default();
+            let mut timer = LazyTimer::default();
+            let mut eager_q = EventQueue::default();
+            let (mut eager_gen, mut eager_armed) = (0u32, None);
+            let mut now = 0u64;
+            let grid = 1_000;
+            for (i, &(op, delay)) in ops.iter().enumerate() {
+                let at = now + delay * grid;
+                match op {
+                    0 | 1 => {
+                        let got = next_lazy(&mut lazy_q, &mut timer);
+                        let want = next_eager(&mut eager_q, &mut eager_armed);
+                        proptest::prop_assert_eq!(&got, &want);
+                        if let Some((t, _)) = got {
+                            now = t;
+                        }
+                    }
+                    2 => {
+                        let kind = EventKind::Resched { cpu: i as CpuId };
+                        lazy_q.push(at, kind);
+                        eager_q.push(at, kind);
+                    }
+                    3 => {
+                        timer.arm(&mut lazy_q, at, |gen| EventKind::HrTick { cpu: 0, gen });
+                        eager_gen += 1;
+                        eager_armed = Some(eager_gen);
+                        eager_q.push(at, EventKind::HrTick { cpu: 0, gen: eager_gen });
+                    }
+                    _ => {
+                        timer.cancel();
+                        eager_armed = None;
+                    }
+                }
+                proptest::prop_assert_eq!(timer.expires_ns().is_some(), eager_armed.is_some());
+                proptest::prop_assert!(lazy_q.len() <= eager_q.len());
+            }
+            loop {
+                let got = next_lazy(&mut lazy_q, &mut timer);
+                let want = next_eager(&mut eager_q, &mut eager_armed);
+                proptest::prop_assert_eq!(&got, &want);
+                if got.is_none() {
+                    break;
+                }
+            }
         }
 
         /// Whatever is pushed, events pop ordered by (time, rank), and in

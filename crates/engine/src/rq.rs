@@ -1,6 +1,6 @@
 //! Runqueues (`struct rq` and its `struct cfs_rq`).
 
-use crate::event::TaskId;
+use crate::event::{LazyTimer, TaskId};
 use crate::fair::pelt::SchedAvg;
 use crate::timeline::{TaskList, Timeline};
 use schedlab_topo::CpuId;
@@ -114,30 +114,17 @@ pub struct Rq {
     /// The trace already showed this CPU leaving its idle state (at the
     /// interrupt or IPI that woke it, before the work it then does).
     pub idle_exit_traced: bool,
-    /// Numbers the polling-loop limits this CPU arms (their PollTimeout
-    /// events' generation).
-    pub poll_gen: u32,
-    /// The time limit of the polling loop this CPU runs: (expiry, the event
-    /// sequence number reserved when it was armed, `poll_gen` then).
-    pub poll_armed: Option<(u64, u64, u32)>,
-    /// This CPU's PollTimeout event in the queue: (expiry, generation). A
-    /// limit armed while it is queued waits until that event fires, unless
-    /// it is earlier, and is queued then, with the sequence number it
-    /// reserved, so live limits pop in the order they would with one event
-    /// per limit, without the queue filling with limits of idle periods that
-    /// ended long before.
-    pub poll_queued: Option<(u64, u32)>,
+    /// The time limit of the polling loop this CPU runs, if it runs one
+    /// (its PollTimeout event).
+    pub poll_limit: LazyTimer,
     /// Sleep timers armed on this CPU (expiry, task): an hrtimer lands on
     /// the CPU of the task that arms it. Entries of tasks that woke are
     /// dropped when looked at.
     pub timers: std::collections::BinaryHeap<std::cmp::Reverse<(u64, TaskId)>>,
     /// When this CPU's system kthread next wakes (its timer), if noise runs.
     pub noise_next_ns: Option<u64>,
-    /// The HRTICK timer's expiry while it is queued (`rq->hrtick_timer`),
-    /// `None` when it is not; `hrtick_gen` drops the events of timers that
-    /// were re-armed or cancelled.
-    pub hrtick_expires_ns: Option<u64>,
-    pub hrtick_gen: u32,
+    /// The HRTICK timer (`rq->hrtick_timer`; its HrTick event).
+    pub hrtick: LazyTimer,
     /// Average idle period (`rq->avg_idle`), ns.
     pub avg_idle: u64,
     /// Highest recent newidle balance cost (`rq->max_idle_balance_cost`), ns;

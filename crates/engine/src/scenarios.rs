@@ -1061,10 +1061,10 @@ fn a_lone_task_arms_no_hrtick_and_a_second_one_does() {
     let mut s = hogs_on_cpu3(2, true);
     // The hogs are forked at 0: stop at once with both queued.
     s.run_until(5_000_000);
-    assert!(s.rqs[3].hrtick_expires_ns.is_some_and(|t| t > s.now));
+    assert!(s.rqs[3].hrtick.expires_ns().is_some_and(|t| t > s.now));
     let mut lone = hogs_on_cpu3(1, true);
     lone.run_until(30_000_000);
-    assert_eq!(lone.rqs[3].hrtick_expires_ns, None);
+    assert_eq!(lone.rqs[3].hrtick.expires_ns(), None);
 }
 
 #[test]

@@ -778,7 +778,11 @@ impl Sim {
                 }
             }
             EventKind::HrTick { cpu, gen } => {
-                if self.rqs[cpu as usize].hrtick_gen == gen {
+                let rq = &mut self.rqs[cpu as usize];
+                if rq
+                    .hrtick
+                    .fire(&mut self.q, gen, |gen| EventKind::HrTick { cpu, gen })
+                {
                     self.hrtick(cpu);
                     self.expire_soft_timers(cpu);
                 }
@@ -792,18 +796,10 @@ impl Sim {
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
             EventKind::PollTimeout { cpu, gen } => {
                 let rq = &mut self.rqs[cpu as usize];
-                if rq.poll_queued.map(|(_, g)| g) != Some(gen) {
-                    // Overtaken by an earlier limit queued after it.
-                    return;
-                }
-                rq.poll_queued = None;
-                let Some((at, seq, g)) = rq.poll_armed else {
-                    return;
-                };
-                if g != gen {
-                    // A later polling loop's limit waited behind this event.
-                    self.queue_poll_limit(cpu, at, seq, g);
-                } else if self.is_idle_cpu(cpu) && !self.rqs[cpu as usize].need_resched {
+                let expired = rq
+                    .poll_limit
+                    .fire(&mut self.q, gen, |gen| EventKind::PollTimeout { cpu, gen });
+                if expired && self.is_idle_cpu(cpu) && !self.rqs[cpu as usize].need_resched {
                     // (A CPU that a wakeup or reschedule has reached left its
                     // polling loop on need_resched, not at the limit.)
                     self.poll_timeout(cpu);
@@ -957,7 +953,7 @@ impl Sim {
         rq.last_busy_change = now;
         rq.idle_stamp = 0;
         // The polling loop's limit, if it runs one, no longer applies.
-        rq.poll_armed = None;
+        rq.poll_limit.cancel();
         self.trace_idle_state_exit(cpu);
         self.leave_idle_state(cpu);
         // The governor learns how long this idle period lasted.
@@ -1070,26 +1066,16 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         rq.idle_state = state as u8;
         rq.idle_state_since_ns = Some(now);
-        rq.poll_gen = rq.poll_gen.wrapping_add(1);
-        rq.poll_armed = None;
-        if let Some(limit_ns) = limit_ns {
-            let gen = rq.poll_gen;
-            let at = now + limit_ns;
-            let seq = self.q.reserve_seq();
-            let rq = &mut self.rqs[cpu as usize];
-            rq.poll_armed = Some((at, seq, gen));
-            // An earlier limit still queued fires first and queues this one.
-            if rq.poll_queued.is_none_or(|(q_at, _)| at < q_at) {
-                self.queue_poll_limit(cpu, at, seq, gen);
+        match limit_ns {
+            Some(limit_ns) => {
+                rq.poll_limit
+                    .arm(&mut self.q, now + limit_ns, |gen| EventKind::PollTimeout {
+                        cpu,
+                        gen,
+                    })
             }
+            None => rq.poll_limit.cancel(),
         }
-    }
-
-    /// Queues `cpu`'s polling-loop limit (see `Rq::poll_queued`).
-    fn queue_poll_limit(&mut self, cpu: CpuId, at: u64, seq: u64, gen: u32) {
-        self.rqs[cpu as usize].poll_queued = Some((at, gen));
-        self.q
-            .push_reserved(at, seq, EventKind::PollTimeout { cpu, gen });
     }
 
     /// `cpu` leaves the idle state it was counted in (idle exit, a new
@@ -1477,9 +1463,7 @@ impl Sim {
     /// `queued` set): charge the running task and reschedule, without the
     /// periodic tick's other work.
     fn hrtick(&mut self, cpu: CpuId) {
-        let rq = &mut self.rqs[cpu as usize];
-        rq.hrtick_expires_ns = None;
-        let Some(t) = rq.curr else {
+        let Some(t) = self.rqs[cpu as usize].curr else {
             return;
         };
         self.update_rq_clock(cpu);
@@ -1495,24 +1479,20 @@ impl Sim {
         let expires = self.now + delay_ns.max(HRTICK_MIN_NS);
         let rq = &mut self.rqs[cpu as usize];
         if rq
-            .hrtick_expires_ns
+            .hrtick
+            .expires_ns()
             .is_some_and(|old| old.abs_diff(expires) <= HRTICK_REARM_SLACK_NS)
         {
             return;
         }
-        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
-        rq.hrtick_expires_ns = Some(expires);
-        let gen = rq.hrtick_gen;
-        self.q.push(expires, EventKind::HrTick { cpu, gen });
+        rq.hrtick
+            .arm(&mut self.q, expires, |gen| EventKind::HrTick { cpu, gen });
     }
 
     /// Cancels a queued HRTICK timer (hrtick_schedule_exit() when the CPU
     /// goes idle).
     fn hrtick_cancel(&mut self, cpu: CpuId) {
-        let rq = &mut self.rqs[cpu as usize];
-        if rq.hrtick_expires_ns.take().is_some() {
-            rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
-        }
+        self.rqs[cpu as usize].hrtick.cancel();
     }
 
     /// Marks `cpu` for rescheduling (mirrors resched_curr()); a request from

@@ -1696,7 +1696,7 @@ fn a_polling_cpu_keeps_one_time_limit_event_queued() {
         s.now = 1_000_000 + i * 2_000;
         s.enter_idle_state(cpu, 0);
         assert!(s.machine.wakeup.idle_states[0].poll_loop);
-        armed.push(s.rqs[cpu as usize].poll_armed.expect("armed").0);
+        armed.push(s.rqs[cpu as usize].poll_limit.expires_ns().expect("armed"));
     }
     assert!(armed.windows(2).all(|w| w[0] < w[1]), "{armed:?}");
     // One event, at the first limit; the last limit is the one armed.

@@ -671,7 +671,7 @@ impl Sim {
     /// HRTICK timer now that another task waits (mirrors hrtick_update()).
     fn hrtick_update(&mut self, cpu: CpuId) {
         let rq = &self.rqs[cpu as usize];
-        if rq.hrtick_expires_ns.is_some() {
+        if rq.hrtick.expires_ns().is_some() {
             return;
         }
         if let Some(c) = rq.curr {
