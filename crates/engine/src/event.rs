@@ -6,11 +6,13 @@
 //! carry a random rank drawn by the engine, so simultaneous ticks are handled
 //! in a fresh arbitrary order at every boundary, after the ordinary events of
 //! that instant. Cancelled events are not removed:
-//! their handlers check a generation number and drop stale ones.
+//! their handlers check a generation number and drop stale ones. Timers
+//! that are re-armed far more often than they expire keep one queued event
+//! each instead ([`LazyTimer`]).
 //!
 //! Two binary heaps hold the events, split at a moving horizon: the near
 //! heap everything before it, the far heap the rest (ticks, timers, HRTICK
-//! expiries, system kthreads' wakeups, many of them cancelled already).
+//! expiries, system kthreads' wakeups, some of them cancelled already).
 //! Most events fall due within microseconds of being pushed (a running
 //! task's step completion), so they are pushed and popped on the small near
 //! heap; when it runs dry the horizon moves [`HORIZON_NS`] past the earliest
