@@ -331,6 +331,15 @@ fn us(v: &Json, path: &str) -> Result<u64, RtAppError> {
     Ok((n * 1000.0).round() as u64)
 }
 
+/// The most threads a file may start (its tasks' instances summed): half
+/// the engine's task cap, as for hackbench's workers, leaving the rest for
+/// forks and the system kthreads.
+pub const MAX_THREADS: u64 = crate::hackbench::MAX_WORKERS;
+
+/// The most program steps a file's threads may hold in all (each instance
+/// has its own copy of its task's program; 32 bytes a step, so 512 MiB).
+pub const MAX_STEPS: u64 = 1 << 24;
+
 fn int(v: &Json, path: &str, min: i64, max: i64) -> Result<i64, RtAppError> {
     let n = num(v, path)?;
     if n.fract() != 0.0 || n < min as f64 || n > max as f64 {
@@ -656,6 +665,29 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
             &mut notes,
             &mut cpu_lists,
         )?);
+    }
+    // Every instance is a thread with its own copy of its task's program:
+    // bound both before building them (a short file may ask for millions).
+    let threads: u64 = defs.iter().map(|d| u64::from(d.instances)).sum();
+    if threads > MAX_THREADS {
+        return err(
+            "tasks",
+            format!(
+                "{threads} threads in all (the tasks' instances summed) is above {MAX_THREADS}: fewer instances"
+            ),
+        );
+    }
+    let steps: u64 = defs
+        .iter()
+        .map(|d| u64::from(d.instances.max(1)) * d.steps.len() as u64)
+        .sum();
+    if steps > MAX_STEPS {
+        return err(
+            "tasks",
+            format!(
+                "the threads' programs hold {steps} steps in all (each instance has its own), above {MAX_STEPS}: fewer instances or events"
+            ),
+        );
     }
     // Templates: one per instance; a task with 0 instances gets one template
     // that only `fork` starts.
@@ -1521,6 +1553,28 @@ mod tests {
         let e = parse(r#"{"tasks": {"": {"run": 1}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks");
         assert!(e.msg.contains("empty name"), "{e}");
+    }
+
+    /// A file's threads are bounded in all, not only per task: 25 tasks of
+    /// 4096 instances each pass the per-task limit but not the total, and
+    /// many instances of a long program are refused before they are built.
+    #[test]
+    fn the_threads_and_steps_of_a_file_are_bounded_in_all() {
+        let tasks = |n: usize, inst: u32, events: usize| {
+            let body: Vec<String> = (0..events).map(|i| format!(r#""run{i}": 1"#)).collect();
+            let ts: Vec<String> = (0..n)
+                .map(|i| format!(r#""t{i}": {{"instance": {inst}, {}}}"#, body.join(", ")))
+                .collect();
+            format!(r#"{{"tasks": {{{}}}}}"#, ts.join(", "))
+        };
+        let r = parse(&tasks(24, 4096, 1), 4).expect("98,304 threads");
+        assert_eq!(r.spec.initial.len(), 24 * 4096);
+        let e = parse(&tasks(25, 4096, 1), 4).unwrap_err();
+        assert_eq!(e.path, "tasks");
+        assert!(e.msg.starts_with("102400 threads in all"), "{e}");
+        let e = parse(&tasks(4, 4096, 1100), 4).unwrap_err();
+        assert_eq!(e.path, "tasks");
+        assert!(e.msg.contains("steps in all"), "{e}");
     }
 
     /// `instance: 0` is legal in rt-app (the task only exists for `fork`);
