@@ -733,8 +733,17 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         res.write_json(&j).map_err(write_failed)?;
     }
     let n = write_plots(&res, &out.join("plots"), true)?;
-    eprintln!("({n} plots in {})", out.join("plots").display());
+    eprintln!("({} in {})", plots(n), out.join("plots").display());
     Ok(())
+}
+
+/// "1 plot", "3 plots".
+fn plots(n: usize) -> String {
+    if n == 1 {
+        "1 plot".into()
+    } else {
+        format!("{n} plots")
+    }
 }
 
 /// Renders every experiment's plots into `dir` (created if needed); returns
@@ -794,7 +803,7 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
     });
     make_out_dir("--out", &dir)?;
     let n = write_plots(&res, &dir, false)?;
-    outln!("{n} plots written to {}", dir.display());
+    outln!("{} written to {}", plots(n), dir.display());
     Ok(())
 }
 
@@ -955,7 +964,12 @@ impl TraceOut {
                     "--trace-format {other}: unknown format (perfetto, ftrace)"
                 )))
             }
-            None if path.extension().is_some_and(|e| e == "txt") => TraceFormat::Ftrace,
+            None if path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("txt")) =>
+            {
+                TraceFormat::Ftrace
+            }
             None => TraceFormat::Perfetto,
         };
         if limit == 0 {
@@ -1444,6 +1458,11 @@ fn compare_points(
             a.workload
         )));
     }
+    if values.split(',').any(|v| v.trim().is_empty()) {
+        return Err(input(format!(
+            "--sweep '{sweep}': an empty value (expected KEY=V1,V2,...)"
+        )));
+    }
     // Each value once: a repeated point would pool the same seeds' runs.
     let mut seen = std::collections::BTreeSet::new();
     if let Some(v) = values.split(',').map(str::trim).find(|v| !seen.insert(*v)) {
@@ -1583,7 +1602,8 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         write_text(&out.join("tables.txt"), &text)?;
         let n = write_plots(&res, &out.join("plots"), true)?;
         eprintln!(
-            "(results.json, tables.txt and {n} plots in {})",
+            "(results.json, tables.txt and {} in {})",
+            plots(n),
             out.display()
         );
     }

@@ -1727,7 +1727,7 @@ fn check_distance(origin: &str, t: &[Vec<i64>], n: usize) -> Result<Vec<Vec<u32>
     if t.len() != n {
         return Err(TopoError::invalid(
             origin,
-            "distance",
+            "numa.distance",
             format!("has {} rows but the machine has {n} nodes", t.len()),
         ));
     }
@@ -1736,12 +1736,12 @@ fn check_distance(origin: &str, t: &[Vec<i64>], n: usize) -> Result<Vec<Vec<u32>
         if row.len() != n {
             return Err(TopoError::invalid(
                 origin,
-                format!("distance[{a}]"),
+                format!("numa.distance[{a}]"),
                 format!("has {} entries but the machine has {n} nodes", row.len()),
             ));
         }
         for (b, &v) in row.iter().enumerate() {
-            let f = format!("distance[{a}][{b}]");
+            let f = format!("numa.distance[{a}][{b}]");
             if a == b {
                 if v != 10 {
                     return Err(TopoError::invalid(
@@ -1766,9 +1766,9 @@ fn check_distance(origin: &str, t: &[Vec<i64>], n: usize) -> Result<Vec<Vec<u32>
             if v != w {
                 return Err(TopoError::invalid(
                     origin,
-                    format!("distance[{a}][{b}]"),
+                    format!("numa.distance[{a}][{b}]"),
                     format!(
-                        "{v} differs from distance[{b}][{a}] = {w}: the table must be symmetric"
+                        "{v} differs from numa.distance[{b}][{a}] = {w}: the table must be symmetric"
                     ),
                 ));
             }

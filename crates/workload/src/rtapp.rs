@@ -131,9 +131,10 @@ impl<'de> Deserialize<'de> for Json {
 
 impl Json {
     /// Parses JSON text keeping key order and duplicates, in the relaxed
-    /// syntax rt-app accepts (see [`strict_json`]).
+    /// syntax rt-app accepts (see [`strict_json`]); a UTF-8 byte-order mark
+    /// that an editor put in front is skipped.
     pub fn parse(text: &str) -> Result<Json, RtAppError> {
-        let text = strict_json(text)?;
+        let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(text))?;
         serde_json::from_str(&text).map_err(|e| RtAppError {
             path: "(file)".into(),
             msg: format!("not valid JSON: {e}"),
@@ -1553,6 +1554,14 @@ mod tests {
         let e = parse(r#"{"tasks": {"": {"run": 1}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks");
         assert!(e.msg.contains("empty name"), "{e}");
+    }
+
+    /// A file saved with a byte-order mark parses as without it.
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let text = r#"{"tasks": {"a": {"loop": 1, "run": 1}}}"#;
+        let with = parse(&format!("\u{feff}{text}"), 4).expect("BOM skipped");
+        assert_eq!(with.spec, parse(text, 4).expect("plain").spec);
     }
 
     /// A file's threads are bounded in all, not only per task: 25 tasks of

@@ -220,8 +220,8 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
         "--config",
         "hperf-hmp",
     ];
-    // tracefs text, chosen by the .txt extension.
-    let txt = dir.join("sched.txt");
+    // tracefs text, chosen by the .txt extension (in any case).
+    let txt = dir.join("sched.TXT");
     let mut args = base.to_vec();
     args.extend(["--trace", txt.to_str().unwrap()]);
     let o = schedlab(&args);
@@ -451,6 +451,10 @@ fn compare_rejects_bad_input_with_one_line() {
         (
             &["--config", "vanilla", "--sweep", "threads=2,4,2"][..],
             "value 2 given twice",
+        ),
+        (
+            &["--config", "vanilla", "--sweep", "threads=2,,4"][..],
+            "--sweep 'threads=2,,4': an empty value",
         ),
         (
             &["--config", "vanilla", "--sensitivity-keys", "wakeup"][..],
