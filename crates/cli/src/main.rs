@@ -167,7 +167,7 @@ enum Cmd {
         #[arg(long)]
         trace: Option<PathBuf>,
         /// Trace format: `perfetto` (protobuf) or `ftrace` (tracefs text).
-        /// Default: ftrace for a `.txt` file, else perfetto.
+        /// Default: ftrace for a `.txt` file (any case), else perfetto.
         #[arg(long)]
         trace_format: Option<String>,
         /// Keep at most this many trace events, up to 50,000,000 (later ones

@@ -107,7 +107,7 @@ pub struct Task {
     pub cpu: CpuId,
     /// Template in the workload spec, or `u32::MAX` for system tasks.
     pub template: u32,
-    // Program interpretation.
+    // What a step completion touches: the program, the step, its costs.
     pub pc: u32,
     /// Bumped whenever a pending StepDone/SpinEnd/Timer becomes stale.
     pub gen: u32,

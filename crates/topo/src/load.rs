@@ -1949,13 +1949,16 @@ wakeup_path_ns = 1000
             (
                 MINI.replace("[[21, 10]]", "[[22, 10]]")
                     .replace("[10, 21], [21, 10]", "[10, 21], [22, 10]"),
-                "distance",
+                "numa.distance[1][0]",
             ),
             (
                 MINI.replace("[10, 21], [21, 10]", "[11, 21], [21, 10]"),
-                "distance[0][0]",
+                "numa.distance[0][0]",
             ),
-            (MINI.replace("[10, 21], [21, 10]", "[10, 21]"), "distance"),
+            (
+                MINI.replace("[10, 21], [21, 10]", "[10, 21]"),
+                "numa.distance",
+            ),
             (MINI.replace("packages = 2", "packages = 300"), "shape"),
             (
                 MINI.replace("packages = 2", "packages = 0"),

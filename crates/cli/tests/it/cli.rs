@@ -221,7 +221,15 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
         "hperf-hmp",
     ];
     // tracefs text, chosen by the .txt extension (in any case).
-    let txt = dir.join("sched.TXT");
+    let upper = dir.join("sched.TXT");
+    let mut args = base.to_vec();
+    args.extend(["--trace", upper.to_str().unwrap()]);
+    let o = schedlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&upper)
+        .unwrap()
+        .starts_with("# tracer: nop"));
+    let txt = dir.join("sched.txt");
     let mut args = base.to_vec();
     args.extend(["--trace", txt.to_str().unwrap()]);
     let o = schedlab(&args);
