@@ -1114,7 +1114,9 @@ impl Sim {
         self.pull_message(t, from, n, bytes)
     }
 
-    /// pthread_mutex_lock(): take a free lock, otherwise futex-wait.
+    /// pthread_mutex_lock(): take a free lock, otherwise futex-wait. The
+    /// mutex is not recursive (glibc's default type): its owner locking it
+    /// again waits for itself forever.
     fn mutex_lock(&mut self, t: TaskId, m: u32) -> Flow {
         let Some(Obj::Mutex {
             owner,
@@ -1132,7 +1134,6 @@ impl Sim {
                 self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, from);
                 Flow::Next
             }
-            Some(o) if o == t => Flow::Next,
             Some(_) => {
                 waiters.push_back(t);
                 self.sleep_on_step(t)
@@ -2279,6 +2280,39 @@ mod tests {
             );
             assert!(sim.counters.wakeups > 100);
         }
+    }
+
+    /// A mutex is not recursive: its owner locking it again waits for
+    /// itself, as with glibc's default mutex (rt-app's), and the run stalls
+    /// naming the step; another thread's second lock of a free mutex goes on.
+    #[test]
+    fn an_owner_locking_its_mutex_again_deadlocks() {
+        let relock = vec![
+            Step::Lock { mutex: 0 },
+            Step::Compute { work_ns: 10_000 },
+            Step::Lock { mutex: 0 },
+            Step::Unlock { mutex: 0 },
+            Step::Exit,
+        ];
+        let twice = vec![
+            Step::Lock { mutex: 1 },
+            Step::Unlock { mutex: 1 },
+            Step::Lock { mutex: 1 },
+            Step::Unlock { mutex: 1 },
+            Step::Exit,
+        ];
+        let mut sim = crate::scenarios::quiet_sim(
+            "kunpeng920",
+            spec(
+                vec![pinned("relock", 0, relock), pinned("twice", 1, twice)],
+                vec![SyncObject::Mutex, SyncObject::Mutex],
+            ),
+        );
+        assert_eq!(sim.run(), StopReason::Stalled);
+        let parked = sim.parked_threads();
+        assert_eq!(parked.len(), 1);
+        assert_eq!(parked[0].0, "relock");
+        assert_eq!(parked[0].2, Some(Step::Lock { mutex: 0 }));
     }
 
     /// A workload deadlock stops the run at once, kernel threads or not: one
