@@ -366,12 +366,16 @@ mod tests {
         Expiry,
     }
 
-    /// Pops the lazy queue up to its next ordinary event or expiry.
-    fn next_lazy(q: &mut EventQueue, timer: &mut LazyTimer) -> Option<(u64, Happened)> {
+    /// Pops `q` up to its next ordinary event or timer expiry; `expires`
+    /// says whether a timer event of a generation expires the timer.
+    fn next_happening(
+        q: &mut EventQueue,
+        mut expires: impl FnMut(&mut EventQueue, u32) -> bool,
+    ) -> Option<(u64, Happened)> {
         while let Some((t, ev)) = q.pop() {
             match ev {
                 EventKind::HrTick { cpu: 0, gen } => {
-                    if timer.fire(q, gen, |gen| EventKind::HrTick { cpu: 0, gen }) {
+                    if expires(q, gen) {
                         return Some((t, Happened::Expiry));
                     }
                 }
@@ -382,22 +386,23 @@ mod tests {
         None
     }
 
-    /// Pops the eager queue (one event per arming, stale ones dropped by
-    /// generation) up to its next ordinary event or expiry.
+    /// The lazy queue's next happening.
+    fn next_lazy(q: &mut EventQueue, timer: &mut LazyTimer) -> Option<(u64, Happened)> {
+        next_happening(q, |q, gen| {
+            timer.fire(q, gen, |gen| EventKind::HrTick { cpu: 0, gen })
+        })
+    }
+
+    /// The eager queue's next happening (one event per arming, stale ones
+    /// dropped by generation).
     fn next_eager(q: &mut EventQueue, armed: &mut Option<u32>) -> Option<(u64, Happened)> {
-        while let Some((t, ev)) = q.pop() {
-            match ev {
-                EventKind::HrTick { cpu: 0, gen } => {
-                    if *armed == Some(gen) {
-                        *armed = None;
-                        return Some((t, Happened::Expiry));
-                    }
-                }
-                EventKind::Resched { cpu } => return Some((t, Happened::Event(cpu))),
-                _ => unreachable!(),
+        next_happening(q, |_, gen| {
+            let live = *armed == Some(gen);
+            if live {
+                *armed = None;
             }
-        }
-        None
+            live
+        })
     }
 
     /// What a test queue holds: (time, rank, seq, tag), popped in order.
