@@ -319,7 +319,7 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
                 .to_string(),
         };
     }
-    let msg = one_line(e.message());
+    let msg = plain_types(&one_line(e.message()));
     let (field, line) = match e.span() {
         Some(span) => {
             let start = span.start.min(text.len());
@@ -382,6 +382,20 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> TopoError {
             msg
         },
     }
+}
+
+/// serde names the integer a field wants by its Rust type (`expected u64`);
+/// a machine file's author reads "a whole number" (TOML writes `1e3` and
+/// `1000.0` as floats, never as integers).
+fn plain_types(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for ty in ["i64", "u64", "i32", "u32", "u16", "u8", "usize"] {
+        out = out.replace(
+            &format!("expected {ty}"),
+            "expected a whole number (no decimal point or exponent)",
+        );
+    }
+    out
 }
 
 /// A required key that serde found missing, named with the table that lacks it
@@ -2039,11 +2053,11 @@ wakeup_path_ns = 1000
             ),
             (
                 MINI.replace("capacity = 1024", "capacity = 1024.5"),
-                "f.toml: field `core_type[0].capacity`: invalid type: floating point `1024.5`, expected i64 (line 6)",
+                "f.toml: field `core_type[0].capacity`: invalid type: floating point `1024.5`, expected a whole number (no decimal point or exponent) (line 6)",
             ),
             (
                 MINI.replace("mem_latency_ns = 100", "mem_latency_ns = \"a\""),
-                "f.toml: field `memory.mem_latency_ns`: invalid type: string \"a\", expected i64 (line 23)",
+                "f.toml: field `memory.mem_latency_ns`: invalid type: string \"a\", expected a whole number (no decimal point or exponent) (line 23)",
             ),
             (
                 MINI.replace("[wakeup]", "this is not toml [[["),
