@@ -1013,6 +1013,30 @@ mod tests {
         );
     }
 
+    /// rt-app's `resume` is a pthread_cond_broadcast() on the name's
+    /// condition: every suspended instance wakes, and a resume that finds
+    /// nobody suspended is lost (the late suspender waits for ever).
+    #[test]
+    fn a_resume_wakes_every_suspended_thread_and_an_early_one_is_lost() {
+        let file = |sleep_us: u32| {
+            format!(
+                r#"{{"global": {{"duration": 0.1}}, "tasks": {{
+                    "sleeper": {{"instance": 3, "loop": 1, "sleep": {sleep_us}, "suspend": "zz", "run": 100}},
+                    "waker": {{"loop": 1, "sleep": 5000, "resume": "zz", "run": 10}}}}}}"#
+            )
+        };
+        // Suspended at 0 ms, resumed at 5 ms: all three run their 100 µs.
+        let w = Builtin::from_rtapp(&file(0), 8).unwrap();
+        let (_, stop) = run("exynos5422", &w, 1);
+        assert_eq!(stop, StopReason::Finished);
+        // Suspending at 10 ms, after the resume: nothing wakes them.
+        let w = Builtin::from_rtapp(&file(10_000), 8).unwrap();
+        let (sim, stop) = run("exynos5422", &w, 1);
+        assert_eq!(stop, StopReason::Stalled);
+        let waiting = sim.tasks.iter().filter(|t| t.name.starts_with("sleeper"));
+        assert_eq!(waiting.count(), 3);
+    }
+
     /// Small instances of every built-in (rt-app is covered by its fixtures).
     const SMALL: &[&str] = &[
         "stream:threads=2,iterations=2,size_mib=16",

@@ -22,7 +22,9 @@
 //! - `sleep`, `timer` (per-thread timers, relative or absolute mode),
 //!   `lock`/`unlock`, `wait`, `signal`, `broad`, `sync` (signal + wait),
 //!   `barrier` (parties = thread instances referencing it), `sem_post`/`sem_wait`,
-//!   `suspend`/`resume` (a per-task semaphore, so a resume is never lost),
+//!   `suspend`/`resume` (rt-app's condition variable and mutex named after
+//!   the thread: a suspend waits for the next resume, which wakes every
+//!   thread suspended on that name; a resume with nobody suspended is lost),
 //!   `yield`, `fork`.
 //! - `mem` N: N bytes streamed through the memory model; `memrun`
 //!   {size, count}: size·count bytes likewise; `iorun` N: a sleep of N ns
@@ -515,6 +517,9 @@ const K_COND: u8 = 1;
 const K_BARRIER: u8 = 2;
 const K_SEM: u8 = 3;
 const K_SUSPEND: u8 = 4;
+/// The mutex rt-app pairs with a suspend/resume name (its own namespace, so
+/// that it is not a `lock` event's mutex of the same name).
+const K_SUSPEND_MUTEX: u8 = 5;
 
 impl Names {
     fn get(&mut self, kind: u8, name: &str) -> SyncId {
@@ -523,8 +528,8 @@ impl Names {
         }
         let id = self.sync.len() as SyncId;
         self.sync.push(match kind {
-            K_MUTEX => SyncObject::Mutex,
-            K_COND => SyncObject::Cond,
+            K_MUTEX | K_SUSPEND_MUTEX => SyncObject::Mutex,
+            K_COND | K_SUSPEND => SyncObject::Cond,
             K_BARRIER => SyncObject::Barrier { parties: 0 },
             _ => SyncObject::Semaphore { initial: 0 },
         });
@@ -1257,12 +1262,28 @@ fn events(
                     Json::Str(_) => def.name.clone(),
                     other => return err(&p, format!("expected a string, found {}", other.kind())),
                 };
-                let id = names.get(K_SUSPEND, &s);
-                steps.push(Step::SemWait { sem: id });
+                // rt-app's run_event(): lock the name's mutex,
+                // pthread_cond_wait() on its condition, unlock.
+                let (c, m) = (names.get(K_SUSPEND, &s), names.get(K_SUSPEND_MUTEX, &s));
+                steps.extend([
+                    Step::Lock { mutex: m },
+                    Step::Wait {
+                        cond: c,
+                        mutex: Some(m),
+                    },
+                    Step::Unlock { mutex: m },
+                ]);
             }
             "resume" => {
-                let id = names.get(K_SUSPEND, &name(v)?);
-                steps.push(Step::SemPost { sem: id });
+                // Lock, pthread_cond_broadcast(), unlock: every thread
+                // suspended on the name wakes; none suspended, nothing is kept.
+                let s = name(v)?;
+                let (c, m) = (names.get(K_SUSPEND, &s), names.get(K_SUSPEND_MUTEX, &s));
+                steps.extend([
+                    Step::Lock { mutex: m },
+                    Step::Broadcast { cond: c },
+                    Step::Unlock { mutex: m },
+                ]);
             }
             "sem_post" => {
                 let id = names.get(K_SEM, &name(v)?);
