@@ -49,7 +49,7 @@ pub const TUNABLES: &[TunableInfo] = &[
     TunableInfo {
         name: "llc_balancing/epoch_period",
         default: "HZ/100",
-        meaning: "SCHED_CACHE: the occupancy epoch in jiffies (at least 1); by default HZ/100",
+        meaning: "SCHED_CACHE: the occupancy epoch in jiffies; by default HZ/100; 0 is accepted and acts as 1, as the kernel's readers take max(epoch_period, 1)",
     },
     TunableInfo {
         name: "llc_balancing/epoch_affinity_timeout",
