@@ -1501,6 +1501,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let switches = config_switches(&a.features, &a.tunables)?;
     for c in &a.configs {
         let cfg = configs::resolve(&configs::with_switches(c, &switches), m.arch).map_err(input)?;
+        configs::check_machine(&cfg, &m).map_err(input)?;
         schedlab_topo::build_domains(&m, &cfg.domains)
             .map_err(|e| input(format!("--config {c}: {e}")))?;
     }
@@ -1653,6 +1654,7 @@ fn run(
     for t in &tunables {
         configs::apply_switch(&mut cfg, t).map_err(input)?;
     }
+    configs::check_machine(&cfg, &m).map_err(input)?;
     // The configuration as run: --config with each --feature and --tunable
     // appended in order (as `--config` itself would take them).
     let config = configs::with_switches(

@@ -93,11 +93,11 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
     (
         "linaro-mp",
-        "big.LITTLE baseline (S5): Linaro MP per-task load thresholds (HMP_LINARO)",
+        "big.LITTLE baseline (S5): Linaro MP per-task load thresholds (HMP_LINARO; needs CPUs of two capacities)",
     ),
     (
         "hperf-hmp",
-        "HPERF_HMP (S5): druntime-fair cluster balancing (HMP_HPERF)",
+        "HPERF_HMP (S5): druntime-fair cluster balancing (HMP_HPERF; needs CPUs of two capacities)",
     ),
 ];
 
@@ -129,6 +129,41 @@ pub fn resolve(spec: &str, arch: Arch) -> Result<RunConfig, String> {
     }
     cfg.name = spec.to_string();
     Ok(cfg)
+}
+
+/// Checks that a configuration's scheduler can run on machine `m`, as a
+/// kernel build would refuse or never offer it: the two big.LITTLE schemes
+/// of S5 (`HMP_LINARO`, `HMP_HPERF`) each replace the balancing between a
+/// fast and a slow CPU type, so they need CPUs of two kernel capacities
+/// (with one capacity every CPU is "big" and the cluster-spanning levels
+/// would simply stop balancing), and only one of them can own that job.
+pub fn check_machine(cfg: &RunConfig, m: &schedlab_topo::Machine) -> Result<(), String> {
+    use schedlab_engine::Feat;
+    let (linaro, hperf) = (
+        cfg.features.enabled(Feat::HMP_LINARO),
+        cfg.features.enabled(Feat::HMP_HPERF),
+    );
+    if linaro && hperf {
+        return Err(format!(
+            "config '{}': HMP_LINARO and HMP_HPERF are two schemes for the same balancing; switch on one",
+            cfg.name
+        ));
+    }
+    if linaro || hperf {
+        let mut caps = schedlab_topo::kernel_capacities(m);
+        caps.sort_unstable();
+        caps.dedup();
+        if caps.len() < 2 {
+            return Err(format!(
+                "config '{}': {} needs a big.LITTLE machine, CPUs of two capacities; every CPU of {} has kernel capacity {}",
+                cfg.name,
+                if linaro { "HMP_LINARO" } else { "HMP_HPERF" },
+                m.name,
+                caps.first().copied().unwrap_or(0)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Applies one `NAME=VALUE` switch to a configuration: a feature of the
@@ -254,6 +289,28 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
 mod tests {
     use super::*;
     use schedlab_engine::Feat;
+
+    #[test]
+    fn the_hmp_schemes_need_two_capacities_and_one_scheme() {
+        let m = |name: &str| schedlab_topo::resolve_machine(name).unwrap();
+        let exynos = m("exynos5422");
+        for c in ["linaro-mp", "hperf-hmp"] {
+            let cfg = resolve(c, exynos.arch).unwrap();
+            assert!(check_machine(&cfg, &exynos).is_ok(), "{c}");
+            // One capacity: Sapphire Rapids, and Alder Lake, whose kernel
+            // capacities are all 1024 (ITMT instead).
+            for other in ["sapphirerapids", "alderlake", "exynos5422:online=4-7"] {
+                let o = m(other);
+                let e = check_machine(&resolve(c, o.arch).unwrap(), &o).unwrap_err();
+                assert!(e.contains("needs a big.LITTLE machine"), "{e}");
+                assert!(!e.contains('\n'), "{e}");
+            }
+        }
+        let both = resolve("linaro-mp+HMP_HPERF=on", exynos.arch).unwrap();
+        let e = check_machine(&both, &exynos).unwrap_err();
+        assert!(e.contains("switch on one"), "{e}");
+        assert!(check_machine(&resolve("vanilla", Arch::X86).unwrap(), &m("genoa")).is_ok());
+    }
 
     #[test]
     fn variants_switch_features_on_top_of_a_named_config() {

@@ -709,6 +709,8 @@ pub fn check_switches(defs: &[ExperimentDef], opts: &Options) -> Result<(), Stri
             .map_err(|e| e.to_string())?;
         for c in &d.configs {
             let cfg = configs::resolve(&opts.config_spec(c), m.arch)?;
+            configs::check_machine(&cfg, &m)
+                .map_err(|e| format!("{} ({}): {e}", d.name, d.machine))?;
             schedlab_topo::build_domains(&m, &cfg.domains)
                 .map_err(|e| format!("{} ({}): {e}", d.name, d.machine))?;
         }
@@ -859,6 +861,7 @@ pub fn run_point(
     let (m, _) =
         schedlab_topo::resolve_machine_edited(machine, edits, false).map_err(|e| e.to_string())?;
     let cfg = configs::resolve(config, m.arch)?;
+    configs::check_machine(&cfg, &m)?;
     let d = schedlab_topo::build_domains(&m, &cfg.domains).map_err(|e| e.to_string())?;
     let spec = point.workload.build(point.affinity, point.mem_node);
     let sim_cfg = SimConfig {

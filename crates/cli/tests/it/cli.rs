@@ -109,6 +109,38 @@ fn unknown_config_feature_and_workload_key_exit_2() {
             "--mem-node",
             "9",
         ][..],
+        // The big.LITTLE schemes need two CPU capacities, and one scheme.
+        &[
+            "run",
+            "--machine",
+            "sapphirerapids",
+            "--workload",
+            "stream",
+            "--config",
+            "hperf-hmp",
+        ][..],
+        &[
+            "compare",
+            "--machine",
+            "kunpeng920",
+            "--workload",
+            "stream",
+            "--config",
+            "vanilla",
+            "--config",
+            "linaro-mp",
+        ][..],
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "stream",
+            "--config",
+            "linaro-mp",
+            "--feature",
+            "HMP_HPERF=on",
+        ][..],
     ] {
         let o = schedlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
