@@ -193,8 +193,9 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
         Arch::X86 => {
             // x86 build_sched_topology(): SMT is dropped when there is one thread
             // per core; CLS only with CONFIG_SCHED_CLUSTER; PKG is dropped with NUMA
-            // inside a package. x86_sched_itmt_flags() adds ASYM_PACKING to CLS and
-            // MC, and to PKG on hybrid parts (x86_die_flags()).
+            // inside a package. x86_sched_itmt_flags() adds ASYM_PACKING to CLS,
+            // MC and PKG whenever ITMT is on (7.3's table; 6.x's x86_die_flags()
+            // gave it to PKG on hybrid parts only).
             if has_smt(m) {
                 // Before 6.5 x86_smt_flags() added the ITMT flags to SMT too.
                 let f = if cfg.itmt_legacy_smt {
@@ -218,12 +219,7 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
                     .any(|b| a.package == b.package && a.node != b.node)
             });
             if !numa_in_package {
-                let mut used: Vec<u16> = m.cpus.iter().map(|c| c.core_type).collect();
-                used.sort_unstable();
-                used.dedup();
-                let hybrid = used.len() > 1;
-                let f = if hybrid { asym_f } else { SdFlags::empty() };
-                t.push(lvl("PKG", Mask::Pkg, f));
+                t.push(lvl("PKG", Mask::Pkg, asym_f));
             }
         }
         Arch::PowerPc => {
@@ -1161,6 +1157,28 @@ mod tests {
         assert_eq!(chain(&v, 12), ["MC 0-19"]);
         assert!(!v.cluster_active);
         assert!(c.cluster_active);
+    }
+
+    /// 7.3's x86 table gives PKG the ITMT flags on any x86 part
+    /// (x86_sched_itmt_flags()), not only on hybrid ones: a package of two
+    /// LLCs with favoured cores packs by priority at PKG too.
+    #[test]
+    fn x86_pkg_packs_by_itmt_priority_on_any_part() {
+        let mut m = preset("sapphirerapids").unwrap();
+        for c in m.cpus.iter_mut() {
+            c.llc = c.core / 15;
+        }
+        let pkg_flags = |m: &Machine| {
+            let d = build_domains(m, &DomainConfig::named("vanilla").unwrap()).unwrap();
+            let pkg = d.cpus[0].domains.iter().find(|d| d.name == "PKG").unwrap();
+            assert!(pkg.span.weight() > 30, "PKG above a 30-CPU MC");
+            pkg.flags
+        };
+        assert!(!pkg_flags(&m).contains(SdFlags::ASYM_PACKING));
+        for c in m.cpus.iter_mut() {
+            c.asym_prio = if c.core % 15 == 0 { 2 } else { 1 };
+        }
+        assert!(pkg_flags(&m).contains(SdFlags::ASYM_PACKING));
     }
 
     /// sched_cluster_active is decided on the attached domains: Genoa's CLS
