@@ -282,9 +282,20 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         cfg.mc_is_llc,
         cfg.fallback_llc,
         cfg.propagate_smt_flags,
-        // ITMT (sched_set_itmt_support()) exists on x86 only.
+        // ITMT (sched_set_itmt_support()) exists on x86 only, and packs only
+        // when the CPUs' priorities differ and capacities do not.
         if m.arch == crate::machine::Arch::X86 {
-            cfg.itmt.to_string()
+            let packing = d.cpus.iter().any(|c| c.sd_asym_packing.is_some());
+            let b = m.as_booted();
+            let one_prio = !b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+            match (cfg.itmt, packing, one_prio) {
+                (false, _, _) => "false".to_string(),
+                (true, true, _) => "true".to_string(),
+                (true, false, true) => "true (inactive: one priority)".to_string(),
+                (true, false, false) => {
+                    "true (inactive: hybrid capacity scaling instead)".to_string()
+                }
+            }
         } else {
             "n/a (x86 only)".to_string()
         },
