@@ -807,6 +807,7 @@ mod tests {
                 balance_refused_ns: 100,
                 idle_states: vec![schedlab_topo::IdleState::new("WFI", 1000, 0, false)],
             },
+            booted: None,
         }
     }
 

@@ -113,8 +113,9 @@ impl Masks {
 /// x86 only enables hybrid capacity scaling when SMT is off
 /// (`hybrid_init_cpu_capacity_scaling()` in intel_pstate.c): with SMT every CPU has
 /// 1024 and ITMT is used instead. Other architectures use the machine's capacities.
+/// intel_pstate decides this once, at boot, for the machine as it booted.
 pub fn kernel_capacities(m: &Machine) -> Vec<u32> {
-    let x86_smt = m.arch == Arch::X86 && has_smt(m);
+    let x86_smt = m.arch == Arch::X86 && has_smt(m.as_booted());
     m.cpus
         .iter()
         .map(|c| if x86_smt { 1024 } else { u32::from(c.capacity) })
@@ -130,14 +131,16 @@ fn has_smt(m: &Machine) -> bool {
 /// Whether SD_ASYM_PACKING is in force: x86 ITMT (`sched_set_itmt_support()` is
 /// called when CPPC priorities differ, and cleared when hybrid capacity scaling
 /// takes over), or a powerpc shared-processor LPAR (`splpar_asym_pack`), which we
-/// model as "the machine gives distinct `asym_prio` values".
-fn asym_packing_on(m: &Machine, cfg: &DomainConfig, caps: &[u32]) -> bool {
-    let prios_differ = m.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+/// model as "the machine gives distinct `asym_prio` values". Both are decided
+/// at boot, over every CPU the machine booted with.
+fn asym_packing_on(m: &Machine, cfg: &DomainConfig) -> bool {
+    let b = m.as_booted();
+    let prios_differ = b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
     if !cfg.itmt || !prios_differ {
         return false;
     }
     match m.arch {
-        Arch::X86 => !caps.windows(2).any(|w| w[0] != w[1]),
+        Arch::X86 => !kernel_capacities(b).windows(2).any(|w| w[0] != w[1]),
         Arch::PowerPc => true,
         Arch::Arm64 => false,
     }
@@ -173,8 +176,13 @@ pub fn with_itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Machine {
 }
 
 /// The topology table (arch part plus `sched_init_numa()` levels) and the sorted
-/// distinct NUMA distances.
+/// distinct NUMA distances. The arch part is what the arch code listed at
+/// boot, from the machine as it booted (`Machine::as_booted`): a level whose
+/// CPUs went offline stays in the table and degenerates, so the levels above
+/// keep their numbers (`sd->level`, which relax_domain_level compares).
 fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
+    let numa = m;
+    let m = m.as_booted();
     let smt_flags = SdFlags::SHARE_CPUCAPACITY | SdFlags::SHARE_LLC; // cpu_smt_flags()
     let asym_f = if asym {
         SdFlags::ASYM_PACKING
@@ -283,7 +291,7 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
     }
     // sched_init_numa(): the distinct distances; NODE for the identity distance,
     // one NUMA level (SD_NUMA, overlapping groups) per larger one.
-    for (j, &d) in numa_distances(m).iter().enumerate() {
+    for (j, &d) in numa_distances(numa).iter().enumerate() {
         if j == 0 {
             t.push(Level {
                 name: "NODE",
@@ -420,7 +428,7 @@ pub fn build_domains(m: &Machine, cfg: &DomainConfig) -> Result<Domains, TopoErr
     let all = m.all_cpus();
     let mk = Masks::new(m);
     let caps = kernel_capacities(m);
-    let asym = asym_packing_on(m, cfg, &caps);
+    let asym = asym_packing_on(m, cfg);
     let levels = topology_levels(m, cfg, asym);
     let dists = numa_distances(m);
 

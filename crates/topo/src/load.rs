@@ -1531,6 +1531,7 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
         links,
         c2c,
         wakeup,
+        booted: None,
     })
 }
 

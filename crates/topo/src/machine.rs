@@ -252,11 +252,24 @@ pub struct Machine {
     pub links: Vec<SharedLink>,
     pub c2c: C2cLatency,
     pub wakeup: WakeupCosts,
+    /// The machine as it booted, when CPUs were taken offline afterwards
+    /// (`NAME:online=LIST`, online.rs): the arch code builds its topology
+    /// table once, at boot (x86's and powerpc's build_sched_topology() are
+    /// `__init`), and decides ITMT and hybrid capacity scaling there, from
+    /// every CPU; the domains are then built over the online ones. `None`
+    /// when every CPU is online. Not part of a machine file.
+    #[serde(skip)]
+    pub booted: Option<Box<Machine>>,
 }
 
 impl Machine {
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
+    }
+
+    /// The machine as it booted: itself, unless CPUs went offline later.
+    pub fn as_booted(&self) -> &Machine {
+        self.booted.as_deref().unwrap_or(self)
     }
 
     /// Number of core indices (`max core id + 1`), for per-core arrays.

@@ -7,8 +7,11 @@
 //! LLC mask, and the wakeup path and the balancer never see it. The faithful
 //! model is therefore a smaller machine that contains only the online CPUs,
 //! with the same cores, caches and memory; the domain builder then runs on it
-//! unchanged. Offline CPUs are removed and the remaining ones renumbered in
-//! order (with a prefix `0-N` nothing is renumbered).
+//! unchanged, except for what the kernel decided at boot with every CPU
+//! online (the arch's topology table, ITMT, hybrid capacity scaling), which
+//! it reads from the machine as booted (`Machine::booted`). Offline CPUs are
+//! removed and the remaining ones renumbered in order (with a prefix `0-N`
+//! nothing is renumbered).
 //!
 //! Name syntax: `MACHINE:online=LIST` (e.g. `power10:online=0-63`), accepted
 //! wherever a machine name is (`resolve_machine`).
@@ -43,6 +46,8 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
     }
     let remap = |mask: &CpuMask| CpuMask::from_cpus(mask.iter().filter_map(|c| map[c as usize]));
     let mut out = m.clone();
+    // The topology table and ITMT keep what the whole machine gave at boot.
+    out.booted = Some(Box::new(m.as_booted().clone()));
     out.name = origin.clone();
     out.description = format!(
         "{} (online CPUs {} of {})",
@@ -129,6 +134,41 @@ mod tests {
         assert_eq!(top.span.to_list_string(), "0-63");
         let full = preset("power10").unwrap();
         assert_eq!(full.llc_mask(62), m.llc_mask(62));
+    }
+
+    /// The table the arch code listed at boot stays: offline SMT siblings
+    /// or a whole coregroup leave a degenerate level behind, and the levels
+    /// above keep the numbers (`sd->level`) they had with every CPU online.
+    #[test]
+    fn offline_cpus_keep_the_boot_topology_table() {
+        let levels = |name: &str| -> Vec<(String, u8)> {
+            let m = resolve_machine(name).unwrap();
+            let d = build_domains(&m, &DomainConfig::default()).unwrap();
+            d.cpus[0]
+                .domains
+                .iter()
+                .map(|d| (d.name.clone(), d.level))
+                .collect()
+        };
+        // Sapphire Rapids with one thread per core online: SMT was listed
+        // at boot, so MC is still level 1.
+        let evens: Vec<String> = (0..120).step_by(2).map(|c| c.to_string()).collect();
+        let spr = format!("sapphirerapids:online={}", evens.join(","));
+        assert_eq!(
+            levels(&spr),
+            [("MC".to_string(), 1), ("PKG".to_string(), 2)]
+        );
+        // POWER10 with one coregroup online: MC (the coregroup) was listed
+        // at boot and spans what PKG spans, so PKG degenerates.
+        assert_eq!(
+            levels("power10:online=0-39"),
+            [("SMT".to_string(), 0), ("MC".to_string(), 1)]
+        );
+        // Chained restrictions keep the machine that booted.
+        let m = resolve_machine("power10:online=0-63:online=0-39").unwrap();
+        assert_eq!(m.as_booted().nr_cpus(), 80);
+        // An emitted machine file is the online CPUs' machine as booted.
+        assert!(preset("power10").unwrap().booted.is_none());
     }
 
     #[test]
