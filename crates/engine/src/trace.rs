@@ -350,11 +350,20 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
         sim.nr_cpus()
     )?;
     writeln!(out, "#")?;
-    writeln!(
-        out,
-        "#           TASK-PID     CPU#  ||||   TIMESTAMP  FUNCTION"
-    )?;
-    writeln!(out, "#              | |         |   ||||      |         |")?;
+    // The irq-info legend of a 7.x tracefs file: five flag columns, the
+    // last one migrate-disable.
+    for l in [
+        "#                                _-----=> irqs-off/BH-disabled",
+        "#                               / _----=> need-resched",
+        "#                              | / _---=> hardirq/softirq",
+        "#                              || / _--=> preempt-depth",
+        "#                              ||| / _-=> migrate-disable",
+        "#                              |||| /     delay",
+        "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
+        "#              | |         |   |||||     |         |",
+    ] {
+        writeln!(out, "{l}")?;
+    }
     for r in &tr.records {
         let who = comm(sim, r.current, r.cpu);
         let who = if r.current.is_none() {
@@ -364,7 +373,7 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
         };
         write!(
             out,
-            "{:>16}-{:<7} [{:03}] d..2 {:>5}.{:06}: ",
+            "{:>16}-{:<7} [{:03}] d..2. {:>5}.{:06}: ",
             who,
             trace_pid(r.current),
             r.cpu,

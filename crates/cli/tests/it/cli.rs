@@ -310,7 +310,7 @@ fn run_writes_a_trace_in_both_formats_and_rejects_bad_trace_options() {
     assert!(!lines.is_empty() && lines.len() < switches);
     for l in &lines {
         let ts: f64 = l
-            .split("] d..2")
+            .split("] d..2.")
             .nth(1)
             .unwrap()
             .split(':')
