@@ -156,7 +156,9 @@ enum Cmd {
         /// output (the text report then goes to standard error).
         #[arg(long)]
         json: Option<PathBuf>,
-        /// Check invariants after every event.
+        /// Check invariants after every event (each check visits every task
+        /// and runqueue: for tests, debugging and runs of up to a few thousand
+        /// threads).
         #[arg(long)]
         checked: bool,
         #[command(flatten)]
