@@ -1067,6 +1067,17 @@ pub fn run_all(
             metrics,
             rows,
         );
+        r.seeds = d
+            .points
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| schedlab_report::PointSeeds {
+                params: p.params.clone(),
+                seeds: (0..d.repetitions)
+                    .map(|rep| seed_for(opts.seed, &d.name, pi, rep))
+                    .collect(),
+            })
+            .collect();
         r.setup = format!(
             "{}; {} repetitions{}",
             d.setup,

@@ -310,6 +310,20 @@ pub struct ExperimentResult {
     /// keep the contract's parameter values as labels). Omitted when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub setup: String,
+    /// The seed of each repetition, per point, the same under every
+    /// configuration: `schedlab run --seed S` with the point's workload and
+    /// a configuration reruns that repetition. Omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<PointSeeds>,
+}
+
+/// The repetitions' seeds of one point of an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointSeeds {
+    /// The point's parameter values, as in its rows.
+    pub params: Params,
+    /// Repetition i's seed at index i.
+    pub seeds: Vec<u64>,
 }
 
 /// The samples and summary of one (params, config, metric).
@@ -533,6 +547,7 @@ impl ExperimentResult {
             rows,
             notes,
             setup: String::new(),
+            seeds: Vec::new(),
         }
     }
 

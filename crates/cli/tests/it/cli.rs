@@ -423,6 +423,33 @@ fn compare_runs_an_ad_hoc_experiment_with_config_variants() {
     let first = std::fs::read(dir.join("results.json")).unwrap();
     assert!(schedlab(&args).status.success());
     assert_eq!(first, std::fs::read(dir.join("results.json")).unwrap());
+    // Each repetition's seed is recorded, and `run --seed` reruns it.
+    let seeds = e["seeds"].as_array().unwrap();
+    assert_eq!(seeds.len(), 2);
+    let p6 = seeds.iter().find(|p| p["params"]["threads"] == 6).unwrap();
+    let seed = p6["seeds"][1].as_u64().unwrap().to_string();
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        "blackscholes:input=simsmall,threads=6",
+        "--config",
+        "hperf-hmp",
+        "--seed",
+        &seed,
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = rows
+        .iter()
+        .find(|r| {
+            r["params"]["threads"] == 6 && r["config"] == "hperf-hmp" && r["metric"] == "time"
+        })
+        .unwrap();
+    assert_eq!(run["metrics"]["time"], row["samples"][1]);
 }
 
 /// A metric with no better direction (hackbench's message count) is not
