@@ -797,6 +797,9 @@ pub struct HybridPlacement {
     /// (`Counters::cluster_gap_rms`; 0 = always as many busy CPUs in each,
     /// 4 = two clusters of four run 4/0).
     pub small_gap_rms: f64,
+    /// An Intel hybrid part (x86): the notes say P-cores and E-clusters,
+    /// elsewhere big cores and small-core clusters.
+    pub x86: bool,
 }
 
 /// Per-core-type busy time and per-cluster occupancy of small cores, from the
@@ -840,6 +843,7 @@ pub fn hybrid_placement(sim: &Sim) -> Option<HybridPlacement> {
     let hi = clusters.values().copied().max().unwrap_or(0);
     let lo = clusters.values().copied().min().unwrap_or(0);
     Some(HybridPlacement {
+        x86: m.arch == schedlab_topo::Arch::X86,
         big_share: big as f64 / total.max(1) as f64,
         big_busy: big as f64 / t,
         small_busy_hi: hi as f64 / t,
@@ -1192,8 +1196,14 @@ fn placement_note(params: &Params, config: &str, ps: &[Placement]) -> String {
     } else {
         let k = hy.len() as f64;
         let a = |f: &dyn Fn(&HybridPlacement) -> f64| hy.iter().map(f).sum::<f64>() / k;
+        let (big, small) = if hy[0].x86 {
+            ("P-cores", "E-cluster")
+        } else {
+            ("big cores", "small-core cluster")
+        };
+        let b = if hy[0].x86 { "P" } else { "big" };
         format!(
-            ", CPU time on P-cores {:.1}%, busy CPUs P {:.2} / busier E-cluster {:.2} / other E-cluster {:.2}, E-cluster gap (RMS) {:.2}",
+            ", CPU time on {big} {:.1}%, busy CPUs {b} {:.2} / busier {small} {:.2} / other {small} {:.2}, {small} gap (RMS) {:.2}",
             100.0 * a(&|h| h.big_share),
             a(&|h| h.big_busy),
             a(&|h| h.small_busy_hi),
