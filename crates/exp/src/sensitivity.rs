@@ -91,7 +91,7 @@ pub fn plan(
                             machine.to_string(),
                             format!(
                                 "changes nothing: {}",
-                                schedlab_topo::edit::unchanged(matched)
+                                schedlab_topo::edit::unchanged(&edit, matched)
                             ),
                         ));
                         continue;

@@ -313,7 +313,7 @@ pub fn load_edited(
                 } else {
                     format!(
                         "machine edit '{e}' changes nothing: {}",
-                        unchanged(n.matched)
+                        unchanged(e, n.matched)
                     )
                 },
             });
@@ -324,13 +324,14 @@ pub fn load_edited(
     Ok((load_machine_str(&edited, &origin)?, counts))
 }
 
-/// Why an edit that matched `matched` numbers changed none of them.
-/// Why an edit that matched `matched` numbers changes none of them.
-pub fn unchanged(matched: u32) -> String {
-    if matched == 1 {
-        "the number it names keeps its value".to_string()
-    } else {
-        format!("the {matched} numbers it names keep their values")
+/// Why edit `e`, which matched `matched` numbers or switches, changes none
+/// of them.
+pub fn unchanged(e: &MachineEdit, matched: u32) -> String {
+    match (e.op, matched) {
+        (EditOp::SetBool(v), 1) => format!("the switch it names is {v} already"),
+        (EditOp::SetBool(v), n) => format!("the {n} switches it names are {v} already"),
+        (_, 1) => "the number it names keeps its value".to_string(),
+        (_, n) => format!("the {n} numbers it names keep their values"),
     }
 }
 
