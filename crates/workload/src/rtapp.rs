@@ -137,9 +137,22 @@ impl Json {
     /// that an editor put in front is skipped.
     pub fn parse(text: &str) -> Result<Json, RtAppError> {
         let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(text))?;
-        serde_json::from_str(&text).map_err(|e| RtAppError {
-            path: "(file)".into(),
-            msg: format!("not valid JSON: {e}"),
+        serde_json::from_str(&text).map_err(|e| {
+            let e = e.to_string();
+            // serde_json's words for a \uD800-\uDFFF escape without its pair.
+            let lower = text.to_ascii_lowercase();
+            let surrogate = ["8", "9", "a", "b", "c", "d", "e", "f"]
+                .iter()
+                .any(|d| lower.contains(&format!("\\ud{d}")));
+            let hint = if surrogate && (e.contains("hex escape") || e.contains("surrogate")) {
+                " (a \\u escape of U+D800..U+DFFF must be half of a surrogate pair)"
+            } else {
+                ""
+            };
+            RtAppError {
+                path: "(file)".into(),
+                msg: format!("not valid JSON: {e}{hint}"),
+            }
         })
     }
 

@@ -617,3 +617,14 @@ proptest! {
         let _ = rtapp::parse(&text[..cut], 4);
     }
 }
+
+/// A lone UTF-16 surrogate escape is named as such, not only as serde_json's
+/// "hex escape" complaint.
+#[test]
+fn a_lone_surrogate_escape_is_named() {
+    let e = rtapp::parse(r#"{"tasks": {"a\ud800": {"run": 10}}}"#, 4).unwrap_err();
+    assert_eq!(e.path, "(file)");
+    assert!(e.msg.contains("surrogate pair"), "{}", e.msg);
+    // A paired escape is a character like any other.
+    assert!(rtapp::parse(r#"{"tasks": {"a\ud83d\ude00": {"run": 10}}}"#, 4).is_ok());
+}
