@@ -1033,8 +1033,12 @@ mod tests {
         let w = Builtin::from_rtapp(&file(10_000), 8).unwrap();
         let (sim, stop) = run("exynos5422", &w, 1);
         assert_eq!(stop, StopReason::Stalled);
-        let waiting = sim.tasks.iter().filter(|t| t.name.starts_with("sleeper"));
-        assert_eq!(waiting.count(), 3);
+        // All three wait (a kept resume would have let one through).
+        let waiting = sim.parked_threads();
+        assert_eq!(waiting.len(), 3, "{waiting:?}");
+        assert!(waiting
+            .iter()
+            .all(|(name, _, _)| name.starts_with("sleeper")));
     }
 
     /// Small instances of every built-in (rt-app is covered by its fixtures).

@@ -529,10 +529,6 @@ const K_MUTEX: u8 = 0;
 const K_COND: u8 = 1;
 const K_BARRIER: u8 = 2;
 const K_SEM: u8 = 3;
-const K_SUSPEND: u8 = 4;
-/// The mutex rt-app pairs with a suspend/resume name (its own namespace, so
-/// that it is not a `lock` event's mutex of the same name).
-const K_SUSPEND_MUTEX: u8 = 5;
 
 impl Names {
     fn get(&mut self, kind: u8, name: &str) -> SyncId {
@@ -541,8 +537,8 @@ impl Names {
         }
         let id = self.sync.len() as SyncId;
         self.sync.push(match kind {
-            K_MUTEX | K_SUSPEND_MUTEX => SyncObject::Mutex,
-            K_COND | K_SUSPEND => SyncObject::Cond,
+            K_MUTEX => SyncObject::Mutex,
+            K_COND => SyncObject::Cond,
             K_BARRIER => SyncObject::Barrier { parties: 0 },
             _ => SyncObject::Semaphore { initial: 0 },
         });
@@ -1276,8 +1272,11 @@ fn events(
                     other => return err(&p, format!("expected a string, found {}", other.kind())),
                 };
                 // rt-app's run_event(): lock the name's mutex,
-                // pthread_cond_wait() on its condition, unlock.
-                let (c, m) = (names.get(K_SUSPEND, &s), names.get(K_SUSPEND_MUTEX, &s));
+                // pthread_cond_wait() on its condition, unlock. Its parser
+                // finds both by name and type, so they are the mutex a
+                // `lock` and the condition a `wait` or `signal` of that name
+                // use.
+                let (c, m) = (names.get(K_COND, &s), names.get(K_MUTEX, &s));
                 steps.extend([
                     Step::Lock { mutex: m },
                     Step::Wait {
@@ -1291,7 +1290,7 @@ fn events(
                 // Lock, pthread_cond_broadcast(), unlock: every thread
                 // suspended on the name wakes; none suspended, nothing is kept.
                 let s = name(v)?;
-                let (c, m) = (names.get(K_SUSPEND, &s), names.get(K_SUSPEND_MUTEX, &s));
+                let (c, m) = (names.get(K_COND, &s), names.get(K_MUTEX, &s));
                 steps.extend([
                     Step::Lock { mutex: m },
                     Step::Broadcast { cond: c },

@@ -628,3 +628,19 @@ fn a_lone_surrogate_escape_is_named() {
     // A paired escape is a character like any other.
     assert!(rtapp::parse(r#"{"tasks": {"a\ud83d\ude00": {"run": 10}}}"#, 4).is_ok());
 }
+
+/// rt-app finds a suspend's mutex and condition by name and type, so they
+/// are the ones a `lock` and a `signal` of the same name use.
+#[test]
+fn suspend_shares_names_with_lock_and_signal() {
+    let r = rtapp::parse(
+        r#"{"tasks": {"a": {"loop": 1, "lock": "x", "signal": "x", "unlock": "x"},
+                      "b": {"loop": 1, "suspend": "x"},
+                      "c": {"loop": 1, "resume": "x"}}}"#,
+        4,
+    )
+    .unwrap();
+    let count = |o: &SyncObject| r.spec.sync.iter().filter(|s| *s == o).count();
+    assert_eq!(count(&SyncObject::Mutex), 1);
+    assert_eq!(count(&SyncObject::Cond), 1);
+}
