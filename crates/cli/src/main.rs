@@ -1431,6 +1431,7 @@ fn compare_points(
             .map_err(|e| input(format!("{spec}: {e}")))?;
         Ok(experiments::Point {
             params,
+            spec: spec.to_string(),
             workload,
             affinity,
             mem_node: a.place.mem_node,

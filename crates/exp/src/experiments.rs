@@ -42,6 +42,9 @@ pub struct ExperimentDef {
 #[derive(Clone, Debug)]
 pub struct Point {
     pub params: Params,
+    /// The workload as `run --workload` takes it (a built-in spec or an
+    /// rt-app file's path), for rerunning one repetition.
+    pub spec: String,
     pub workload: Builtin,
     /// CPUs the workload may use (`numactl -N`), `None` = all.
     pub affinity: Option<CpuMask>,
@@ -117,6 +120,10 @@ fn kunpeng920_stream(quick: bool) -> ExperimentDef {
         .iter()
         .map(|&threads| Point {
             params: schedlab_report::params([("threads", threads)]),
+            spec: format!(
+                "stream:threads={threads},size_mib=512,iterations={}",
+                if quick { 5 } else { 10 }
+            ),
             workload: Builtin::Stream(StreamParams {
                 threads,
                 size_mib: 512,
@@ -153,6 +160,7 @@ fn point(
     let workload = Builtin::parse(spec).map_err(|e| e.to_string())?;
     Ok(Point {
         params,
+        spec: spec.to_string(),
         workload,
         affinity,
         mem_node,
@@ -1077,8 +1085,11 @@ pub fn run_all(
             .enumerate()
             .map(|(pi, p)| schedlab_report::PointSeeds {
                 params: p.params.clone(),
+                workload: p.spec.clone(),
+                cpus: p.affinity.map(|a| a.to_list_string()),
+                mem_node: p.mem_node,
                 seeds: (0..d.repetitions)
-                    .map(|rep| seed_for(opts.seed, &d.name, pi, rep))
+                    .map(|rep| seed_for(opts.seed, &d.name, pi, rep).to_string())
                     .collect(),
             })
             .collect();
@@ -1281,6 +1292,16 @@ mod tests {
                 assert_eq!(d.name, n);
                 assert!(!d.points.is_empty() && d.repetitions > 0, "{n}");
                 assert!(d.configs.len() >= 2, "{n}");
+                // The spec results.json records for rerunning a point is
+                // the workload the point runs.
+                for p in &d.points {
+                    assert_eq!(
+                        Builtin::parse(&p.spec).as_ref().ok(),
+                        Some(&p.workload),
+                        "{n}: {}",
+                        p.spec
+                    );
+                }
             }
         }
         assert!(get("nosuch", false).unwrap_err().contains("valid: "));

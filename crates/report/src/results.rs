@@ -317,13 +317,26 @@ pub struct ExperimentResult {
     pub seeds: Vec<PointSeeds>,
 }
 
-/// The repetitions' seeds of one point of an experiment.
+/// The repetitions' seeds of one point of an experiment, with what `run`
+/// needs besides the experiment's machine and a configuration to rerun one:
+/// `schedlab run --machine MACHINE --workload WORKLOAD [--cpus CPUS]
+/// [--mem-node NODE] --config CONFIG --seed SEED`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointSeeds {
     /// The point's parameter values, as in its rows.
     pub params: Params,
-    /// Repetition i's seed at index i.
-    pub seeds: Vec<u64>,
+    /// The point's workload as `run --workload` takes it.
+    pub workload: String,
+    /// The CPUs the workload was restricted to (`--cpus`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Its memory node (`--mem-node`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_node: Option<u32>,
+    /// Repetition i's seed at index i, in decimal: a string, since seeds
+    /// use all 64 bits and JSON readers that hold numbers as doubles (jq,
+    /// JavaScript) would round them past 2^53 and rerun another seed.
+    pub seeds: Vec<String>,
 }
 
 /// The samples and summary of one (params, config, metric).

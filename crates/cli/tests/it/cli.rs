@@ -427,13 +427,19 @@ fn compare_runs_an_ad_hoc_experiment_with_config_variants() {
     let seeds = e["seeds"].as_array().unwrap();
     assert_eq!(seeds.len(), 2);
     let p6 = seeds.iter().find(|p| p["params"]["threads"] == 6).unwrap();
-    let seed = p6["seeds"][1].as_u64().unwrap().to_string();
+    // In decimal strings: JSON readers holding numbers as doubles would
+    // round a 64-bit seed.
+    let seed = p6["seeds"][1].as_str().unwrap().to_string();
+    assert!(seed.parse::<u64>().is_ok(), "{seed}");
+    let workload = p6["workload"].as_str().unwrap();
+    assert!(workload.starts_with("blackscholes:"), "{workload}");
+    assert!(p6.get("cpus").is_none() && p6.get("mem_node").is_none());
     let o = schedlab(&[
         "run",
         "--machine",
         "exynos5422",
         "--workload",
-        "blackscholes:input=simsmall,threads=6",
+        workload,
         "--config",
         "hperf-hmp",
         "--seed",
