@@ -709,7 +709,10 @@ impl Options {
 /// the configuration strings the runs will resolve, so that a bad switch
 /// fails before anything runs.
 pub fn check_switches(defs: &[ExperimentDef], opts: &Options) -> Result<(), String> {
-    if opts.config_switches.is_empty() {
+    // Unedited and unswitched, the contract's configurations run on their
+    // own machines (tested); an edit alone can still unfit one (S5's schemes
+    // on CPUs edited to one capacity).
+    if opts.config_switches.is_empty() && opts.machine_edits.is_empty() {
         return Ok(());
     }
     for d in defs {

@@ -96,7 +96,23 @@ pub fn plan(
                         ));
                         continue;
                     }
-                    Ok(_) => {}
+                    Ok((m, _)) => {
+                        // An edit that unfits a configuration (S5's schemes
+                        // on CPUs edited to one capacity) is not a run.
+                        let unfit = defs
+                            .iter()
+                            .filter(|d| d.machine == machine)
+                            .flat_map(|d| &d.configs)
+                            .find_map(|c| {
+                                let cfg = crate::configs::resolve(c, m.arch).ok()?;
+                                crate::configs::check_machine(&cfg, &m).err()
+                            });
+                        if let Some(e) = unfit {
+                            plan.skipped
+                                .push((edit.text.clone(), machine.to_string(), e));
+                            continue;
+                        }
+                    }
                     Err(e) => {
                         plan.skipped
                             .push((edit.text.clone(), machine.to_string(), e.to_string()));

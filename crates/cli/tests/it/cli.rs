@@ -153,6 +153,30 @@ fn unknown_config_feature_and_workload_key_exit_2() {
     }
 }
 
+/// A machine edit alone can unfit a configuration (S5's schemes on CPUs
+/// edited to one capacity): `reproduce` refuses it before any run.
+#[test]
+fn reproduce_refuses_an_edit_that_unfits_a_configuration() {
+    let dir = tempdir("unfit");
+    let out = dir.join("out");
+    let o = schedlab(&[
+        "reproduce",
+        "exynos5433-mixed",
+        "--quick",
+        "--machine-edit",
+        "core_type.capacity=1024",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs a big.LITTLE machine"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn topo_json_has_the_kunpeng_cluster_hierarchy() {
     let o = schedlab(&["topo", "kunpeng920", "--config", "cluster", "--json"]);
