@@ -133,7 +133,7 @@ fn has_smt(m: &Machine) -> bool {
 /// takes over), or a powerpc shared-processor LPAR (`splpar_asym_pack`), which we
 /// model as "the machine gives distinct `asym_prio` values". Both are decided
 /// at boot, over every CPU the machine booted with.
-fn asym_packing_on(m: &Machine, cfg: &DomainConfig) -> bool {
+pub(crate) fn asym_packing_on(m: &Machine, cfg: &DomainConfig) -> bool {
     let b = m.as_booted();
     let prios_differ = b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
     if !cfg.itmt || !prios_differ {
@@ -150,14 +150,18 @@ fn asym_packing_on(m: &Machine, cfg: &DomainConfig) -> bool {
 /// per-CPU `asym_prio`, except with `itmt_legacy_smt` on x86, where the pre-6.5
 /// sched_set_itmt_core_prio() scales the i-th thread (1-based, in CPU order) of
 /// every core by `smp_num_siblings / i^2`; `smp_num_siblings` is the largest
-/// thread count of any core, so a single-thread core's CPU is scaled by it too.
+/// thread count of any core as the machine booted, so a single-thread core's
+/// CPU is scaled by it too. (With CPUs offline, `i` counts the online threads
+/// of a core: the kernel numbered them at boot, which only matters for a core
+/// whose first thread went offline.)
 pub fn itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Vec<u32> {
     let mut prio: Vec<u32> = m.cpus.iter().map(|c| c.asym_prio).collect();
     if !cfg.itmt_legacy_smt || m.arch != Arch::X86 {
         return prio;
     }
-    let threads_of = |core: u32| m.cpus.iter().filter(|c| c.core == core).count() as u64;
-    let siblings = m.cpus.iter().map(|c| threads_of(c.core)).max().unwrap_or(1);
+    let b = m.as_booted();
+    let threads_of = |core: u32| b.cpus.iter().filter(|c| c.core == core).count() as u64;
+    let siblings = b.cpus.iter().map(|c| threads_of(c.core)).max().unwrap_or(1);
     for (i, c) in m.cpus.iter().enumerate() {
         let nth = m.cpus[..i].iter().filter(|o| o.core == c.core).count() as u64 + 1;
         prio[i] = (c.asym_prio as u64 * siblings / (nth * nth)) as u32;
@@ -203,7 +207,7 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             // per core; CLS only with CONFIG_SCHED_CLUSTER; PKG is dropped with NUMA
             // inside a package. x86_sched_itmt_flags() adds ASYM_PACKING to CLS,
             // MC and PKG whenever ITMT is on (7.3's table; 6.x's x86_die_flags()
-            // gave it to PKG on hybrid parts only).
+            // gave it to PKG on hybrid and AMD heterogeneous parts only).
             if has_smt(m) {
                 // Before 6.5 x86_smt_flags() added the ITMT flags to SMT too.
                 let f = if cfg.itmt_legacy_smt {

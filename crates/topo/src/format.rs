@@ -283,9 +283,9 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         cfg.fallback_llc,
         cfg.propagate_smt_flags,
         // ITMT (sched_set_itmt_support()) exists on x86 only, and packs only
-        // when the CPUs' priorities differ and capacities do not.
+        // when the booted CPUs' priorities differ and capacities do not.
         if m.arch == crate::machine::Arch::X86 {
-            let packing = d.cpus.iter().any(|c| c.sd_asym_packing.is_some());
+            let packing = crate::build::asym_packing_on(m, cfg);
             let b = m.as_booted();
             let one_prio = !b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
             match (cfg.itmt, packing, one_prio) {
