@@ -502,6 +502,24 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     }
     let n = present.len();
     let all = CpuMask::first_n(n);
+    // An offline CPU keeps its cpuN directory but loses its topology/ one:
+    // imported, it would become a CPU of its own core and LLC that runs
+    // tasks the host's kernel never gives it.
+    if let Some(online) = read_mask(root, &cpu_dir.join("online"))? {
+        let offline = all.and_not(&online);
+        if !offline.is_empty() {
+            return Err(TopoError::invalid(
+                &origin,
+                "devices/system/cpu/online",
+                format!(
+                    "CPUs {} are offline and /sys has no topology for them; bring them online \
+                     (echo 1 > .../cpuN/online, or echo on > .../smt/control) and import again, \
+                     then restrict with `host:online=LIST` if you want them offline",
+                    offline.to_list_string()
+                ),
+            ));
+        }
+    }
 
     // Nodes.
     let mut node_of: Vec<u32> = vec![0; n];

@@ -631,3 +631,19 @@ fn cpuidle_states_become_the_machines_idle_states() {
     // No cpuidle directory: x86's MWAIT, an estimated exit.
     assert_eq!(with_states("none", &[]), ["C1 2000/0 p 0"]);
 }
+
+/// An offline CPU has a cpuN directory but no topology: the import refuses
+/// the tree, naming the CPUs, rather than give them cores and LLCs of their
+/// own (an online file listing every CPU is fine).
+#[test]
+fn offline_cpus_are_refused_by_name() {
+    let c = Copy::of("x86-smt", "offline");
+    std::fs::write(c.file("cpu/online"), "0-7\n").unwrap();
+    assert_eq!(machine_from_sysfs(&c.0).unwrap().nr_cpus(), 8);
+    std::fs::write(c.file("cpu/online"), "0-3\n").unwrap();
+    let _ = std::fs::remove_dir_all(c.file("cpu/cpu5/topology"));
+    let e = machine_from_sysfs(&c.0).unwrap_err().to_string();
+    assert!(e.contains("devices/system/cpu/online"), "{e}");
+    assert!(e.contains("CPUs 4-7 are offline"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+}
