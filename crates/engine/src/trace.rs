@@ -1055,6 +1055,10 @@ mod tests {
             lines.len(),
             s.trace.as_deref().expect("trace").records.len()
         );
+        // 7.x's five flag columns, the last one migrate-disable.
+        assert!(text.contains("#                              ||| / _-=> migrate-disable"));
+        assert!(text.contains("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION"));
+        assert!(lines.iter().all(|l| l.contains("] d..2. ")), "{}", lines[0]);
         let sw = lines
             .iter()
             .find(|l| l.contains("sched_switch: prev_comm=swapper/"))

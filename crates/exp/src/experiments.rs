@@ -1285,6 +1285,31 @@ fn wakeup_note(params: &Params, config: &str, ps: &[Placement]) -> String {
 mod tests {
     use super::*;
 
+    /// The hybrid placement note speaks Intel's words (P-cores, E-clusters)
+    /// on x86 only.
+    #[test]
+    fn hybrid_notes_name_the_cores_by_the_machines_kind() {
+        let note = |x86: bool| {
+            let p = Placement {
+                hybrid: Some(HybridPlacement {
+                    x86,
+                    ..HybridPlacement::default()
+                }),
+                ..Placement::default()
+            };
+            placement_note(&Params::new(), "vanilla", &[p])
+        };
+        let (intel, other) = (note(true), note(false));
+        assert!(intel.contains("CPU time on P-cores") && intel.contains("E-cluster gap"));
+        assert!(
+            other.contains("CPU time on big cores") && other.contains("small-core cluster gap")
+        );
+        assert!(
+            !other.contains("P-core") && !other.contains("E-cluster"),
+            "{other}"
+        );
+    }
+
     /// Every experiment of the contract is defined, full and quick, with
     /// its baseline first and a point per parameter set.
     #[test]

@@ -419,6 +419,21 @@ mod tests {
         EditCount { matched, changed }
     }
 
+    /// An edit of a switch that already has its value says so in a switch's
+    /// words, not a number's.
+    #[test]
+    fn an_edit_that_changes_nothing_names_a_switch_as_one() {
+        let text = preset_text("power10").unwrap();
+        let e = load_edited(text, "p", &[edit("idle_state.0.polls=true")], true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the switch it names is true already"), "{e}");
+        let e = load_edited(text, "p", &[edit("wakeup.ipi_ns*1")], true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the number it names keeps its value"), "{e}");
+    }
+
     #[test]
     fn the_round_trip_through_an_edit_that_matches_nothing_changes_no_preset() {
         for name in crate::PRESET_NAMES {
