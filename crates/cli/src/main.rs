@@ -748,21 +748,32 @@ fn plots(n: usize) -> String {
     }
 }
 
+/// The list of the SVG files schedlab wrote into an `--out` directory's
+/// `plots/`, one name per line: the next run removes those and only those.
+const PLOTS_MANIFEST: &str = ".schedlab-plots";
+
 /// Renders every experiment's plots into `dir` (created if needed); returns
 /// how many were written. With `clean` (the `plots/` directory of an
-/// `--out` directory, which schedlab owns), the SVG files an earlier run
-/// left there are removed first; a directory the user named keeps its files.
+/// `--out` directory), the SVG files an earlier run wrote there, as its
+/// manifest lists them, are removed first, so no stale plot of another
+/// experiment stays behind; any other file, and every file of a directory
+/// the user named, is kept.
 fn write_plots(res: &Results, dir: &std::path::Path, clean: bool) -> Result<usize, Failure> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let manifest = dir.join(PLOTS_MANIFEST);
     if clean {
-        let old = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-        for e in old.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "svg") && p.is_file() {
+        let listed = std::fs::read_to_string(&manifest).unwrap_or_default();
+        for name in listed.lines() {
+            // Plain file names of SVGs only: the manifest is ours, but a
+            // hand-edited one must not reach outside the directory.
+            let plain = !name.contains('/') && !name.contains('\\') && !name.starts_with('.');
+            let p = dir.join(name);
+            if plain && name.ends_with(".svg") && p.is_file() {
                 std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
             }
         }
     }
+    let mut written = Vec::new();
     let mut n = 0;
     // Experiments whose names make the same file name (`a/b` and `a_b`, or
     // a name given twice) get numbered files rather than overwrite each other.
@@ -779,8 +790,12 @@ fn write_plots(res: &Results, dir: &std::path::Path, clean: bool) -> Result<usiz
             }
             let path = dir.join(format!("{stem}.svg"));
             write_text(&path, &p.svg)?;
+            written.push(format!("{stem}.svg\n"));
             n += 1;
         }
+    }
+    if clean {
+        write_text(&manifest, &written.concat())?;
     }
     Ok(n)
 }
@@ -1081,7 +1096,8 @@ struct ReproduceArgs {
     /// Fewer repetitions and shorter runs (still honest) for CI and smoke tests.
     #[arg(long)]
     quick: bool,
-    /// Directory for results.json, the tables and plots/ (SVG).
+    /// Directory for results.json, the tables and plots/ (SVG; the plots a
+    /// previous run wrote there are replaced, other files kept).
     #[arg(long, default_value = "results")]
     out: PathBuf,
     /// Also write results.json here.
@@ -1405,7 +1421,8 @@ struct CompareArgs {
     seed: u64,
     #[command(flatten)]
     place: Placement,
-    /// Write results.json, tables.txt and plots/ here.
+    /// Write results.json, tables.txt and plots/ here (the plots a previous
+    /// run wrote there are replaced, other files kept).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Check scheduler invariants after every event (slow).

@@ -482,6 +482,45 @@ fn compare_runs_an_ad_hoc_experiment_with_config_variants() {
     assert_eq!(run["metrics"]["time"], row["samples"][1]);
 }
 
+/// An `--out` directory's plots/ loses the plots an earlier run wrote there
+/// (they may be of other experiments) and keeps every other file.
+#[test]
+fn out_replaces_its_own_plots_and_keeps_the_users() {
+    let dir = tempdir("plots-owned");
+    let run = |workload: &str| {
+        let o = schedlab(&[
+            "compare",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            workload,
+            "--config",
+            "linaro-mp",
+            "--config",
+            "hperf-hmp",
+            "--reps",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run("blackscholes:input=simsmall,threads=2");
+    let plots = dir.join("plots");
+    assert!(plots.join("compare-time.svg").exists());
+    std::fs::write(plots.join("my-figure.svg"), "<svg/>").unwrap();
+    run("pipe:instances=1,loops=200");
+    assert!(
+        !plots.join("compare-time.svg").exists(),
+        "a stale plot stayed"
+    );
+    assert!(plots.join("compare-usec_per_op.svg").exists());
+    assert_eq!(
+        std::fs::read_to_string(plots.join("my-figure.svg")).unwrap(),
+        "<svg/>"
+    );
+}
+
 /// A metric with no better direction (hackbench's message count) is not
 /// compared, and the output says so rather than dropping it silently.
 #[test]
