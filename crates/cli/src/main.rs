@@ -653,8 +653,17 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
             *m.entry(name.to_string()).or_default() += secs;
         }
     };
-    let results = experiments::run_all(&defs, &opts, &tick)
+    let mut results = experiments::run_all(&defs, &opts, &tick)
         .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
+    // Which experiments an edit reached (it applies where the machine has
+    // the number): results.json says so per experiment, as the text does.
+    for (d, r) in defs.iter().zip(results.iter_mut()) {
+        let applied = applied_edits(&d.machine, &machine_edits);
+        if !applied.is_empty() {
+            r.setup
+                .push_str(&format!("; machine edited: {}", edits_list(&applied)));
+        }
+    }
     let sens = sensitivity.run(plan.as_ref(), &defs, &results, &opts, &tick)?;
     pb.finish_and_clear();
     let mut text = edits_banner(&machine_edits);

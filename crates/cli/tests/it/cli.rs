@@ -1121,6 +1121,10 @@ fn machine_edits_change_the_runs_and_are_recorded() {
         text.contains("exynos5433 (edited: wakeup.ipi_ns*4)"),
         "{text}"
     );
+    // Each experiment's set-up names the edits that reached its machine.
+    let setup = |v: &serde_json::Value| v["experiments"][0]["setup"].as_str().unwrap().to_string();
+    assert!(setup(&edited).ends_with("; machine edited: wakeup.ipi_ns*4"));
+    assert!(!setup(&plain).contains("machine edited"));
     assert_ne!(
         plain["experiments"][0]["rows"], edited["experiments"][0]["rows"],
         "slower IPIs move the results"
