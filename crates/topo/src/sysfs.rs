@@ -838,9 +838,14 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     // x86's MWAIT and POLL states and powerpc's snooze set TIF_POLLING_NRFLAG;
     // arm64 has no polling flag, so its wakeups always send an IPI.
     let (states, read_them) = idle_states_of(root, &cpu_dir.join("cpu0"), arch)?;
+    // Every cost is written out, so that an ESTIMATE edit or a sensitivity
+    // study finds it (a key left to its default would be neither).
     let _ = writeln!(
         s,
-        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nwakeup_path_ns = 2000"
+        "\n[wakeup]  # ESTIMATE\nipi_ns = 1500\nwakeup_path_ns = 2000\nbalance_pass_ns = {}\nbalance_pass_per_cpu_ns = {}\nbalance_refused_ns = {}",
+        crate::machine::DEFAULT_BALANCE_PASS_NS,
+        crate::machine::DEFAULT_BALANCE_PASS_PER_CPU_NS,
+        crate::machine::DEFAULT_BALANCE_REFUSED_NS
     );
     s.push_str(&idle_state_tables(
         &states,

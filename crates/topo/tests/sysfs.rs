@@ -647,3 +647,23 @@ fn offline_cpus_are_refused_by_name() {
     assert!(e.contains("CPUs 4-7 are offline"), "{e}");
     assert!(!e.contains('\n'), "{e}");
 }
+
+/// An imported machine writes every wake-up and balancing cost, marked
+/// ESTIMATE, so that sensitivity studies and edits find them all.
+#[test]
+fn imported_costs_are_all_written_and_marked() {
+    let text = schedlab_topo::sysfs::sysfs_machine_text(&fixture("x86-smt")).unwrap();
+    let keys: Vec<String> = schedlab_topo::edit::estimate_keys(&text)
+        .into_iter()
+        .map(|k| k.path)
+        .collect();
+    for k in [
+        "wakeup.ipi_ns",
+        "wakeup.wakeup_path_ns",
+        "wakeup.balance_pass_ns",
+        "wakeup.balance_pass_per_cpu_ns",
+        "wakeup.balance_refused_ns",
+    ] {
+        assert!(keys.contains(&k.to_string()), "{k}: {keys:?}");
+    }
+}
