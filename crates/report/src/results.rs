@@ -57,18 +57,104 @@ pub enum ReportError {
         /// Why.
         source: std::io::Error,
     },
-    /// Not valid JSON, or a field has the wrong type.
-    #[error("results.json: {0}")]
+    /// Not valid JSON.
+    #[error("{0}")]
     Json(#[from] serde_json::Error),
+    /// Valid JSON whose field at `field` (a path such as
+    /// `experiments[0].rows[3].samples[1]`) is not what results.json holds.
+    #[error("field `{field}`: {reason}")]
+    Field {
+        /// Where in the document.
+        field: String,
+        /// serde's words for what is wrong.
+        reason: String,
+    },
     /// The document is JSON but not an object.
-    #[error("results.json: the document is not a JSON object (a schedlab results.json is one)")]
+    #[error("the document is not a JSON object (a schedlab results.json is one)")]
     NotObject,
-    /// The `schema` field names another format.
-    #[error("results.json: field `schema`: expected \"{SCHEMA}\", found {found:?}")]
+    /// The `schema` field names another format, or is missing.
+    #[error("field `schema`: expected \"{SCHEMA}\", found {}", if found.is_empty() { "none".to_string() } else { format!("{found:?}") })]
     Schema {
-        /// The schema the document names.
+        /// The schema the document names ("" when it names none).
         found: String,
     },
+}
+
+/// The path (`experiments[0].rows[3].samples[1]`) of the JSON value at
+/// 1-based `line` and `column` of `text`, where serde_json reports an error:
+/// the keys and indices of the containers open there (empty at the top).
+fn json_path_at(text: &str, line: usize, column: usize) -> String {
+    enum Frame {
+        Obj(Option<String>),
+        Arr(usize),
+    }
+    let (mut l, mut c) = (1usize, 0usize);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut chars = text.chars();
+    let mut key_next = false;
+    while let Some(ch) = chars.next() {
+        if ch == '\n' {
+            l += 1;
+            c = 0;
+        } else {
+            c += 1;
+        }
+        if (l, c) >= (line, column) {
+            break;
+        }
+        match ch {
+            '{' => {
+                stack.push(Frame::Obj(None));
+                key_next = true;
+            }
+            '[' => stack.push(Frame::Arr(0)),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ',' => match stack.last_mut() {
+                Some(Frame::Arr(i)) => *i += 1,
+                Some(Frame::Obj(_)) => key_next = true,
+                None => {}
+            },
+            '"' => {
+                let mut s = String::new();
+                while let Some(x) = chars.next() {
+                    c += 1;
+                    match x {
+                        '\\' => {
+                            if let Some(y) = chars.next() {
+                                c += 1;
+                                s.push(y);
+                            }
+                        }
+                        '"' => break,
+                        _ => s.push(x),
+                    }
+                }
+                if key_next {
+                    if let Some(Frame::Obj(k)) = stack.last_mut() {
+                        *k = Some(s);
+                    }
+                    key_next = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut path = String::new();
+    for f in &stack {
+        match f {
+            Frame::Obj(Some(k)) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+            }
+            Frame::Obj(None) => {}
+            Frame::Arr(i) => path.push_str(&format!("[{i}]")),
+        }
+    }
+    path
 }
 
 /// A results.json document's `schema` field, read without building the rest of
@@ -205,7 +291,29 @@ impl Results {
             _ => ReportError::Json(e),
         })?;
         match head.schema {
-            Some(serde_json::Value::String(s)) if s == SCHEMA => Ok(serde_json::from_str(text)?),
+            Some(serde_json::Value::String(s)) if s == SCHEMA => {
+                serde_json::from_str(text).map_err(|e| match e.classify() {
+                    // A value of the wrong kind, or one that does not parse:
+                    // name where.
+                    serde_json::error::Category::Data | serde_json::error::Category::Syntax => {
+                        let msg = e.to_string();
+                        let reason = msg
+                            .rsplit_once(" at line ")
+                            .map_or(msg.as_str(), |(r, _)| r)
+                            .to_string();
+                        let field = json_path_at(text, e.line(), e.column());
+                        if field.is_empty() {
+                            ReportError::Json(e)
+                        } else {
+                            ReportError::Field {
+                                field,
+                                reason: format!("{reason} (line {})", e.line()),
+                            }
+                        }
+                    }
+                    _ => ReportError::Json(e),
+                })
+            }
             Some(serde_json::Value::String(found)) => Err(ReportError::Schema { found }),
             Some(other) => Err(ReportError::Schema {
                 found: other.to_string(),
@@ -740,6 +848,34 @@ mod tests {
             Results::from_json(r#"{"x": [1, {"y": 2}], "schema": 3}"#),
             Err(ReportError::Schema { found }) if found == "3"
         ));
+        // A value of the wrong kind is named by its path in the document.
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["experiments"][0]["rows"][1]["samples"][1] = serde_json::json!("NaN");
+        let bad = serde_json::to_string_pretty(&v).unwrap();
+        let e = Results::from_json(&bad).unwrap_err();
+        assert!(
+            matches!(&e, ReportError::Field { field, .. } if field == "experiments[0].rows[1].samples[1]"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("expected f64"), "{e}");
+        // No schema at all reads as such, not as an empty string.
+        let none = Results::from_json(r#"{"experiments": []}"#).unwrap_err();
+        assert!(none.to_string().ends_with("found none"), "{none}");
+    }
+
+    /// The path of the value at a line and column: keys of the objects and
+    /// indices of the arrays open there, through strings with escapes.
+    #[test]
+    fn json_paths_follow_keys_and_indices() {
+        let text = "{\"a\": [1, {\"b\\\"q\": [true, \"x,]\"]}], \"c\": 2}";
+        let at = |needle: &str| {
+            let col = text.find(needle).unwrap() + needle.len();
+            json_path_at(text, 1, col)
+        };
+        assert_eq!(at("\"x,]\""), "a[1].b\"q[1]");
+        assert_eq!(at("true"), "a[1].b\"q[0]");
+        assert_eq!(at("[1"), "a[0]");
+        assert_eq!(at("\"c\": 2"), "c");
     }
 
     #[test]
