@@ -627,6 +627,11 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     // Every output location is checked before anything is created.
     check_out_dir("--out", &out)?;
     if let Some(j) = &json {
+        if j == Path::new("-") {
+            return Err(input(
+                "--json -: reproduce prints its tables on stdout; give --json a file".to_string(),
+            ));
+        }
         if in_dir_outputs(&out, j) {
             return Err(input(format!(
                 "--json {}: a file --out {} writes",
@@ -675,12 +680,12 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     }
     for (d, r) in defs.iter().zip(&results) {
         text.push_str(&format!(
-            "== {} on {}{} ({}; {} repetitions{})\n",
+            "== {} on {}{} ({}; {}{})\n",
             d.name,
             d.machine,
             edited_suffix(&applied_edits(&d.machine, &machine_edits)),
             d.setup,
-            d.repetitions,
+            schedlab_exp::experiments::repetitions_text(d.repetitions),
             if quick { ", quick" } else { "" }
         ));
         text.push_str(&render_experiment(r, &TableOptions::default()));
@@ -703,7 +708,14 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         }
         text.push('\n');
     }
-    text.push_str("== Shape: the published tables' qualitative claims, checked on our results\n");
+    if results
+        .iter()
+        .any(|r| !schedlab_exp::published::shape_claims(&r.name).is_empty())
+    {
+        text.push_str(
+            "== Shape: the published tables' qualitative claims, checked on our results\n",
+        );
+    }
     for r in &results {
         for c in schedlab_exp::published::shape_claims(&r.name) {
             let verdict = match (c.check)(r) {
@@ -714,7 +726,12 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
             text.push_str(&format!("{:<20} {:<70} {verdict}\n", r.name, c.description));
         }
     }
-    text.push('\n');
+    if results
+        .iter()
+        .any(|r| !schedlab_exp::published::shape_claims(&r.name).is_empty())
+    {
+        text.push('\n');
+    }
     text.push_str("== Summary: ours vs published change (positive = better)\n");
     text.push_str(&render_summary(&results, &SummaryOptions::default()));
     if !text.ends_with('\n') {
@@ -1303,9 +1320,9 @@ struct SensitivityArgs {
     /// which shape verdicts change and how far the changes move.
     #[arg(long)]
     sensitivity: bool,
-    /// The factor of --sensitivity (greater than 1, at most 100).
-    #[arg(long, default_value_t = 2.0, value_name = "F")]
-    sensitivity_factor: f64,
+    /// The factor of --sensitivity (greater than 1, at most 100; default 2).
+    #[arg(long, value_name = "F")]
+    sensitivity_factor: Option<f64>,
     /// Vary these machine-file paths instead of the ESTIMATE ones
     /// (comma-separated, e.g. wakeup.ipi_ns,c2c.llc_ns), wherever a machine
     /// has them, measured or not. Implies --sensitivity.
@@ -1314,6 +1331,11 @@ struct SensitivityArgs {
 }
 
 impl SensitivityArgs {
+    /// The factor of --sensitivity.
+    fn factor(&self) -> f64 {
+        self.sensitivity_factor.unwrap_or(2.0)
+    }
+
     /// The chosen paths of --sensitivity-keys, if any.
     fn keys(&self) -> Option<&[String]> {
         (!self.sensitivity_keys.is_empty()).then_some(&self.sensitivity_keys[..])
@@ -1326,7 +1348,7 @@ impl SensitivityArgs {
         defs: &[experiments::ExperimentDef],
         base_edits: &[MachineEdit],
     ) -> Result<Option<sensitivity::Plan>, Failure> {
-        let f = self.sensitivity_factor;
+        let f = self.factor();
         if !(f > 1.0 && f <= 100.0) {
             let shown = if f.abs() < 1e9 {
                 f.to_string()
@@ -1339,6 +1361,12 @@ impl SensitivityArgs {
         }
         let keys = self.keys();
         if !self.sensitivity && keys.is_none() {
+            if self.sensitivity_factor.is_some() {
+                return Err(input(
+                    "--sensitivity-factor: only with --sensitivity or --sensitivity-keys"
+                        .to_string(),
+                ));
+            }
             return Ok(None);
         }
         for k in keys.unwrap_or_default() {
@@ -1395,7 +1423,7 @@ impl SensitivityArgs {
         let outcomes = sensitivity::run(defs, plan, opts, progress)
             .map_err(|e| Failure::Internal(anyhow::anyhow!(e)))?;
         let entries = sensitivity::entries(defs, base, plan, &outcomes);
-        let text = sensitivity::render(defs, &entries, self.sensitivity_factor, self.keys());
+        let text = sensitivity::render(defs, &entries, self.factor(), self.keys());
         Ok(Some((entries, text)))
     }
 }
@@ -1600,9 +1628,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     pb.finish_and_clear();
     let r = &results[0];
     let mut text = format!(
-        "== compare: {} ({} repetitions, seed {}{})\n",
+        "== compare: {} ({}, seed {}{})\n",
         def.setup,
-        def.repetitions,
+        schedlab_exp::experiments::repetitions_text(def.repetitions),
         a.seed,
         if switches.is_empty() {
             String::new()

@@ -937,6 +937,15 @@ pub fn run_point(
     })
 }
 
+/// "1 repetition", "3 repetitions".
+pub fn repetitions_text(n: usize) -> String {
+    if n == 1 {
+        "1 repetition".into()
+    } else {
+        format!("{n} repetitions")
+    }
+}
+
 /// Seed of repetition `rep` of point `point` of experiment `name`: the same
 /// under every configuration.
 pub fn seed_for(base: u64, name: &str, point: usize, rep: usize) -> u64 {
@@ -1097,9 +1106,9 @@ pub fn run_all(
             })
             .collect();
         r.setup = format!(
-            "{}; {} repetitions{}",
+            "{}; {}{}",
             d.setup,
-            d.repetitions,
+            repetitions_text(d.repetitions),
             if opts.quick && !d.setup.contains("--quick") {
                 "; --quick"
             } else {

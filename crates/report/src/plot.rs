@@ -195,12 +195,18 @@ pub fn plot_experiment(e: &ExperimentResult) -> Result<Vec<Plot>, PlotError> {
             } else {
                 "lower is better"
             };
+            // An ad-hoc comparison is named by its workload too.
+            let name = if e.name == "compare" {
+                format!("compare ({})", e.workload)
+            } else {
+                e.name.clone()
+            };
             let title = if g.title.is_empty() {
-                format!("{} on {}: {}{unit}, {better}", e.name, e.machine, m.name)
+                format!("{name} on {}: {}{unit}, {better}", e.machine, m.name)
             } else {
                 format!(
-                    "{} on {}, {}: {}{unit}, {better}",
-                    e.name, e.machine, g.title, m.name
+                    "{name} on {}, {}: {}{unit}, {better}",
+                    e.machine, g.title, m.name
                 )
             };
             let svg =

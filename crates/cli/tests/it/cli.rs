@@ -109,6 +109,15 @@ fn unknown_config_feature_and_workload_key_exit_2() {
             "--mem-node",
             "9",
         ][..],
+        // reproduce's stdout is its tables; a factor needs its study.
+        &["reproduce", "alderlake-single", "--quick", "--json", "-"][..],
+        &[
+            "reproduce",
+            "alderlake-single",
+            "--quick",
+            "--sensitivity-factor",
+            "3",
+        ][..],
         // The big.LITTLE schemes need two CPU capacities, and one scheme.
         &[
             "run",
