@@ -185,6 +185,8 @@ pub fn with_itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Machine {
 /// CPUs went offline stays in the table and degenerates, so the levels above
 /// keep their numbers (`sd->level`, which relax_domain_level compares).
 fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
+    // sched_init_numa()'s distances are the nodes', which offline CPUs do
+    // not change; the arch part reads the booted machine.
     let numa = m;
     let m = m.as_booted();
     let smt_flags = SdFlags::SHARE_CPUCAPACITY | SdFlags::SHARE_LLC; // cpu_smt_flags()

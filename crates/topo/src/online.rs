@@ -167,7 +167,7 @@ mod tests {
         // Chained restrictions keep the machine that booted.
         let m = resolve_machine("power10:online=0-63:online=0-39").unwrap();
         assert_eq!(m.as_booted().nr_cpus(), 80);
-        // An emitted machine file is the online CPUs' machine as booted.
+        // A machine with every CPU online is its own booted machine.
         assert!(preset("power10").unwrap().booted.is_none());
     }
 

@@ -22,9 +22,10 @@
 //! - `sleep`, `timer` (per-thread timers, relative or absolute mode),
 //!   `lock`/`unlock`, `wait`, `signal`, `broad`, `sync` (signal + wait),
 //!   `barrier` (parties = thread instances referencing it), `sem_post`/`sem_wait`,
-//!   `suspend`/`resume` (rt-app's condition variable and mutex named after
-//!   the thread: a suspend waits for the next resume, which wakes every
-//!   thread suspended on that name; a resume with nobody suspended is lost),
+//!   `suspend`/`resume` (rt-app's condition variable and mutex named by the
+//!   event's value, the thread's own name when empty: a suspend waits for
+//!   the next resume, which wakes every thread suspended on that name; a
+//!   resume with nobody suspended is lost),
 //!   `yield`, `fork`.
 //! - `mem` N: N bytes streamed through the memory model; `memrun`
 //!   {size, count}: size·count bytes likewise; `iorun` N: a sleep of N ns
