@@ -1705,8 +1705,15 @@ fn run(
     let (m, _) = schedlab_topo::resolve_machine_edited(&machine, &machine_edits, true)
         .map_err(|e| input(e.to_string()))?;
     let mut cfg = configs::resolve(&config, m.arch).map_err(input)?;
+    // A switch to the value the configuration has already is said, not
+    // silently taken (HRTICK=on on x86, where 7.3 builds have it on).
+    let mut unchanged = Vec::new();
     for f in &features {
+        let before = cfg.features.clone();
         cfg.features.apply(f).map_err(input)?;
+        if cfg.features == before {
+            unchanged.push(f.trim().to_string());
+        }
     }
     for t in &tunables {
         configs::apply_switch(&mut cfg, t).map_err(input)?;
@@ -1824,6 +1831,9 @@ fn run(
             shown.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
+    }
+    for f in &unchanged {
+        outln!("  note: --feature {f} changes nothing: the configuration has it so already");
     }
     if c.forks_failed > 0 {
         outln!(

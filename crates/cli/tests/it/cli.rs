@@ -1740,3 +1740,24 @@ fn plot_of_no_experiments_is_refused() {
     );
     assert!(!dir.join("plots").exists());
 }
+
+/// A `--feature` switch to the value the configuration already has is
+/// named as changing nothing (HRTICK is on in x86 builds of 7.3).
+#[test]
+fn a_feature_switch_that_changes_nothing_is_named() {
+    let run = |f: &str| {
+        let o = schedlab(&[
+            "run",
+            "--machine",
+            "sapphirerapids",
+            "--workload",
+            "pipe:loops=50",
+            "--feature",
+            f,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    assert!(run("HRTICK=on").contains("note: --feature HRTICK=on changes nothing"));
+    assert!(!run("HRTICK=off").contains("changes nothing"));
+}
