@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use schedlab_engine::{Sim, SimConfig, StopReason, FEATURES};
+use schedlab_exp::experiments::counted;
 use schedlab_exp::{configs, experiments, sensitivity, workloads::Builtin};
 use schedlab_report::{render_experiment, render_summary, Results, SummaryOptions, TableOptions};
 use schedlab_topo::{CpuMask, MachineEdit, MAX_CPUS};
@@ -685,7 +686,7 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
             d.machine,
             edited_suffix(&applied_edits(&d.machine, &machine_edits)),
             d.setup,
-            schedlab_exp::experiments::repetitions_text(d.repetitions),
+            counted(d.repetitions, "repetition"),
             if quick { ", quick" } else { "" }
         ));
         text.push_str(&render_experiment(r, &TableOptions::default()));
@@ -708,14 +709,8 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         }
         text.push('\n');
     }
-    if results
-        .iter()
-        .any(|r| !schedlab_exp::published::shape_claims(&r.name).is_empty())
-    {
-        text.push_str(
-            "== Shape: the published tables' qualitative claims, checked on our results\n",
-        );
-    }
+    // The Shape section, printed only when a chosen experiment has claims.
+    let mut shape = String::new();
     for r in &results {
         for c in schedlab_exp::published::shape_claims(&r.name) {
             let verdict = match (c.check)(r) {
@@ -723,13 +718,14 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
                 Some(v) => format!("DOES NOT HOLD ({})", v.evidence),
                 None => "n/a (rows missing)".to_string(),
             };
-            text.push_str(&format!("{:<20} {:<70} {verdict}\n", r.name, c.description));
+            shape.push_str(&format!("{:<20} {:<70} {verdict}\n", r.name, c.description));
         }
     }
-    if results
-        .iter()
-        .any(|r| !schedlab_exp::published::shape_claims(&r.name).is_empty())
-    {
+    if !shape.is_empty() {
+        text.push_str(
+            "== Shape: the published tables' qualitative claims, checked on our results\n",
+        );
+        text.push_str(&shape);
         text.push('\n');
     }
     text.push_str("== Summary: ours vs published change (positive = better)\n");
@@ -761,17 +757,12 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         res.write_json(&j).map_err(write_failed)?;
     }
     let n = write_plots(&res, &out.join("plots"), true)?;
-    eprintln!("({} in {})", plots(n), out.join("plots").display());
+    eprintln!(
+        "({} in {})",
+        counted(n, "plot"),
+        out.join("plots").display()
+    );
     Ok(())
-}
-
-/// "1 plot", "3 plots".
-fn plots(n: usize) -> String {
-    if n == 1 {
-        "1 plot".into()
-    } else {
-        format!("{n} plots")
-    }
 }
 
 /// The list of the SVG files schedlab wrote into an `--out` directory's
@@ -846,7 +837,7 @@ fn plot(results: PathBuf, out: Option<PathBuf>) -> Result<(), Failure> {
     });
     make_out_dir("--out", &dir)?;
     let n = write_plots(&res, &dir, false)?;
-    outln!("{} written to {}", plots(n), dir.display());
+    outln!("{} written to {}", counted(n, "plot"), dir.display());
     Ok(())
 }
 
@@ -1630,7 +1621,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let mut text = format!(
         "== compare: {} ({}, seed {}{})\n",
         def.setup,
-        schedlab_exp::experiments::repetitions_text(def.repetitions),
+        counted(def.repetitions, "repetition"),
         a.seed,
         if switches.is_empty() {
             String::new()
@@ -1661,7 +1652,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         let n = write_plots(&res, &out.join("plots"), true)?;
         eprintln!(
             "(results.json, tables.txt and {} in {})",
-            plots(n),
+            counted(n, "plot"),
             out.display()
         );
     }

@@ -937,12 +937,12 @@ pub fn run_point(
     })
 }
 
-/// "1 repetition", "3 repetitions".
-pub fn repetitions_text(n: usize) -> String {
+/// `n` of `noun`, singular for one: "1 repetition", "3 plots".
+pub fn counted(n: usize, noun: &str) -> String {
     if n == 1 {
-        "1 repetition".into()
+        format!("1 {noun}")
     } else {
-        format!("{n} repetitions")
+        format!("{n} {noun}s")
     }
 }
 
@@ -1108,7 +1108,7 @@ pub fn run_all(
         r.setup = format!(
             "{}; {}{}",
             d.setup,
-            repetitions_text(d.repetitions),
+            counted(d.repetitions, "repetition"),
             if opts.quick && !d.setup.contains("--quick") {
                 "; --quick"
             } else {

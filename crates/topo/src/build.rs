@@ -134,16 +134,23 @@ fn has_smt(m: &Machine) -> bool {
 /// model as "the machine gives distinct `asym_prio` values". Both are decided
 /// at boot, over every CPU the machine booted with.
 pub(crate) fn asym_packing_on(m: &Machine, cfg: &DomainConfig) -> bool {
-    let b = m.as_booted();
-    let prios_differ = b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
-    if !cfg.itmt || !prios_differ {
+    if !cfg.itmt || !prios_differ(m) {
         return false;
     }
     match m.arch {
-        Arch::X86 => !kernel_capacities(b).windows(2).any(|w| w[0] != w[1]),
+        Arch::X86 => !kernel_capacities(m.as_booted())
+            .windows(2)
+            .any(|w| w[0] != w[1]),
         Arch::PowerPc => true,
         Arch::Arm64 => false,
     }
+}
+
+/// Do the CPUs the machine booted with have distinct `asym_prio` values
+/// (ITMT priorities on x86, a shared-processor LPAR on powerpc)?
+pub(crate) fn prios_differ(m: &Machine) -> bool {
+    let b = m.as_booted();
+    b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio)
 }
 
 /// The ITMT priorities the scheduler sees (`sched_core_priority`): the machine's
@@ -269,7 +276,7 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
             let nodes: BTreeSet<u32> = pairs.iter().map(|p| p.0).collect();
             // The LPAR's kind is the machine's, whatever the configuration
             // does with the priorities it implies.
-            let shared_lpar = m.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+            let shared_lpar = prios_differ(m);
             let coregroups = !shared_lpar && pairs.len() > nodes.len();
             if coregroups {
                 let mc_llc = if cfg.mc_is_llc {

@@ -286,8 +286,7 @@ pub fn format_topo(m: &Machine, d: &Domains) -> String {
         // when the booted CPUs' priorities differ and capacities do not.
         if m.arch == crate::machine::Arch::X86 {
             let packing = crate::build::asym_packing_on(m, cfg);
-            let b = m.as_booted();
-            let one_prio = !b.cpus.windows(2).any(|w| w[0].asym_prio != w[1].asym_prio);
+            let one_prio = !crate::build::prios_differ(m);
             match (cfg.itmt, packing, one_prio) {
                 (false, _, _) => "false".to_string(),
                 (true, true, _) => "true".to_string(),
