@@ -5,7 +5,10 @@
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
-//! the current task of a CPU is running there. After a run (the tests and
+//! the current task of a CPU is running there; RT tasks are in exactly one
+//! priority list when queued or running, and the RT bookkeeping (counts,
+//! bitmap, pushable lists, overload mask, cpupri) agrees with the lists.
+//! After a run (the tests and
 //! the fuzzers call it), [`Sim::check_time_conservation`]: CPU time is
 //! conserved, and every idle nanosecond is in one idle state.
 
@@ -18,6 +21,7 @@ use schedlab_workload::Step;
 impl Sim {
     /// Returns the first violated invariant.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_rt()?;
         let n = self.nr_cpus();
         let mut nr = vec![0u32; n];
         let mut weight = vec![0u64; n];
@@ -105,6 +109,21 @@ impl Sim {
             let is_curr = rq.curr == Some(t.id);
             if in_wake_list[t.id as usize].is_some() && t.state != TaskState::Waking {
                 return Err(format!("task {} on a wake list is not waking", t.id));
+            }
+            if t.is_rt() {
+                // The RT class's own lists are checked by check_rt().
+                if in_queue || t.se.on_rq {
+                    return Err(format!("RT task {} on the fair runqueue", t.id));
+                }
+                if seen[t.id as usize] != u32::from(is_curr) {
+                    return Err(format!("RT task {} is curr of another cpu", t.id));
+                }
+                if t.state == TaskState::Waking
+                    && (is_curr || in_wake_list[t.id as usize] != Some(t.cpu))
+                {
+                    return Err(format!("waking task {} is not on its wake list", t.id));
+                }
+                continue;
             }
             match t.state {
                 TaskState::Running => {
@@ -227,8 +246,10 @@ impl Sim {
                     rq.cfs.nr_idle, nr_idle[c]
                 ));
             }
-            if rq.curr.is_some() != rq.cfs.curr.is_some() {
-                return Err(format!("cpu {c}: rq curr and cfs curr disagree"));
+            if rq.curr.is_some() != (rq.cfs.curr.is_some() || rq.rt.curr.is_some())
+                || (rq.cfs.curr.is_some() && rq.rt.curr.is_some())
+            {
+                return Err(format!("cpu {c}: rq curr and its class's curr disagree"));
             }
             // The next buddy is queued here and never delayed.
             if let Some(b) = rq.cfs.next {
@@ -385,6 +406,127 @@ impl Sim {
             return Err(format!(
                 "idle states hold {in_states} ns but CPUs were idle {idle} ns"
             ));
+        }
+        Ok(())
+    }
+}
+
+impl Sim {
+    /// The RT class's invariants: each RT task is in exactly one priority
+    /// list (its CPU's, at its priority) when queued or running and in none
+    /// otherwise; the running one is its CPU's RT curr; counts, the
+    /// priority bitmap, the pushable lists (the queued RT tasks that do not
+    /// run and may move, by priority), the overload mask and the cpupri
+    /// levels agree with the lists.
+    fn check_rt(&self) -> Result<(), String> {
+        let mut in_list: Vec<Option<CpuId>> = vec![None; self.tasks.len()];
+        let mut rto = schedlab_topo::CpuMask::default();
+        for rq in &self.rqs {
+            let c = rq.cpu;
+            let rt = &rq.rt;
+            let (mut nr, mut rr, mut active) = (0u32, 0u32, 0u128);
+            for (prio, list) in rt.queues.iter().enumerate() {
+                if !list.is_empty() {
+                    active |= 1u128 << prio;
+                }
+                for &t in list {
+                    let Some(task) = self.tasks.get(t as usize) else {
+                        return Err(format!("cpu {c}: unknown RT task {t}"));
+                    };
+                    let Some(e) = task.rt else {
+                        return Err(format!("cpu {c}: fair task {t} on the RT lists"));
+                    };
+                    if e.prio as usize != prio || !e.on_rq || task.cpu != c {
+                        return Err(format!("cpu {c}: RT task {t} in the wrong list"));
+                    }
+                    if in_list[t as usize].replace(c).is_some() {
+                        return Err(format!("RT task {t} listed twice"));
+                    }
+                    if !task.affinity.test(c) {
+                        return Err(format!(
+                            "RT task {t} queued on cpu {c} outside its affinity"
+                        ));
+                    }
+                    nr += 1;
+                    rr += u32::from(e.rr);
+                }
+            }
+            if (nr, rr, active) != (rt.nr_running, rt.rr_nr_running, rt.active) {
+                return Err(format!(
+                    "cpu {c}: RT counts or bitmap disagree with the lists"
+                ));
+            }
+            if rt.curr != rq.curr.filter(|&t| self.tasks[t as usize].is_rt()) {
+                return Err(format!("cpu {c}: RT curr is not the running RT task"));
+            }
+            let mut pushable: Vec<_> = rt
+                .queues
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|&t| rq.curr != Some(t) && self.tasks[t as usize].affinity.weight() > 1)
+                .collect();
+            let mut have = rt.pushable.clone();
+            pushable.sort_unstable();
+            have.sort_unstable();
+            if pushable != have {
+                return Err(format!(
+                    "cpu {c}: pushable RT tasks {have:?}, expected {pushable:?}"
+                ));
+            }
+            let prios: Vec<u8> = rt
+                .pushable
+                .iter()
+                .map(|&t| self.tasks[t as usize].rt.map_or(0, |e| e.prio))
+                .collect();
+            if prios.windows(2).any(|w| w[0] > w[1]) {
+                return Err(format!("cpu {c}: pushable list out of priority order"));
+            }
+            if rt.overloaded() {
+                rto.set(c);
+            }
+            let level = crate::rt::CPUPRI_LEVELS - 1 - rt.highest_prio() as usize;
+            let level = if rt.active == 0 { 0 } else { level };
+            if self.cpupri.level[c as usize] as usize != level || !self.cpupri.masks[level].test(c)
+            {
+                return Err(format!(
+                    "cpu {c}: cpupri level is not its best RT priority's"
+                ));
+            }
+        }
+        if rto != self.cpupri.rto_mask {
+            return Err("RT overload mask differs from the overloaded CPUs".to_string());
+        }
+        for t in &self.tasks {
+            let listed = in_list[t.id as usize];
+            let queued = t.rt.is_some_and(|e| e.on_rq);
+            let ok = match t.state {
+                TaskState::Running | TaskState::Runnable => {
+                    !t.is_rt() || (queued && listed == Some(t.cpu))
+                }
+                _ => !queued && listed.is_none(),
+            };
+            if !ok {
+                return Err(format!(
+                    "RT task {} ({:?}) is not where its state says",
+                    t.id, t.state
+                ));
+            }
+            if t.state == TaskState::Runnable
+                && t.is_rt()
+                && self.rqs[t.cpu as usize].curr == Some(t.id)
+            {
+                return Err(format!("runnable RT task {} is running", t.id));
+            }
+            if t.state == TaskState::Running
+                && t.is_rt()
+                && self.rqs[t.cpu as usize].curr != Some(t.id)
+            {
+                return Err(format!(
+                    "running RT task {} is not curr of cpu {}",
+                    t.id, t.cpu
+                ));
+            }
         }
         Ok(())
     }

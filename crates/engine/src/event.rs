@@ -55,6 +55,9 @@ pub enum EventKind {
     PollTimeout { cpu: CpuId, gen: u32 },
     /// A per-CPU system kthread (OS noise) wakes up.
     NoiseWake { task: TaskId },
+    /// The fair server's timer on `cpu` (fair_server.rs); `gen` drops
+    /// cancelled or re-armed ones.
+    FairServer { cpu: CpuId, gen: u32 },
 }
 
 /// A queued event; ordered by `key` = time_ns << 64 | rank << SEQ_BITS | seq

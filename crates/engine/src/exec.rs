@@ -430,7 +430,7 @@ impl Sim {
                     runtime_ns,
                     util_min,
                     util_max,
-                } => self.sched_setattr_fair(t, policy, nice, runtime_ns, (util_min, util_max)),
+                } => self.sched_setattr(t, policy, nice, runtime_ns, (util_min, util_max)),
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus.map(|m| *m)) {
                         return;
@@ -1453,6 +1453,17 @@ impl Sim {
     /// an ineligible one keeps both. Then the CPU reschedules.
     fn yield_task(&mut self, t: TaskId) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
+        if let Some(rt) = self.tasks[t as usize].rt {
+            // yield_task_rt(): to the tail of its list; schedule() then
+            // picks it again unless another task shares its priority.
+            self.update_rq_clock(cpu);
+            self.yield_task_rt(cpu, t);
+            if self.rqs[cpu as usize].rt.queues[rt.prio as usize].len() <= 1 {
+                return Flow::Next;
+            }
+            self.resched_cpu(cpu, cpu);
+            return Flow::Stop;
+        }
         if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
             return Flow::Next;
         }
@@ -1540,7 +1551,7 @@ impl Sim {
     /// cpumask_any_and_distribute()): the first allowed CPU after the one
     /// this CPU picked last time, wrapping around, so successive requests
     /// spread over the mask.
-    fn any_and_distribute(&mut self, cpu: CpuId, mask: &CpuMask) -> CpuId {
+    pub(crate) fn any_and_distribute(&mut self, cpu: CpuId, mask: &CpuMask) -> CpuId {
         let prev = self.rqs[cpu as usize].distribute_prev;
         let next = mask
             .next_from(prev.saturating_add(1))
@@ -1595,7 +1606,7 @@ mod tests {
     use crate::sim::{Sim, SimConfig, StopReason};
     use rand::Rng;
     use schedlab_topo::{build_domains, preset, CpuId, CpuMask, DomainConfig};
-    use schedlab_workload::{FairPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
+    use schedlab_workload::{SchedPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
     const SEEDS: [u64; 6] = [1, 2, 3, 17, 99, 12345];
 
@@ -1750,7 +1761,7 @@ mod tests {
             (a, b, ta, sim.rqs[1].cfs.nr_idle)
         };
         let (a, b, ta, nr_idle) = run(Step::SetAttr {
-            policy: FairPolicy::Normal,
+            policy: SchedPolicy::Normal,
             nice: Some(5),
             runtime_ns: None,
             util_min: None,
@@ -1766,7 +1777,7 @@ mod tests {
             ta.avg.load_avg
         );
         let (a, b, ta, nr_idle) = run(Step::SetAttr {
-            policy: FairPolicy::Idle,
+            policy: SchedPolicy::Idle,
             nice: None,
             runtime_ns: None,
             util_min: None,
@@ -1776,7 +1787,7 @@ mod tests {
         assert!(a * 100 < b, "{a} {b}");
         // A custom slice on its own keeps the weight.
         let (a, b, ta, _) = run(Step::SetAttr {
-            policy: FairPolicy::Normal,
+            policy: SchedPolicy::Normal,
             nice: None,
             runtime_ns: Some(300_000),
             util_min: None,
@@ -1794,7 +1805,7 @@ mod tests {
     /// where a normal one runs at once.
     #[test]
     fn a_batch_wakee_does_not_preempt() {
-        let sleeper_wait_ms = |policy: FairPolicy| {
+        let sleeper_wait_ms = |policy: SchedPolicy| {
             let mut steps = vec![Step::SetAttr {
                 policy,
                 nice: None,
@@ -1818,12 +1829,12 @@ mod tests {
             );
             sim.run_until(300_000_000);
             let s = sim.tasks.iter().find(|t| &*t.name == "s").unwrap();
-            assert_eq!(s.batch_policy, policy == FairPolicy::Batch);
+            assert_eq!(s.batch_policy, policy == SchedPolicy::Batch);
             s.stats.wait_time_ns / 1_000_000
         };
         let (normal, batch) = (
-            sleeper_wait_ms(FairPolicy::Normal),
-            sleeper_wait_ms(FairPolicy::Batch),
+            sleeper_wait_ms(SchedPolicy::Normal),
+            sleeper_wait_ms(SchedPolicy::Batch),
         );
         assert!(normal * 10 < batch, "{normal} ms against {batch} ms");
     }
@@ -1837,7 +1848,7 @@ mod tests {
     #[test]
     fn utilisation_clamps_steer_placement_on_big_little() {
         let attr = |util_min, util_max| Step::SetAttr {
-            policy: FairPolicy::Normal,
+            policy: SchedPolicy::Normal,
             nice: None,
             runtime_ns: None,
             util_min,
@@ -1889,7 +1900,7 @@ mod tests {
         let steps = vec![
             Step::Nanosleep { ns: 1_000_000 },
             Step::SetAttr {
-                policy: FairPolicy::Normal,
+                policy: SchedPolicy::Normal,
                 nice: Some(5),
                 runtime_ns: None,
                 util_min: None,

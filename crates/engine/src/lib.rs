@@ -3,6 +3,8 @@
 //! Mechanism and policy are split as in kernel/sched: [`sim`] is the core
 //! (runqueues, `schedule()`, the tick, wakeups, fork, context switches),
 //! [`fair`] is the fair class (EEVDF, PELT, wakeup placement, load balancing),
+//! [`rt`] the RT class (SCHED_FIFO/SCHED_RR) and the class dispatch,
+//! [`fair_server`] the deadline server that keeps fair tasks from starving,
 //! [`features`] is the switchable features table, [`tunables`] the numeric
 //! knobs of the kernel's debugfs, [`exec`] interprets task
 //! programs (the simulated user space). Time is integer nanoseconds; one seed
@@ -13,11 +15,13 @@ pub mod check;
 pub mod event;
 mod exec;
 pub mod fair;
+pub mod fair_server;
 pub mod features;
 pub mod hwcost;
 pub mod idle_gov;
 pub mod rng;
 pub mod rq;
+pub mod rt;
 #[cfg(test)]
 mod scenarios;
 pub mod sim;

@@ -59,15 +59,53 @@ impl CfsRq {
     }
 }
 
+/// The RT class's runqueue of one CPU (`struct rt_rq`).
+#[derive(Clone, Debug, Default)]
+pub struct RtRq {
+    /// One FIFO list per kernel priority (index 0..=98), allocated at the
+    /// first RT enqueue; the running task stays in its list, at the head.
+    pub queues: Vec<std::collections::VecDeque<TaskId>>,
+    /// Bit `p` set when list `p` is not empty (the priority bitmap).
+    pub active: u128,
+    /// Queued RT tasks, the running one included (`rt_nr_running`).
+    pub nr_running: u32,
+    /// SCHED_RR tasks among them (`rr_nr_running`).
+    pub rr_nr_running: u32,
+    /// Queued tasks that are not running and may run elsewhere, by priority
+    /// then insertion (`pushable_tasks`); the CPU is overloaded while there
+    /// are any.
+    pub pushable: Vec<TaskId>,
+    /// The RT task running here, if any.
+    pub curr: Option<TaskId>,
+}
+
+impl RtRq {
+    /// `highest_prio.curr`: the best queued priority, 99 when none is.
+    pub fn highest_prio(&self) -> u8 {
+        if self.active == 0 {
+            99
+        } else {
+            self.active.trailing_zeros() as u8
+        }
+    }
+
+    /// Tasks wait to be pushed (`rt_rq->overloaded`).
+    pub fn overloaded(&self) -> bool {
+        !self.pushable.is_empty()
+    }
+}
+
 /// Per-CPU runqueue.
 #[derive(Clone, Debug, Default)]
 pub struct Rq {
     pub cpu: CpuId,
     pub cfs: CfsRq,
+    /// The RT class's runqueue (rt.rs).
+    pub rt: RtRq,
     /// The queued fair tasks, curr and delayed ones included, most recently
     /// enqueued or picked first (`rq->cfs_tasks`).
     pub cfs_tasks: TaskList,
-    /// The running task, `None` when the idle task runs.
+    /// The running task of any class, `None` when the idle task runs.
     pub curr: Option<TaskId>,
     /// `rq->clock`, ns.
     pub clock: u64,
@@ -125,6 +163,8 @@ pub struct Rq {
     pub noise_next_ns: Option<u64>,
     /// The HRTICK timer (`rq->hrtick_timer`; its HrTick event).
     pub hrtick: LazyTimer,
+    /// The fair server (`rq->fair_server`, fair_server.rs).
+    pub fair_server: crate::fair_server::FairServer,
     /// Average idle period (`rq->avg_idle`), ns.
     pub avg_idle: u64,
     /// Highest recent newidle balance cost (`rq->max_idle_balance_cost`), ns;
@@ -162,8 +202,8 @@ pub struct Rq {
 }
 
 impl Rq {
-    /// `rq->nr_running` (fair tasks only in this simulator).
+    /// `rq->nr_running`: the fair and the RT tasks queued here.
     pub fn nr_running(&self) -> u32 {
-        self.cfs.nr_queued
+        self.cfs.nr_queued + self.rt.nr_running
     }
 }

@@ -252,6 +252,11 @@ pub struct Sim {
     /// queued behind a running task counts), recomputed only by balancing at
     /// the root domain.
     pub(crate) rd_overloaded: bool,
+    /// A task has been in the RT class during the run: the fair servers
+    /// keep their state from then on (fair_server.rs).
+    pub(crate) rt_in_use: bool,
+    /// The root domain's cpupri and RT overload mask (rt.rs).
+    pub(crate) cpupri: crate::rt::CpuPri,
     /// The CPU running a newly idle pass after its task stopped: in the
     /// kernel that task is still `rq->curr` until the switch, so idle_cpu()
     /// is false for the balancing CPU during the pass, and its PELT clock does
@@ -585,6 +590,8 @@ impl Sim {
             nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
+            rt_in_use: false,
+            cpupri: crate::rt::CpuPri::new(n),
             newidle_after_task: None,
             sched_balance_running: None,
             busy_in_cluster: vec![0; n_clusters],
@@ -765,6 +772,7 @@ impl Sim {
             | EventKind::WakeList { cpu }
             | EventKind::NohzBalance { ilb: cpu }
             | EventKind::PollTimeout { cpu, .. }
+            | EventKind::FairServer { cpu, .. }
             | EventKind::ActiveBalance { src: cpu, .. } => cpu,
             EventKind::StepDone { task, .. }
             | EventKind::Timer { task, .. }
@@ -794,6 +802,16 @@ impl Sim {
                 self.schedule(cpu);
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
+            EventKind::FairServer { cpu, gen } => {
+                let rq = &mut self.rqs[cpu as usize];
+                if rq
+                    .fair_server
+                    .timer
+                    .fire(&mut self.q, gen, |gen| EventKind::FairServer { cpu, gen })
+                {
+                    self.fair_server_timer(cpu);
+                }
+            }
             EventKind::PollTimeout { cpu, gen } => {
                 let rq = &mut self.rqs[cpu as usize];
                 let expired = rq
@@ -1214,7 +1232,7 @@ impl Sim {
         }
         for i in 0..self.tasks.len() {
             if self.tasks[i].state == TaskState::Running {
-                self.update_curr(self.tasks[i].cpu);
+                self.update_curr_any(self.tasks[i].cpu);
             }
         }
     }
@@ -1265,7 +1283,12 @@ impl Sim {
         self.resched_lazy_honour(cpu);
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
-        if let Some(t) = self.rqs[cpu as usize].curr {
+        if let Some(t) = self.rqs[cpu as usize]
+            .curr
+            .filter(|&t| self.tasks[t as usize].is_rt())
+        {
+            self.task_tick_rt(cpu, t);
+        } else if let Some(t) = self.rqs[cpu as usize].curr {
             self.update_load_avg(cpu, t);
             // task_tick_fair(): misfit detection for asymmetric capacities.
             // (entity_tick()'s reschedule, when the request or the protected
@@ -1491,7 +1514,7 @@ impl Sim {
 
     /// Cancels a queued HRTICK timer (hrtick_schedule_exit() when the CPU
     /// goes idle).
-    fn hrtick_cancel(&mut self, cpu: CpuId) {
+    pub(crate) fn hrtick_cancel(&mut self, cpu: CpuId) {
         self.rqs[cpu as usize].hrtick.cancel();
     }
 
@@ -1556,9 +1579,11 @@ impl Sim {
         let prev = self.rqs[cpu as usize].curr;
         let mut picked = None;
         if let Some(p) = prev {
-            self.update_curr(cpu);
+            self.update_curr_any(cpu);
             if self.tasks[p as usize].state == TaskState::Running {
-                let next = self.pick_next_entity(cpu);
+                // prev_balance(): an RT task whose priority dropped pulls.
+                self.balance_rt(cpu, p);
+                let next = self.pick_next_task(cpu);
                 if next == Some(p) {
                     return;
                 }
@@ -1568,7 +1593,7 @@ impl Sim {
                     self.counters.lock_holder_preemptions += 1;
                 }
                 self.stop_running(p);
-                self.put_prev_entity(cpu, p);
+                self.put_prev_task(cpu, p);
                 let t = &mut self.tasks[p as usize];
                 t.state = TaskState::Runnable;
                 t.stats.wait_start_ns = self.now;
@@ -1586,7 +1611,11 @@ impl Sim {
     /// runnable any more).
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         self.rqs[cpu as usize].need_resched_lazy = false;
-        let mut next = self.pick_next_entity(cpu);
+        // prev_balance(): after an RT task left, pull waiting RT tasks.
+        if let Some(p) = prev {
+            self.balance_rt(cpu, p);
+        }
+        let mut next = self.pick_next_task(cpu);
         // HPERF_HMP's idle big CPU pulls before anything else; Linaro MP's
         // hmp_idle_pull() comes at the end of 3.10's idle_balance(), when the
         // domains' newidle balancing pulled nothing.
@@ -1632,17 +1661,27 @@ impl Sim {
     /// Makes the picked `next` run on `cpu` after `prev` (set_next_task_fair(),
     /// then the context switch).
     fn switch_to(&mut self, cpu: CpuId, prev: Option<TaskId>, n: TaskId) {
-        self.set_next_entity(cpu, n);
+        let rt = self.tasks[n as usize].is_rt();
+        if rt {
+            self.set_next_task_rt(cpu, n);
+        } else {
+            self.set_next_entity(cpu, n);
+        }
         self.rqs[cpu as usize].curr = Some(n);
         if prev.is_none() {
             self.idle_exit(cpu);
         }
-        // set_next_task_fair(): the HRTICK timer for the new slice, then the
-        // misfit status.
-        if self.feat(Feat::HRTICK) {
-            self.hrtick_start_fair(cpu, n, false);
+        if rt {
+            // __schedule()'s hrtick_clear(): no fair slice to end.
+            self.hrtick_cancel(cpu);
+        } else {
+            // set_next_task_fair(): the HRTICK timer for the new slice, then
+            // the misfit status.
+            if self.feat(Feat::HRTICK) {
+                self.hrtick_start_fair(cpu, n, false);
+            }
+            self.update_misfit_status(cpu, Some(n));
         }
-        self.update_misfit_status(cpu, Some(n));
         let t = &mut self.tasks[n as usize];
         t.state = TaskState::Running;
         t.stats.wait_time_ns += self.now - t.stats.wait_start_ns;
@@ -1653,6 +1692,11 @@ impl Sim {
         // Before the task resumes: it may block at once (a nested
         // schedule()), which must follow this switch in the trace.
         self.trace_switch(cpu);
+        // The balance callback set_next_task_rt() queues: push RT tasks
+        // that wait here.
+        if rt && self.rqs[cpu as usize].rt.overloaded() {
+            self.push_rt_tasks(cpu);
+        }
         self.start_running(n);
     }
 
@@ -1796,6 +1840,7 @@ impl Sim {
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(from, t, cpu, false);
         self.kick_or_preempt(cpu, t, from, wake_flags);
+        self.task_woken(cpu, t);
     }
 
     /// A timer interrupt on `cpu` wakes `t`. If `cpu` was idle, the
@@ -1870,9 +1915,11 @@ impl Sim {
         if from == to {
             return;
         }
-        if migrating {
+        // migrate_task_rq_fair(): an RT task's fair load is not on any runqueue.
+        let fair = !self.tasks[t as usize].is_rt();
+        if fair && migrating {
             self.detach_entity_load(from, t);
-        } else {
+        } else if fair {
             self.remove_entity_load(from, t, true);
         }
         self.trace_migrate(t, from, to);
@@ -1883,7 +1930,9 @@ impl Sim {
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
         self.note_migration(from, to);
-        self.attach_entity_load(to, t);
+        if fair {
+            self.attach_entity_load(to, t);
+        }
     }
 
     /// A sleep timer fires on `cpu` and wakes `t` from the interrupt: the
@@ -1936,6 +1985,9 @@ impl Sim {
         if affinity.weight() == 1 {
             return affinity.first().unwrap_or(prev);
         }
+        if self.tasks[t as usize].is_rt() {
+            return self.select_task_rq_rt(t, prev, this_cpu, wake_flags);
+        }
         if *wake_flags & WF_TTWU != 0 {
             if let Some(w) = waker {
                 self.record_wakee(w, t);
@@ -1951,9 +2003,9 @@ impl Sim {
     pub(crate) fn stopper_preempt(&mut self, cpu: CpuId) -> Option<TaskId> {
         let prev = self.rqs[cpu as usize].curr;
         if let Some(t) = prev {
-            self.update_curr(cpu);
+            self.update_curr_any(cpu);
             self.stop_running(t);
-            self.put_prev_entity(cpu, t);
+            self.put_prev_task(cpu, t);
             self.rqs[cpu as usize].curr = None;
             let tk = &mut self.tasks[t as usize];
             tk.state = TaskState::Runnable;
@@ -2042,6 +2094,14 @@ impl Sim {
             // uclamp_fork(): the requested clamps are inherited.
             t.uclamp_min = pt.uclamp_min;
             t.uclamp_max = pt.uclamp_max;
+            t.uclamp_min_user = pt.uclamp_min_user;
+            // sched_fork(): an RT parent's child is RT at its priority, with
+            // a full SCHED_RR slice (sched_reset_on_fork is not modelled).
+            t.rt = pt.rt.map(|r| crate::task::RtEntity {
+                time_slice_ticks: self.rr_timeslice_ticks(),
+                on_rq: false,
+                ..r
+            });
             if pt.se.custom_slice {
                 t.se.slice = pt.se.slice;
             }
@@ -2067,13 +2127,17 @@ impl Sim {
         let cpu = self.select_task_rq(id, parent_cpu, parent_cpu, parent, &mut wake_flags);
         self.tasks[id as usize].cpu = cpu;
         self.update_rq_clock(cpu);
-        self.init_entity_util(cpu, id);
+        // post_init_entity_util_avg(): only a fair task's averages start here.
+        if !self.tasks[id as usize].is_rt() {
+            self.init_entity_util(cpu, id);
+        }
         self.enqueue_task(cpu, id, EnqueueKind::New);
         let tk = &mut self.tasks[id as usize];
         tk.state = TaskState::Runnable;
         tk.stats.wait_start_ns = self.now;
         self.trace_wakeup(parent_cpu, id, cpu, true);
         self.kick_or_preempt(cpu, id, parent_cpu, wake_flags);
+        self.task_woken(cpu, id);
         if parent.is_some() {
             // The parent returns to user space from clone().
             self.resched_lazy_honour(parent_cpu);
@@ -2086,7 +2150,7 @@ impl Sim {
         let cpu = self.tasks[t as usize].cpu;
         debug_assert_eq!(self.rqs[cpu as usize].curr, Some(t));
         self.update_rq_clock(cpu);
-        self.update_curr(cpu);
+        self.update_curr_any(cpu);
         self.stop_running(t);
         self.tasks[t as usize].state = if dead {
             TaskState::Dead
@@ -2102,7 +2166,9 @@ impl Sim {
         if dead {
             self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);
-            self.remove_entity_load(cpu, t, false);
+            if !self.tasks[t as usize].is_rt() {
+                self.remove_entity_load(cpu, t, false);
+            }
             if self.tasks[t as usize].template != u32::MAX {
                 self.live -= 1;
             }

@@ -60,6 +60,15 @@ pub struct Counters {
     /// taken by another CPU first).
     pub idle_resched_empty: u64,
     pub active_balance: u64,
+    /// RT class (rt.rs): queued RT tasks pushed to a CPU of lower priority,
+    /// pulled by a CPU whose RT priority dropped, and SCHED_RR slices that
+    /// ran out with another task of their priority waiting.
+    pub rt_pushes: u64,
+    pub rt_pulls: u64,
+    pub rt_rr_rotations: u64,
+    /// Times the fair server had to run fair tasks ahead of RT ones
+    /// (fair_server.rs).
+    pub fair_server_runs: u64,
     /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
     /// steps, task time on big and little CPUs (ns).
     pub hmp_up: u64,

@@ -208,6 +208,26 @@ pub struct Task {
     /// Where the task is counted in a base domain's `llc_counts`:
     /// (runqueue CPU, LLC id), set at enqueue, cleared at dequeue.
     pub llc_counted: Option<(CpuId, u32)>,
+    /// The RT class's state, `None` while the task is in the fair class (rt.rs).
+    pub rt: Option<RtEntity>,
+    /// The task's `uclamp_min` was set by sched_setattr() (`uclamp_req[].user_defined`):
+    /// an RT policy then keeps it instead of taking the RT default of 1024.
+    pub uclamp_min_user: bool,
+}
+
+/// A SCHED_FIFO or SCHED_RR task's scheduling state (`struct sched_rt_entity`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtEntity {
+    /// Kernel priority `p->prio`: 99 − `sched_priority`, 0 (most important)..=98.
+    pub prio: u8,
+    /// SCHED_RR rather than SCHED_FIFO.
+    pub rr: bool,
+    /// SCHED_RR: ticks left of the time slice (`rt.time_slice`), refilled
+    /// only at fork and when it runs out.
+    pub time_slice_ticks: u32,
+    /// On its CPU's RT runqueue (queued or running: an RT task stays in its
+    /// priority list while it runs).
+    pub on_rq: bool,
 }
 
 /// Nice level to load weight (mirrors sched_prio_to_weight[]).
@@ -304,6 +324,22 @@ impl Task {
             locks_held: 0,
             lock_xfer_ns: 0,
             hmp: crate::fair::hmp::HmpTask::default(),
+            rt: None,
+            uclamp_min_user: false,
+        }
+    }
+
+    /// The task is in the RT class (`rt_task()`).
+    pub fn is_rt(&self) -> bool {
+        self.rt.is_some()
+    }
+
+    /// The kernel priority trace events show (`p->prio`): 99 − `sched_priority`
+    /// for an RT task, 120 + nice for a fair one.
+    pub fn kernel_prio(&self) -> i32 {
+        match self.rt {
+            Some(rt) => i32::from(rt.prio),
+            None => 120 + i32::from(self.nice),
         }
     }
 

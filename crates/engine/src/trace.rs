@@ -14,7 +14,8 @@
 //!
 //! Identifiers in a trace: a task's pid is its task id + 1 (0 is the idle
 //! task, `swapper/N`, as in Linux); a process's pid is the pid of its first
-//! thread; a kernel thread is its own process. Priorities are `120 + nice`.
+//! thread; a kernel thread is its own process. Priorities are the kernel's `p->prio`:
+//! `120 + nice` for a fair task, 99 − `sched_priority` for an RT one.
 
 use crate::event::TaskId;
 use crate::sim::Sim;
@@ -32,10 +33,11 @@ pub struct TraceRecord {
     /// `common_pid`), `None` for idle.
     pub current: Option<TaskId>,
     pub kind: TraceKind,
-    /// The nice values of the event's tasks when it fired (a switch's prev
-    /// and next, or the one task of the others; 0 for idle), for the `prio`
-    /// fields: sched_setattr() may change them during the run.
-    pub nice: [i8; 2],
+    /// The kernel priorities (`p->prio`) of the event's tasks when it fired
+    /// (a switch's prev and next, or the one task of the others; 120 for
+    /// idle), for the `prio` fields: sched_setattr() may change them during
+    /// the run.
+    pub prio: [i16; 2],
 }
 
 /// A tracepoint and its fields.
@@ -191,15 +193,16 @@ impl Sim {
 
     fn trace_push(&mut self, cpu: CpuId, kind: TraceKind) {
         let now = self.now;
-        let nice_of = |t: Option<TaskId>| t.map_or(0, |t| self.tasks[t as usize].nice);
-        let nice = match kind {
-            TraceKind::Switch { prev, next, .. } => [nice_of(prev), nice_of(next)],
+        let prio_of =
+            |t: Option<TaskId>| t.map_or(120, |t| self.tasks[t as usize].kernel_prio() as i16);
+        let prio = match kind {
+            TraceKind::Switch { prev, next, .. } => [prio_of(prev), prio_of(next)],
             TraceKind::Waking { task, .. }
             | TraceKind::Wakeup { task, .. }
             | TraceKind::WakeupNew { task, .. }
             | TraceKind::Migrate { task, .. }
-            | TraceKind::Exit { task } => [nice_of(Some(task)), 0],
-            TraceKind::CpuIdle { .. } => [0, 0],
+            | TraceKind::Exit { task } => [prio_of(Some(task)), 120],
+            TraceKind::CpuIdle { .. } => [120, 120],
         };
         if let Some(tr) = self.trace.as_deref_mut() {
             let current = tr.shown[cpu as usize];
@@ -208,7 +211,7 @@ impl Sim {
                 cpu,
                 current,
                 kind,
-                nice,
+                prio,
             });
         }
     }
@@ -327,10 +330,10 @@ fn comm(sim: &Sim, task: Option<TaskId>, cpu: CpuId) -> String {
     }
 }
 
-/// The kernel priority a record shows for its `i`-th task (120 + nice, 120
-/// for idle).
+/// The kernel priority a record shows for its `i`-th task (120 + nice for
+/// a fair task, 99 − `sched_priority` for an RT one, 120 for idle).
 fn prio(r: &TraceRecord, i: usize) -> i32 {
-    120 + i32::from(r.nice[i])
+    i32::from(r.prio[i])
 }
 
 /// Writes the recorded events as tracefs text (the `trace` file's format:

@@ -27,7 +27,7 @@ use rand_pcg::Pcg64;
 use schedlab_engine::trace::check_trace;
 use schedlab_engine::{Sim, SimConfig, StopReason};
 use schedlab_topo::{CpuId, CpuMask, Machine};
-use schedlab_workload::{FairPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use schedlab_workload::{SchedPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
 use std::fmt::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -541,8 +541,13 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                     ns: rng.gen_range(0..3) * 1_000_000,
                 },
                 Step::SetAttr {
-                    policy: [FairPolicy::Normal, FairPolicy::Batch, FairPolicy::Idle]
-                        [rng.gen_range(0..3)],
+                    policy: match rng.gen_range(0..5) {
+                        0 => SchedPolicy::Normal,
+                        1 => SchedPolicy::Batch,
+                        2 => SchedPolicy::Idle,
+                        3 => SchedPolicy::Fifo(rng.gen_range(1..=99)),
+                        _ => SchedPolicy::Rr(rng.gen_range(1..=99)),
+                    },
                     nice: rng.gen_bool(0.5).then(|| rng.gen_range(-20..=19)),
                     runtime_ns: rng.gen_bool(0.3).then(|| rng.gen_range(0..3) * 1_000_000),
                     // Any pair, a minimum above the maximum included (the

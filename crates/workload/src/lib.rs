@@ -28,7 +28,7 @@ pub mod stream;
 pub mod ycsb;
 
 pub use program::{
-    unix_skb_truesize, FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate,
+    unix_skb_truesize, SchedPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate,
     WorkloadSpec,
 };
 pub use spec::{parse_spec, BuiltinSpec, SpecError};

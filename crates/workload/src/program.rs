@@ -125,16 +125,18 @@ pub enum Step {
     /// slice of `ns` (clamped to 0.1-100 ms as the kernel does); 0 returns
     /// to the base slice. rt-app's `dl-runtime` on SCHED_OTHER/BATCH/IDLE.
     SetSlice { ns: u64 },
-    /// sched_setattr() on itself with a fair policy (rt-app's `policy`,
-    /// `priority`, `dl-runtime`, `util_min` and `util_max`): the policy, a
-    /// new nice value, a new `sched_runtime` (0: the base slice) and new
-    /// utilisation clamps (0-1024), each `None` to keep the current one.
+    /// sched_setattr() on itself (rt-app's `policy`, `priority`,
+    /// `dl-runtime`, `util_min` and `util_max`): the policy (an RT one
+    /// carries its RT priority and moves the thread to the RT class), a
+    /// new nice value, a new `sched_runtime` (0: the base slice; both for
+    /// fair policies only) and new utilisation clamps (0-1024), each
+    /// `None` to keep the current one.
     /// The kernel dequeues and requeues the thread around the change (its
     /// lag kept, its weight and load average rescaled); no change, no cost.
     /// Clamps with the minimum above the maximum fail (EINVAL) and change
     /// nothing.
     SetAttr {
-        policy: FairPolicy,
+        policy: SchedPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
         util_min: Option<u16>,
@@ -253,10 +255,11 @@ pub enum Step {
     },
 }
 
-/// The fair-class scheduling policies (`SCHED_NORMAL`, `SCHED_BATCH`,
-/// `SCHED_IDLE`).
+/// Scheduling policies: the fair class's (`SCHED_NORMAL`, `SCHED_BATCH`,
+/// `SCHED_IDLE`) and the RT class's (`SCHED_FIFO`, `SCHED_RR`, each with
+/// its `sched_priority`, 1..=99, higher is more important).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FairPolicy {
+pub enum SchedPolicy {
     #[default]
     Normal,
     /// SCHED_BATCH: weighted by its nice value like SCHED_NORMAL, but its
@@ -265,6 +268,22 @@ pub enum FairPolicy {
     Batch,
     /// SCHED_IDLE: weight 3 whatever the nice value.
     Idle,
+    /// SCHED_FIFO at this `sched_priority` (1..=99): runs until it blocks,
+    /// yields or a higher priority preempts it.
+    Fifo(u8),
+    /// SCHED_RR at this `sched_priority` (1..=99): SCHED_FIFO with a
+    /// 100 ms time slice among tasks of its priority.
+    Rr(u8),
+}
+
+impl SchedPolicy {
+    /// The RT priority of an RT policy (`sched_priority`), `None` for a fair one.
+    pub fn rt_priority(self) -> Option<u8> {
+        match self {
+            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// A thread template.

@@ -46,7 +46,7 @@
 use crate::hist::Hist;
 use crate::marks::{MarkFold, PerTask};
 use crate::program::{
-    FairPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
+    SchedPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
 };
 use schedlab_topo::{CpuId, CpuMask};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -429,9 +429,10 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
         "SCHED_OTHER" | "SCHED_BATCH" => nice(prio),
         // SCHED_IDLE: the template's idle_policy gives weight 3; nice is unused.
         "SCHED_IDLE" => Ok(19),
-        "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => err(
+        "SCHED_FIFO" | "SCHED_RR" => Ok(0),
+        "SCHED_DEADLINE" => err(
             path,
-            format!("policy {policy} is not supported (schedlab models the fair class only)"),
+            format!("policy {policy} is not supported (schedlab models the fair and RT classes, not the deadline class)"),
         ),
         other => err(path, format!("unknown policy '{other}'")),
     }
@@ -440,20 +441,45 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
 /// The policy and nice value an imported rt-app thread gives itself when it
 /// starts (the `SetAttr` after its delay), SCHED_OTHER at nice 0 if it sets
 /// none; the nice value is that of the template under SCHED_IDLE.
-pub fn thread_start_attrs(t: &ThreadTemplate) -> (FairPolicy, i8) {
+pub fn thread_start_attrs(t: &ThreadTemplate) -> (SchedPolicy, i8) {
     match t.steps.get(1) {
         Some(Step::SetAttr { policy, nice, .. }) => (*policy, nice.unwrap_or(t.nice)),
-        _ => (FairPolicy::Normal, t.nice),
+        _ => (SchedPolicy::Normal, t.nice),
     }
 }
 
-/// The fair policy an rt-app policy name (already checked) stands for.
-fn fair_policy(policy: &str) -> FairPolicy {
-    match policy {
-        "SCHED_IDLE" => FairPolicy::Idle,
-        "SCHED_BATCH" => FairPolicy::Batch,
-        _ => FairPolicy::Normal,
+/// rt-app's priority for SCHED_FIFO and SCHED_RR when a task or phase
+/// names the policy without one (`DEFAULT_THREAD_PRIORITY`).
+pub const DEFAULT_RT_PRIORITY: i64 = 10;
+
+/// The policy an rt-app policy name and priority stand for, with the nice
+/// value for a fair policy (0 for the others): for SCHED_FIFO and SCHED_RR
+/// the priority is the RT priority, 10 when none is given, and outside
+/// 1..=99 an error, as pthread_setschedparam() fails and rt-app exits.
+fn policy_attrs(
+    policy: &str,
+    prio: Option<(i64, &str)>,
+    path: &str,
+) -> Result<(SchedPolicy, i8), RtAppError> {
+    let nice = nice_for_policy(policy, prio, path)?;
+    let rt = |prio: Option<(i64, &str)>| {
+        match prio {
+        Some((n, p)) if !(1..=99).contains(&n) => err(
+            p,
+            format!("expected an RT priority in 1..=99 for {policy}, found {n} (pthread_setschedparam() fails and rt-app exits)"),
+        ),
+        Some((n, _)) => Ok(n as u8),
+        None => Ok(DEFAULT_RT_PRIORITY as u8),
     }
+    };
+    let sp = match policy {
+        "SCHED_IDLE" => SchedPolicy::Idle,
+        "SCHED_BATCH" => SchedPolicy::Batch,
+        "SCHED_FIFO" => SchedPolicy::Fifo(rt(prio)?),
+        "SCHED_RR" => SchedPolicy::Rr(rt(prio)?),
+        _ => SchedPolicy::Normal,
+    };
+    Ok((sp, nice))
 }
 
 /// A task's or phase's `util_min` and `util_max` (`None`: not set, or -1,
@@ -613,7 +639,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                         }
                         "default_policy" => {
                             let p = string(gv, &path)?;
-                            nice_for_policy(p, None, &path)?;
+                            policy_attrs(p, None, &path)?;
                             default_policy = p.to_string();
                         }
                         "calibration" => {
@@ -929,15 +955,21 @@ fn parse_task(
             }
         }
     }
-    let nice = nice_for_policy(
+    let (fair, nice) = policy_attrs(
         &policy,
         prio.as_ref().map(|(n, p)| (*n, p.as_str())),
         &format!("{path}.policy"),
     )?;
-    let fair = fair_policy(&policy);
-    let idle = fair == FairPolicy::Idle;
+    let idle = fair == SchedPolicy::Idle;
     if let (true, Some((_, p))) = (idle, &prio) {
         notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
+    }
+    // _set_thread_rt() sets the policy and RT priority alone.
+    let rt = fair.rt_priority().is_some();
+    if rt && task_slice.is_some() {
+        notes.push(format!(
+            "{path}.dl-runtime ignored under {policy}, as rt-app does"
+        ));
     }
     clamps.check(path)?;
     // Every thread waits for t_zero + delay (at once when that has passed)
@@ -952,8 +984,8 @@ fn parse_task(
     // when it changes nothing it is a no-op.
     def.steps.push(Step::SetAttr {
         policy: fair,
-        nice: (!idle).then_some(nice),
-        runtime_ns: (!idle).then_some(task_slice.unwrap_or(0)),
+        nice: (!idle && !rt).then_some(nice),
+        runtime_ns: (!idle && !rt).then_some(task_slice.unwrap_or(0)),
         util_min: clamps.min,
         util_max: clamps.max,
     });
@@ -989,6 +1021,7 @@ fn parse_task(
         // policy takes the one in force, which rt-app resolves on the first
         // pass and then keeps.
         let mut policy_now = policy.clone();
+        let mut attrs_now = fair;
         for (pname, pv) in phases {
             let pp = format!("{path}.phases.{pname}");
             let po = object(pv, &pp)?;
@@ -1026,32 +1059,37 @@ fn parse_task(
                     None => (policy_now.clone(), format!("{pp}.priority")),
                 };
                 // A policy without a priority sets nice 0 (rt-app's
-                // DEFAULT_THREAD_NICE).
-                let nice = nice_for_policy(
+                // DEFAULT_THREAD_NICE), or RT priority 10.
+                let rt_policy = matches!(pol.as_str(), "SCHED_FIFO" | "SCHED_RR");
+                let (fair, nice) = policy_attrs(
                     &pol,
-                    Some(
-                        pprio
-                            .as_ref()
-                            .map_or((0, pol_path.as_str()), |(n, p)| (*n, p)),
-                    ),
+                    match &pprio {
+                        Some((n, p)) => Some((*n, p.as_str())),
+                        None if rt_policy => None,
+                        None => Some((0, pol_path.as_str())),
+                    },
                     &pol_path,
                 )?;
-                let fair = fair_policy(&pol);
-                let idle_policy = fair == FairPolicy::Idle;
+                let idle_policy = fair == SchedPolicy::Idle;
+                if let (true, Some((_, p))) = (rt_policy, &pruntime) {
+                    notes.push(format!("{p} ignored under {pol}, as rt-app does"));
+                }
                 if let (true, Some((_, p))) = (idle_policy, &pprio) {
                     notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
                 }
                 // SCHED_IDLE gets neither a nice value nor sched_setattr()'s
                 // runtime from rt-app; the others get both (runtime 0: the
                 // base slice).
+                let fair_attrs = !idle_policy && !rt_policy;
                 def.steps.push(Step::SetAttr {
                     policy: fair,
-                    nice: (!idle_policy).then_some(nice),
-                    runtime_ns: (!idle_policy).then_some(pruntime.as_ref().map_or(0, |r| r.0)),
+                    nice: fair_attrs.then_some(nice),
+                    runtime_ns: fair_attrs.then_some(pruntime.as_ref().map_or(0, |r| r.0)),
                     util_min: pclamps.min,
                     util_max: pclamps.max,
                 });
                 policy_now = pol;
+                attrs_now = fair;
             } else {
                 if let Some((_, p)) = &pruntime {
                     notes.push(format!(
@@ -1061,7 +1099,7 @@ fn parse_task(
                 // _set_thread_uclamp() runs whatever _set_thread_cfs() did.
                 if pclamps.any() {
                     def.steps.push(Step::SetAttr {
-                        policy: fair_policy(&policy_now),
+                        policy: attrs_now,
                         nice: None,
                         runtime_ns: None,
                         util_min: pclamps.min,
@@ -1416,8 +1454,19 @@ mod tests {
         assert!(e.to_string().contains("expected a number"), "{e}");
         let e = parse(r#"{"tasks": {"a": {"run": 1, "cpus": [9]}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.cpus[0]");
-        let e = parse(r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "run": 1}}}"#, 4).unwrap_err();
+        let e = parse(
+            r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "run": 1}}}"#,
+            4,
+        )
+        .unwrap_err();
         assert_eq!(e.path, "tasks.a.policy");
+        let e = parse(
+            r#"{"tasks": {"a": {"policy": "SCHED_RR", "priority": 0, "run": 1}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.a.priority");
+        assert!(e.to_string().contains("1..=99"), "{e}");
         // rt-app passes over keys it does not read: so do we, with a note,
         // unless nothing is left to run.
         let r = parse(r#"{"tasks": {"a": {"bogus": 1, "run": 1}}}"#, 4).unwrap();
@@ -1537,7 +1586,7 @@ mod tests {
             let r = parse(&doc("SCHED_IDLE", prio), 4).unwrap();
             assert_eq!(
                 thread_start_attrs(&r.spec.templates[0]),
-                (FairPolicy::Idle, 0)
+                (SchedPolicy::Idle, 0)
             );
             assert!(r
                 .notes
@@ -1566,8 +1615,68 @@ mod tests {
         // Priority before the policy, and the default policy, alike.
         let e = parse(r#"{"tasks": {"a": {"priority": 99, "run": 1}}}"#, 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.priority");
-        let e = parse(&doc("SCHED_FIFO", 50), 4).unwrap_err();
+        let e = parse(&doc("SCHED_DEADLINE", 50), 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.policy");
+    }
+
+    /// SCHED_FIFO and SCHED_RR as rt-app sets them: the priority is the RT
+    /// priority (10 when none is given), the nice value and `dl-runtime` are
+    /// not set, a phase's policy without a priority takes 10 again, and a
+    /// phase that sets only clamps keeps the RT policy and priority in force.
+    #[test]
+    fn rt_policies_carry_their_rt_priority() {
+        let attrs = |r: &RtApp| -> Vec<(SchedPolicy, Option<i8>, Option<u64>)> {
+            r.spec.templates[0]
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::SetAttr {
+                        policy,
+                        nice,
+                        runtime_ns,
+                        ..
+                    } => Some((*policy, *nice, *runtime_ns)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let r = parse(
+            r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "priority": 50, "dl-runtime": 100, "run": 1}}}"#,
+            4,
+        )
+        .unwrap();
+        assert_eq!(attrs(&r), vec![(SchedPolicy::Fifo(50), None, None)]);
+        assert!(
+            r.notes.iter().any(|n| n.contains("dl-runtime ignored")),
+            "{:?}",
+            r.notes
+        );
+        let r = parse(
+            r#"{"global": {"default_policy": "SCHED_RR"}, "tasks": {"a": {"phases": {
+                "p1": {"run": 1},
+                "p2": {"priority": 70, "run": 1},
+                "p3": {"util_max": 512, "run": 1},
+                "p4": {"policy": "SCHED_FIFO", "run": 1},
+                "p5": {"policy": "SCHED_OTHER", "run": 1}}}}}"#,
+            4,
+        )
+        .unwrap();
+        assert_eq!(
+            attrs(&r),
+            vec![
+                (SchedPolicy::Rr(10), None, None),
+                (SchedPolicy::Rr(70), None, None),
+                (SchedPolicy::Rr(70), None, None),
+                (SchedPolicy::Fifo(10), None, None),
+                (SchedPolicy::Normal, Some(0), Some(0)),
+            ]
+        );
+        let e = parse(
+            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_FIFO", "priority": 100, "run": 1}}}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.a.phases.p.priority");
     }
 
     #[test]
@@ -1664,7 +1773,7 @@ mod tests {
                 Step::Delay { ns: 0 },
                 // Then set its own attributes (created at nice 0).
                 Step::SetAttr {
-                    policy: FairPolicy::Normal,
+                    policy: SchedPolicy::Normal,
                     nice: Some(5),
                     runtime_ns: Some(0),
                     util_min: None,

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use schedlab_topo::CpuMask;
 use schedlab_workload::rtapp::{self, Json};
-use schedlab_workload::{FairPolicy, Step, SyncObject};
+use schedlab_workload::{SchedPolicy, Step, SyncObject};
 
 fn fixture(name: &str) -> String {
     let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -22,7 +22,7 @@ fn example_from_the_reference_parses() {
     assert_eq!(s.templates[3].nice, 0);
     assert_eq!(
         rtapp::thread_start_attrs(&s.templates[3]),
-        (FairPolicy::Normal, -5)
+        (SchedPolicy::Normal, -5)
     );
     // ui's threads are created anywhere and restrict themselves to CPUs
     // 0-3 once started, as rt-app's do.
@@ -111,11 +111,11 @@ fn every_event_is_supported() {
         .iter()
         .find(|t| t.name == "kicker-0")
         .unwrap();
-    assert_eq!(rtapp::thread_start_attrs(k).0, FairPolicy::Idle);
+    assert_eq!(rtapp::thread_start_attrs(k).0, SchedPolicy::Idle);
     // Task a's clamps (0 and 1024) are set when its thread starts.
     assert!(has(&|s| *s
         == Step::SetAttr {
-            policy: FairPolicy::Normal,
+            policy: SchedPolicy::Normal,
             nice: Some(0),
             runtime_ns: Some(0),
             util_min: Some(0),
@@ -144,7 +144,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     assert_eq!(
         steps[1],
         Step::SetAttr {
-            policy: FairPolicy::Normal,
+            policy: SchedPolicy::Normal,
             nice: Some(0),
             runtime_ns: Some(300_000),
             util_min: None,
@@ -180,7 +180,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
         util_min: None,
         util_max: None,
     };
-    use schedlab_workload::FairPolicy::{Batch, Idle, Normal};
+    use schedlab_workload::SchedPolicy::{Batch, Idle, Normal};
     assert_eq!(
         attrs,
         [
@@ -222,7 +222,7 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
 /// minimum above the maximum is refused.
 #[test]
 fn utilisation_clamps_are_set_at_start_and_per_phase() {
-    use schedlab_workload::FairPolicy::Normal;
+    use schedlab_workload::SchedPolicy::Normal;
     let r = rtapp::parse(
         r#"{"tasks": {"a": {"util_min": 512, "util_max": -1, "loop": 1, "phases": {
             "boost": {"util_max": 800, "run": 100},
@@ -293,7 +293,7 @@ fn duplicate_keys_keep_their_order() {
             Step::Delay { ns: 0 },
             // The task's own attributes, set even when they are the defaults.
             Step::SetAttr {
-                policy: FairPolicy::Normal,
+                policy: SchedPolicy::Normal,
                 nice: Some(0),
                 runtime_ns: Some(0),
                 util_min: None,
@@ -331,7 +331,7 @@ fn malformed_parts_are_errors_with_paths() {
             "tasks.a.phases.p.cpus[0]",
         ),
         (
-            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_FIFO", "run": 1}}}}}"#,
+            r#"{"tasks": {"a": {"phases": {"p": {"policy": "SCHED_DEADLINE", "run": 1}}}}}"#,
             "tasks.a.phases.p.policy",
         ),
         (
@@ -426,7 +426,7 @@ fn relaxed_syntax_fixture_with_phase_cpus() {
     );
     // The second phase renices the thread and boosts it (single-quoted key).
     assert!(t.steps.contains(&Step::SetAttr {
-        policy: FairPolicy::Normal,
+        policy: SchedPolicy::Normal,
         nice: Some(5),
         runtime_ns: Some(0),
         util_min: Some(200),

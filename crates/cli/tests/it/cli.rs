@@ -1761,3 +1761,52 @@ fn a_feature_switch_that_changes_nothing_is_named() {
     assert!(run("HRTICK=on").contains("note: --feature HRTICK=on changes nothing"));
     assert!(!run("HRTICK=off").contains("changes nothing"));
 }
+
+/// An rt-app file with a SCHED_FIFO hog and a fair hog on one CPU: the RT
+/// task runs, the fair one gets the fair server's 50 ms a second, and the
+/// trace shows the RT priority (99 − 60 = 39).
+#[test]
+fn run_takes_rtapp_fifo_tasks() {
+    let dir = tempdir("rtapp-fifo");
+    let wl = dir.join("fifo.json");
+    std::fs::write(
+        &wl,
+        r#"{"global": {"duration": 2, "calibration": 100},
+            "tasks": {"rt": {"policy": "SCHED_FIFO", "priority": 60, "cpus": [5], "run": 5000000},
+                      "fair": {"cpus": [5], "run": 5000000}}}"#,
+    )
+    .unwrap();
+    let (json, trace) = (dir.join("run.json"), dir.join("t.txt"));
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        wl.to_str().unwrap(),
+        "--checked",
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cpu = |name: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .and_then(|t| t["cpu_time_ns"].as_u64())
+            .unwrap()
+    };
+    let (rt, fair) = (cpu("rt"), cpu("fair"));
+    assert!(
+        rt > 1_850_000_000 && fair < 150_000_000,
+        "rt {rt} fair {fair}"
+    );
+    assert!(v["counters"]["fair_server_runs"].as_u64().unwrap() >= 1);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("next_comm=rt-0") && text.contains("next_prio=39"));
+}

@@ -1835,7 +1835,7 @@ fn renicing_the_running_task_keeps_its_real_lag() {
     let vprot = s.tasks[a as usize].se.vprot;
     s.sched_setattr_fair(
         a,
-        schedlab_workload::FairPolicy::Normal,
+        schedlab_workload::SchedPolicy::Normal,
         Some(5),
         None,
         (None, None),

@@ -27,7 +27,7 @@ use crate::sim::{EnqueueKind, Sim};
 use crate::task::TaskState;
 use crate::timeline::{ListLink, RunNode};
 use schedlab_topo::CpuId;
-use schedlab_workload::FairPolicy;
+use schedlab_workload::SchedPolicy;
 
 /// NICE_0_LOAD.
 pub const NICE_0_LOAD: u64 = 1024;
@@ -199,6 +199,9 @@ impl Sim {
         tk.se.exec_start = now;
         tk.se.sum_exec_runtime += delta;
         tk.stats.cpu_time_ns += delta;
+        if self.rt_in_use {
+            self.fair_server_charge(cpu, delta);
+        }
         if self.hmp_active() {
             self.hmp_account(cpu, c, delta);
         }
@@ -289,12 +292,16 @@ impl Sim {
     /// policy and nice value: see [`Sim::sched_setattr_fair`].
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
         let tk = &self.tasks[t as usize];
+        // An RT policy ignores `sched_runtime`.
+        if tk.is_rt() {
+            return;
+        }
         let policy = if tk.idle_policy {
-            FairPolicy::Idle
+            SchedPolicy::Idle
         } else if tk.batch_policy {
-            FairPolicy::Batch
+            SchedPolicy::Batch
         } else {
-            FairPolicy::Normal
+            SchedPolicy::Normal
         };
         self.sched_setattr_fair(t, policy, None, Some(ns), (None, None));
     }
@@ -334,7 +341,7 @@ impl Sim {
     pub(crate) fn sched_setattr_fair(
         &mut self,
         t: TaskId,
-        policy: FairPolicy,
+        policy: SchedPolicy,
         nice: Option<i8>,
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
@@ -352,8 +359,8 @@ impl Sim {
             }
             self.uclamp_used = true;
         }
-        let idle_policy = policy == FairPolicy::Idle;
-        let batch_policy = policy == FairPolicy::Batch;
+        let idle_policy = policy == SchedPolicy::Idle;
+        let batch_policy = policy == SchedPolicy::Batch;
         let base = self.base_slice_ns;
         let tk = &self.tasks[t as usize];
         let cpu = tk.cpu;
@@ -604,7 +611,7 @@ impl Sim {
 
     /// Puts a task on `cpu`'s runqueue (mirrors enqueue_task_fair() →
     /// enqueue_entity()).
-    pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
+    pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
         debug_assert!(!self.tasks[t as usize].se.on_rq);
         if self.tasks[t as usize].idle_policy {
             // SCHED_IDLE (set_load_weight()): the policy overrides nice.
@@ -627,15 +634,20 @@ impl Sim {
             .push_head(self.group_links.as_mut_slice(), t);
         self.queue_insert(cpu, t);
         let idle = u32::from(self.tasks[t as usize].idle_policy);
+        let was_running = self.rqs[cpu as usize].nr_running();
         let cfs = &mut self.rqs[cpu as usize].cfs;
         cfs.nr_queued += 1;
         // add_nr_running(): a second task overloads the root domain.
-        let overloads = cfs.nr_queued == 2;
+        let overloads = was_running == 1;
+        let first = cfs.nr_queued == 1;
         cfs.nr_idle += idle;
         cfs.load_weight += w;
         cfs.util_est += util_est;
         if overloads {
             self.rd_overloaded = true;
+        }
+        if first && self.rt_in_use {
+            self.fair_server_start(cpu);
         }
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
@@ -685,7 +697,7 @@ impl Sim {
     ///
     /// A runqueue left with only SCHED_IDLE tasks balances at its next tick
     /// (`next_balance` = now), to pull normal work early.
-    pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
+    pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
         let was_sched_idle = self.sched_idle_cpu(cpu);
         self.clear_buddies(cpu, t);
         self.update_curr(cpu);
@@ -870,7 +882,7 @@ impl Sim {
     /// the wakee. The picks are pick_next_entity()'s: delayed tasks they meet
     /// are dequeued for good on the way. Without preemption, curr's
     /// protection shrinks to the shortest slice (update_protect_slice()).
-    pub(crate) fn wakeup_preempt(
+    pub(crate) fn wakeup_preempt_fair(
         &mut self,
         cpu: CpuId,
         wakee: TaskId,

@@ -1,0 +1,827 @@
+//! The RT scheduling class (SCHED_FIFO, SCHED_RR; kernel/sched/rt.c and
+//! cpupri.c) and the core's dispatch between it and the fair class.
+//!
+//! An RT runqueue keeps one FIFO list per kernel priority (0 most important
+//! ..= 98); the head of the best non-empty list runs, and stays in its list
+//! while it runs. RT tasks run before any fair task, preempt a fair task at
+//! once, and a higher priority preempts a lower one. SCHED_RR adds a 100 ms
+//! slice, counted in ticks, among tasks of one priority. Placement is by
+//! priority, not load: a waking RT task that would wait goes to a CPU of the
+//! lowest priority level (cpupri: idle and fair-only CPUs are level 0),
+//! queued RT tasks that wait are pushed to such CPUs, and a CPU whose RT
+//! priority drops pulls waiting ones. The fair balancer never moves an RT
+//! task. Fair tasks keep a share of a CPU an RT task monopolises through the
+//! fair server (`FAIR_SERVER` in features.rs; [`Sim::fair_server_tick`]).
+//!
+//! Not modelled: SCHED_DEADLINE, priority inheritance, RT group scheduling,
+//! `RT_PUSH_IPI` (off by default outside PREEMPT_RT), and the RT/DL
+//! pressure on the fair class's CPU capacity (`scale_rt_capacity()`).
+
+use crate::event::TaskId;
+use crate::sim::{EnqueueKind, Sim, WF_FORK, WF_RQ_SELECTED, WF_TTWU};
+use crate::task::RtEntity;
+use schedlab_topo::{CpuId, CpuMask, SdFlags};
+use schedlab_workload::SchedPolicy;
+
+/// The kernel priority that stands for "no RT task" (`MAX_RT_PRIO - 1`).
+pub const RT_PRIO_NONE: u8 = 99;
+/// SCHED_RR's time slice (`RR_TIMESLICE`, `sched_rr_timeslice_ms` 100).
+pub const RR_TIMESLICE_NS: u64 = 100_000_000;
+/// cpupri levels: 0 (no RT task) and one per RT priority (`CPUPRI_NR_PRIORITIES`).
+pub const CPUPRI_LEVELS: usize = 100;
+
+/// The cpupri level of a runqueue whose best RT priority is `prio`
+/// (mirrors convert_prio()): 0 without RT tasks, `99 - prio` otherwise.
+fn cpupri_level(prio: u8) -> usize {
+    if prio >= RT_PRIO_NONE {
+        0
+    } else {
+        (RT_PRIO_NONE - prio) as usize
+    }
+}
+
+/// The root domain's RT view of its CPUs (`struct cpupri` and `rd->rto_mask`).
+#[derive(Clone, Debug)]
+pub struct CpuPri {
+    /// The CPUs at each level.
+    pub masks: Vec<CpuMask>,
+    /// Each CPU's level.
+    pub level: Vec<u8>,
+    /// CPUs with RT tasks waiting to be pushed (`rto_mask`).
+    pub rto_mask: CpuMask,
+}
+
+impl CpuPri {
+    /// Every CPU at level 0 (`cpupri_init()` and the CPUs coming online).
+    pub fn new(nr_cpus: usize) -> Self {
+        let mut masks = vec![CpuMask::default(); CPUPRI_LEVELS];
+        for c in 0..nr_cpus {
+            masks[0].set(c as CpuId);
+        }
+        CpuPri {
+            masks,
+            level: vec![0; nr_cpus],
+            rto_mask: CpuMask::default(),
+        }
+    }
+}
+
+impl Sim {
+    // ----- the core's class dispatch ------------------------------------------
+
+    /// Puts a task on `cpu`'s runqueue of its class (mirrors enqueue_task()).
+    pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
+        if self.tasks[t as usize].is_rt() {
+            self.enqueue_task_rt(cpu, t, false);
+        } else {
+            self.enqueue_task_fair(cpu, t, kind);
+        }
+    }
+
+    /// Takes a task off `cpu`'s runqueue of its class (mirrors
+    /// dequeue_task()); false when the fair class delays the dequeue.
+    pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
+        if self.tasks[t as usize].is_rt() {
+            self.dequeue_task_rt(cpu, t);
+            true
+        } else {
+            self.dequeue_task_fair(cpu, t, sleep)
+        }
+    }
+
+    /// The next task of `cpu` by class (mirrors __pick_next_task()): the
+    /// fair server when it runs, then the best RT task, then fair's pick.
+    pub(crate) fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
+        if self.fair_server_runs(cpu) {
+            if let Some(t) = self.pick_next_entity(cpu) {
+                return Some(t);
+            }
+            // __pick_task_dl(): the server found nothing and stops.
+            self.fair_server_stop(cpu);
+        }
+        let rt = &self.rqs[cpu as usize].rt;
+        if rt.active != 0 {
+            return rt.queues[rt.highest_prio() as usize].front().copied();
+        }
+        self.pick_next_entity(cpu)
+    }
+
+    /// The running task goes back to its class's queue (put_prev_task()).
+    pub(crate) fn put_prev_task(&mut self, cpu: CpuId, t: TaskId) {
+        if self.tasks[t as usize].is_rt() {
+            self.put_prev_task_rt(cpu, t);
+        } else {
+            self.put_prev_entity(cpu, t);
+        }
+    }
+
+    /// Charges the running task of either class (update_curr()).
+    pub(crate) fn update_curr_any(&mut self, cpu: CpuId) {
+        self.update_curr(cpu);
+        self.update_curr_rt(cpu);
+    }
+
+    /// Preemption check for a task queued on `cpu` (mirrors the core's
+    /// wakeup_preempt()): a wakee of a higher class reschedules at once,
+    /// one of a lower class never, one of the same class asks its class.
+    pub(crate) fn wakeup_preempt(
+        &mut self,
+        cpu: CpuId,
+        wakee: TaskId,
+        from: CpuId,
+        wake_flags: u32,
+    ) {
+        let Some(curr) = self.rqs[cpu as usize].curr else {
+            self.resched_cpu(cpu, from);
+            return;
+        };
+        let serving = self.fair_server_runs(cpu);
+        match (self.tasks[wakee as usize].rt, self.tasks[curr as usize].rt) {
+            (None, None) => self.wakeup_preempt_fair(cpu, wakee, from, wake_flags),
+            // Fair under RT; an RT wakee waits for a fair task the fair
+            // server runs until the server's budget is spent.
+            (None, Some(_)) => {}
+            (Some(_), None) if serving => {}
+            (Some(_), None) => {
+                self.update_curr(cpu);
+                self.resched_cpu(cpu, from);
+            }
+            (Some(w), Some(c)) => {
+                if w.prio < c.prio {
+                    self.update_curr_rt(cpu);
+                    self.resched_cpu(cpu, from);
+                } else if w.prio == c.prio && !self.rqs[cpu as usize].need_resched {
+                    self.check_preempt_equal_prio(cpu, wakee, from);
+                }
+            }
+        }
+    }
+
+    /// After a wakeup or fork put `t` on `cpu` (mirrors task_woken_rt()): an
+    /// RT wakee that has to wait behind the RT task running there is pushed
+    /// on to a CPU of lower priority at once.
+    pub(crate) fn task_woken(&mut self, cpu: CpuId, t: TaskId) {
+        let Some(w) = self.tasks[t as usize].rt else {
+            return;
+        };
+        let rq = &self.rqs[cpu as usize];
+        let Some(curr) = rq.curr else {
+            return;
+        };
+        if curr == t || rq.need_resched || self.tasks[t as usize].affinity.weight() < 2 {
+            return;
+        }
+        let Some(c) = self.tasks[curr as usize].rt else {
+            return;
+        };
+        if self.tasks[curr as usize].affinity.weight() < 2 || c.prio <= w.prio {
+            self.push_rt_tasks(cpu);
+        }
+    }
+
+    // ----- the RT runqueue --------------------------------------------------------
+
+    /// Queues an RT task on `cpu` at the tail of its priority's list, or at
+    /// the head (mirrors enqueue_task_rt() → enqueue_rt_entity()); a queued
+    /// task that does not run and may run elsewhere becomes pushable.
+    pub(crate) fn enqueue_task_rt(&mut self, cpu: CpuId, t: TaskId, head: bool) {
+        let rt = self.tasks[t as usize].rt.expect("an RT task");
+        debug_assert!(!rt.on_rq && !self.tasks[t as usize].se.on_rq);
+        let was_running = self.rqs[cpu as usize].nr_running();
+        let before = self.rqs[cpu as usize].rt.highest_prio();
+        self.tasks[t as usize].cpu = cpu;
+        if let Some(r) = self.tasks[t as usize].rt.as_mut() {
+            r.on_rq = true;
+        }
+        let rq = &mut self.rqs[cpu as usize].rt;
+        if rq.queues.is_empty() {
+            rq.queues = vec![std::collections::VecDeque::new(); RT_PRIO_NONE as usize];
+        }
+        let list = &mut rq.queues[rt.prio as usize];
+        if head {
+            list.push_front(t);
+        } else {
+            list.push_back(t);
+        }
+        rq.active |= 1u128 << rt.prio;
+        rq.nr_running += 1;
+        rq.rr_nr_running += u32::from(rt.rr);
+        // add_nr_running(): a second task overloads the root domain.
+        if was_running < 2 && was_running + 1 >= 2 {
+            self.rd_overloaded = true;
+        }
+        if rt.prio < before {
+            self.cpupri_set(cpu);
+        }
+        if self.rqs[cpu as usize].curr != Some(t) && self.tasks[t as usize].affinity.weight() > 1 {
+            self.enqueue_pushable(cpu, t);
+        }
+    }
+
+    /// Takes an RT task off `cpu`'s lists (mirrors dequeue_task_rt()).
+    pub(crate) fn dequeue_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_curr_rt(cpu);
+        let rt = self.tasks[t as usize].rt.expect("an RT task");
+        debug_assert!(rt.on_rq);
+        let rq = &mut self.rqs[cpu as usize].rt;
+        let list = &mut rq.queues[rt.prio as usize];
+        if let Some(i) = list.iter().position(|&x| x == t) {
+            list.remove(i);
+        }
+        if list.is_empty() {
+            rq.active &= !(1u128 << rt.prio);
+        }
+        rq.nr_running -= 1;
+        rq.rr_nr_running -= u32::from(rt.rr);
+        if rq.curr == Some(t) {
+            rq.curr = None;
+        }
+        if let Some(r) = self.tasks[t as usize].rt.as_mut() {
+            r.on_rq = false;
+        }
+        self.dequeue_pushable(cpu, t);
+        self.cpupri_set(cpu);
+    }
+
+    /// Charges the running RT task for the time since it was last charged
+    /// (mirrors update_curr_rt() → update_curr_common()).
+    pub(crate) fn update_curr_rt(&mut self, cpu: CpuId) {
+        let Some(c) = self.rqs[cpu as usize].rt.curr else {
+            return;
+        };
+        let now = self.now;
+        let tk = &mut self.tasks[c as usize];
+        let delta = now.saturating_sub(tk.se.exec_start);
+        if delta == 0 {
+            return;
+        }
+        tk.se.exec_start = now;
+        tk.se.sum_exec_runtime += delta;
+        tk.stats.cpu_time_ns += delta;
+    }
+
+    /// The running RT task stops running but stays queued, keeping its
+    /// place at the head of its list (mirrors put_prev_task_rt()); it may
+    /// now be pushed elsewhere.
+    pub(crate) fn put_prev_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_curr_rt(cpu);
+        if self.rqs[cpu as usize].rt.curr == Some(t) {
+            self.rqs[cpu as usize].rt.curr = None;
+        }
+        let tk = &self.tasks[t as usize];
+        if tk.rt.is_some_and(|r| r.on_rq) && tk.affinity.weight() > 1 {
+            self.enqueue_pushable(cpu, t);
+        }
+    }
+
+    /// `t` becomes the running RT task of `cpu` (mirrors set_next_task_rt()).
+    pub(crate) fn set_next_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        self.dequeue_pushable(cpu, t);
+        self.rqs[cpu as usize].rt.curr = Some(t);
+        let now = self.now;
+        let se = &mut self.tasks[t as usize].se;
+        se.exec_start = now;
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+    }
+
+    /// The tick of a CPU running an RT task (mirrors task_tick_rt()):
+    /// SCHED_RR's slice runs down by a tick; when it is spent it is refilled,
+    /// and the task goes to the tail of its list if another task shares its
+    /// priority. SCHED_FIFO is never preempted by the tick.
+    pub(crate) fn task_tick_rt(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_curr_rt(cpu);
+        let slice_ticks = self.rr_timeslice_ticks();
+        let Some(rt) = self.tasks[t as usize].rt.as_mut() else {
+            return;
+        };
+        if !rt.rr {
+            return;
+        }
+        rt.time_slice_ticks = rt.time_slice_ticks.saturating_sub(1);
+        if rt.time_slice_ticks > 0 {
+            return;
+        }
+        rt.time_slice_ticks = slice_ticks;
+        let prio = rt.prio as usize;
+        let list = &mut self.rqs[cpu as usize].rt.queues[prio];
+        if list.len() > 1 {
+            if let Some(i) = list.iter().position(|&x| x == t) {
+                list.remove(i);
+                list.push_back(t);
+            }
+            self.counters.rt_rr_rotations += 1;
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    /// SCHED_RR's slice in ticks (`sched_rr_timeslice`).
+    pub(crate) fn rr_timeslice_ticks(&self) -> u32 {
+        (RR_TIMESLICE_NS / self.tick_ns).max(1) as u32
+    }
+
+    /// sched_yield() of a running RT task (mirrors yield_task_rt()): to the
+    /// tail of its list, so a task of its priority runs next.
+    pub(crate) fn yield_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        let Some(rt) = self.tasks[t as usize].rt else {
+            return;
+        };
+        let list = &mut self.rqs[cpu as usize].rt.queues[rt.prio as usize];
+        if let Some(i) = list.iter().position(|&x| x == t) {
+            list.remove(i);
+            list.push_back(t);
+        }
+    }
+
+    /// A queued RT task that does not run joins the pushable list, ordered
+    /// by priority then arrival (mirrors enqueue_pushable_task()); the CPU
+    /// joins the root domain's overload mask.
+    fn enqueue_pushable(&mut self, cpu: CpuId, t: TaskId) {
+        let prio = self.tasks[t as usize].rt.expect("an RT task").prio;
+        let tasks = &self.tasks;
+        let list = &mut self.rqs[cpu as usize].rt.pushable;
+        if list.contains(&t) {
+            return;
+        }
+        let at = list
+            .iter()
+            .position(|&x| tasks[x as usize].rt.is_some_and(|r| r.prio > prio))
+            .unwrap_or(list.len());
+        list.insert(at, t);
+        self.cpupri.rto_mask.set(cpu);
+    }
+
+    /// Mirrors dequeue_pushable_task().
+    fn dequeue_pushable(&mut self, cpu: CpuId, t: TaskId) {
+        let list = &mut self.rqs[cpu as usize].rt.pushable;
+        if let Some(i) = list.iter().position(|&x| x == t) {
+            list.remove(i);
+        }
+        if list.is_empty() {
+            self.cpupri.rto_mask.clear(cpu);
+        }
+    }
+
+    /// `highest_prio.next`: the best priority among the pushable tasks.
+    fn highest_prio_next(&self, cpu: CpuId) -> u8 {
+        self.rqs[cpu as usize]
+            .rt
+            .pushable
+            .first()
+            .and_then(|&t| self.tasks[t as usize].rt)
+            .map_or(RT_PRIO_NONE, |r| r.prio)
+    }
+
+    /// Moves `cpu` to the cpupri level of its best RT priority (mirrors
+    /// cpupri_set()).
+    fn cpupri_set(&mut self, cpu: CpuId) {
+        let level = cpupri_level(self.rqs[cpu as usize].rt.highest_prio());
+        let old = self.cpupri.level[cpu as usize] as usize;
+        if old != level {
+            self.cpupri.masks[old].clear(cpu);
+            self.cpupri.masks[level].set(cpu);
+            self.cpupri.level[cpu as usize] = level as u8;
+        }
+    }
+
+    /// The kernel priority of what `cpu` runs: the RT task's, 120 + nice
+    /// for a fair one, 140 (below every task) when idle.
+    fn curr_prio(&self, cpu: CpuId) -> i32 {
+        self.rqs[cpu as usize]
+            .curr
+            .map_or(140, |c| self.tasks[c as usize].kernel_prio())
+    }
+
+    // ----- placement: cpupri, select_task_rq_rt(), push, pull ----------------------
+
+    /// The CPUs `t` may run on at the lowest cpupri level below its own
+    /// priority, if any (mirrors cpupri_find_fitness(); with `fitness`,
+    /// CPUs where it does not fit are left out first, and without any fit
+    /// the search is made again ignoring fitness: priority beats capacity).
+    pub(crate) fn cpupri_find(&self, t: TaskId, fitness: bool) -> Option<CpuMask> {
+        let tk = &self.tasks[t as usize];
+        let prio = tk.rt.map_or(RT_PRIO_NONE, |r| r.prio);
+        let task_level = cpupri_level(prio);
+        for idx in 0..task_level {
+            let m = self.cpupri.masks[idx].and(&tk.affinity);
+            if m.is_empty() {
+                continue;
+            }
+            if fitness {
+                let mut fit = m;
+                for c in m.iter() {
+                    if !self.rt_task_fits_capacity(t, c) {
+                        fit.clear(c);
+                    }
+                }
+                if fit.is_empty() {
+                    continue;
+                }
+                return Some(fit);
+            }
+            return Some(m);
+        }
+        if fitness {
+            return self.cpupri_find(t, false);
+        }
+        None
+    }
+
+    /// Whether RT task `t` fits `cpu`'s capacity (mirrors
+    /// rt_task_fits_capacity()): always on symmetric machines; otherwise
+    /// the CPU's capacity must reach its minimum clamp (1024 for RT tasks
+    /// by default, `sched_util_clamp_min_rt_default`), capped by its maximum.
+    pub(crate) fn rt_task_fits_capacity(&self, t: TaskId, cpu: CpuId) -> bool {
+        if !self.asym_cpucap_active() {
+            return true;
+        }
+        let tk = &self.tasks[t as usize];
+        let need = u64::from(tk.uclamp_min.min(tk.uclamp_max));
+        self.kcap[cpu as usize] >= need
+    }
+
+    /// A CPU of lowest RT priority for `t`, as close to its previous CPU as
+    /// the domains allow (mirrors find_lowest_rq()): its previous CPU if
+    /// that is one; else, walking up its previous CPU's domains that do
+    /// affine wakeups, `this_cpu` (the CPU running this code) if it is one
+    /// and in the domain, or the next one of the domain after the last this
+    /// CPU picked (cpumask_any_and_distribute()).
+    pub(crate) fn find_lowest_rq(&mut self, t: TaskId, this_cpu: CpuId) -> Option<CpuId> {
+        if self.tasks[t as usize].affinity.weight() == 1 {
+            return None;
+        }
+        let lowest = self.cpupri_find(t, self.asym_cpucap_active())?;
+        let cpu = self.tasks[t as usize].cpu;
+        if lowest.test(cpu) {
+            return Some(cpu);
+        }
+        let this = lowest.test(this_cpu).then_some(this_cpu);
+        let n_dom = self.domains.cpus[cpu as usize].domains.len();
+        for i in 0..n_dom {
+            let d = &self.domains.cpus[cpu as usize].domains[i];
+            if !d.flags.contains(SdFlags::WAKE_AFFINE) {
+                continue;
+            }
+            if let Some(tc) = this.filter(|&c| d.span.test(c)) {
+                return Some(tc);
+            }
+            let m = lowest.and(&d.span);
+            if !m.is_empty() {
+                return Some(self.any_and_distribute(this_cpu, &m));
+            }
+        }
+        if this.is_some() {
+            return this;
+        }
+        Some(self.any_and_distribute(this_cpu, &lowest))
+    }
+
+    /// Where a waking or new RT task goes (mirrors select_task_rq_rt()): it
+    /// stays on its CPU unless an RT task of its priority or better runs
+    /// there (or one that cannot move) or, on asymmetric machines, it does
+    /// not fit; then to a CPU of lower RT priority, if one has a lower best
+    /// priority than the task.
+    pub(crate) fn select_task_rq_rt(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        this_cpu: CpuId,
+        wake_flags: &mut u32,
+    ) -> CpuId {
+        *wake_flags |= WF_RQ_SELECTED;
+        if *wake_flags & (WF_TTWU | WF_FORK) == 0 {
+            return cpu;
+        }
+        let prio = self.tasks[t as usize].rt.expect("an RT task").prio;
+        let test = self.rqs[cpu as usize].curr.is_some_and(|c| {
+            let ct = &self.tasks[c as usize];
+            ct.rt
+                .is_some_and(|r| ct.affinity.weight() < 2 || r.prio <= prio)
+        });
+        if !test && self.rt_task_fits_capacity(t, cpu) {
+            return cpu;
+        }
+        let Some(target) = self.find_lowest_rq(t, this_cpu) else {
+            return cpu;
+        };
+        if !test && !self.rt_task_fits_capacity(t, target) {
+            return cpu;
+        }
+        if prio < self.rqs[target as usize].rt.highest_prio() {
+            target
+        } else {
+            cpu
+        }
+    }
+
+    /// A woken RT task of the running RT task's priority (mirrors
+    /// check_preempt_equal_prio()): it preempts only if the running task
+    /// could go elsewhere and the wakee could not.
+    fn check_preempt_equal_prio(&mut self, cpu: CpuId, t: TaskId, from: CpuId) {
+        let Some(curr) = self.rqs[cpu as usize].curr else {
+            return;
+        };
+        if self.tasks[curr as usize].affinity.weight() == 1
+            || self.cpupri_find(curr, false).is_none()
+        {
+            return;
+        }
+        if self.tasks[t as usize].affinity.weight() != 1 && self.cpupri_find(t, false).is_some() {
+            return;
+        }
+        // requeue_task_rt(head): the wakee runs next.
+        let prio = self.tasks[t as usize].rt.expect("an RT task").prio as usize;
+        let list = &mut self.rqs[cpu as usize].rt.queues[prio];
+        if let Some(i) = list.iter().position(|&x| x == t) {
+            list.remove(i);
+            list.push_front(t);
+        }
+        self.resched_cpu(cpu, from);
+    }
+
+    /// Pushes waiting RT tasks of `cpu` to CPUs of lower priority while
+    /// there are such moves (mirrors push_rt_tasks()).
+    pub(crate) fn push_rt_tasks(&mut self, cpu: CpuId) {
+        // Each push takes a task off this CPU: the loop ends.
+        while self.push_rt_task(cpu) {}
+    }
+
+    /// Moves `cpu`'s best pushable RT task to a CPU where it would run
+    /// (mirrors push_rt_task() with find_lock_lowest_rq()); a task better
+    /// than the running one reschedules here instead. True when one moved.
+    fn push_rt_task(&mut self, cpu: CpuId) -> bool {
+        let Some(&next) = self.rqs[cpu as usize].rt.pushable.first() else {
+            return false;
+        };
+        let prio = self.tasks[next as usize].rt.expect("an RT task").prio;
+        if i32::from(prio) < self.curr_prio(cpu) {
+            self.resched_cpu(cpu, cpu);
+            return false;
+        }
+        let Some(lowest) = self.find_lowest_rq(next, cpu) else {
+            return false;
+        };
+        if lowest == cpu || self.rqs[lowest as usize].rt.highest_prio() <= prio {
+            return false;
+        }
+        self.move_queued_rt_task(next, cpu, lowest);
+        self.counters.rt_pushes += 1;
+        self.resched_cpu(lowest, cpu);
+        true
+    }
+
+    /// Takes queued RT tasks that wait elsewhere and would run here (mirrors
+    /// pull_rt_task()): from each overloaded CPU, its best pushable task
+    /// allowed here if it beats this CPU's best RT priority and is not about
+    /// to preempt its own CPU's running task. Called as `cpu` schedules
+    /// after an RT task left it.
+    pub(crate) fn pull_rt_task(&mut self, cpu: CpuId) {
+        let rto = self.cpupri.rto_mask;
+        let n = rto.weight();
+        if n == 0 || (n == 1 && rto.test(cpu)) {
+            return;
+        }
+        for src in rto.iter() {
+            if src == cpu {
+                continue;
+            }
+            let here = self.rqs[cpu as usize].rt.highest_prio();
+            if self.highest_prio_next(src) >= here {
+                continue;
+            }
+            let p = self.rqs[src as usize]
+                .rt
+                .pushable
+                .iter()
+                .copied()
+                .find(|&p| self.tasks[p as usize].affinity.test(cpu));
+            let Some(p) = p else {
+                continue;
+            };
+            let prio = self.tasks[p as usize].rt.expect("an RT task").prio;
+            if prio >= here || i32::from(prio) < self.curr_prio(src) {
+                continue;
+            }
+            self.update_rq_clock(src);
+            self.move_queued_rt_task(p, src, cpu);
+            self.counters.rt_pulls += 1;
+        }
+    }
+
+    /// Moves a queued RT task that is not running from `src` to the tail of
+    /// its list on `dst` (mirrors move_queued_task_locked()).
+    fn move_queued_rt_task(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
+        self.dequeue_task_rt(src, t);
+        self.set_task_cpu(t, src, dst, true);
+        self.update_rq_clock(dst);
+        self.enqueue_task_rt(dst, t, false);
+    }
+
+    /// `cpu` schedules after running RT task `prev` (mirrors balance_rt()):
+    /// if its best RT priority is now worse than `prev`'s, it pulls.
+    pub(crate) fn balance_rt(&mut self, cpu: CpuId, prev: TaskId) {
+        let Some(rt) = self.tasks[prev as usize].rt else {
+            return;
+        };
+        if self.rqs[cpu as usize].rt.highest_prio() > rt.prio {
+            self.pull_rt_task(cpu);
+        }
+    }
+
+    /// The first task enters the RT class: from now on the fair servers
+    /// keep their state, starting on the CPUs that have fair tasks queued.
+    fn rt_class_used(&mut self) {
+        if self.rt_in_use {
+            return;
+        }
+        self.rt_in_use = true;
+        for c in 0..self.rqs.len() {
+            if self.rqs[c].cfs.nr_queued > 0 {
+                self.fair_server_start(c as CpuId);
+            }
+        }
+    }
+
+    // ----- sched_setattr() across classes --------------------------------------------
+
+    /// sched_setattr() of `t` on itself (mirrors __sched_setscheduler()):
+    /// within the fair class [`Sim::sched_setattr_fair`]; to, from or
+    /// within the RT class the task leaves its runqueue, changes class or
+    /// priority and is queued again, and the classes' switched_from/to and
+    /// prio_changed hooks move load, preempt, push and pull.
+    pub(crate) fn sched_setattr(
+        &mut self,
+        t: TaskId,
+        policy: SchedPolicy,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+        uclamp: (Option<u16>, Option<u16>),
+    ) {
+        let old = self.tasks[t as usize].rt;
+        let new_prio = policy.rt_priority();
+        if old.is_none() && new_prio.is_none() {
+            if uclamp.0.is_some() {
+                self.tasks[t as usize].uclamp_min_user = true;
+            }
+            self.sched_setattr_fair(t, policy, nice, runtime_ns, uclamp);
+            return;
+        }
+        // Clamps first: invalid ones fail the call (EINVAL) and change nothing.
+        let (umin, umax) = {
+            let tk = &self.tasks[t as usize];
+            (
+                uclamp.0.unwrap_or(tk.uclamp_min),
+                uclamp.1.unwrap_or(tk.uclamp_max),
+            )
+        };
+        if uclamp != (None, None) {
+            if umin > umax || umax > 1024 {
+                return;
+            }
+            self.uclamp_used = true;
+        }
+        let rr = matches!(policy, SchedPolicy::Rr(_));
+        if let (Some(o), Some(p)) = (old, new_prio) {
+            if o.prio == RT_PRIO_NONE - p && o.rr == rr && uclamp == (None, None) {
+                return;
+            }
+        }
+        let cpu = self.tasks[t as usize].cpu;
+        let running = self.rqs[cpu as usize].curr == Some(t);
+        let queued = match old {
+            Some(r) => r.on_rq,
+            None => self.tasks[t as usize].se.on_rq,
+        };
+        self.update_rq_clock(cpu);
+        if queued {
+            self.dequeue_task(cpu, t, false);
+        }
+        if running {
+            if old.is_some() {
+                self.put_prev_task_rt(cpu, t);
+            }
+            self.hrtick_cancel(cpu);
+        }
+        let slice_ticks = self.rr_timeslice_ticks();
+        match (old, new_prio) {
+            (None, Some(p)) => {
+                self.rt_class_used();
+                // switched_from_fair(): the task's load leaves the fair runqueue.
+                self.detach_entity_load(cpu, t);
+                let tk = &mut self.tasks[t as usize];
+                tk.rt = Some(RtEntity {
+                    prio: RT_PRIO_NONE - p,
+                    rr,
+                    time_slice_ticks: slice_ticks,
+                    on_rq: false,
+                });
+                tk.idle_policy = false;
+                tk.batch_policy = false;
+            }
+            (Some(_), None) => {
+                let tk = &mut self.tasks[t as usize];
+                tk.rt = None;
+                tk.idle_policy = policy == SchedPolicy::Idle;
+                tk.batch_policy = policy == SchedPolicy::Batch;
+                if let Some(n) = nice {
+                    tk.nice = n;
+                }
+                tk.se.weight = if tk.idle_policy {
+                    crate::fair::WEIGHT_IDLEPRIO
+                } else {
+                    crate::task::nice_to_weight(tk.nice)
+                };
+                if let Some(ns) = runtime_ns {
+                    tk.se.custom_slice = ns > 0;
+                    tk.se.slice = if ns > 0 {
+                        ns.clamp(100_000, 100_000_000)
+                    } else {
+                        self.base_slice_ns
+                    };
+                    if ns > 0 {
+                        self.custom_slices = true;
+                    }
+                }
+                // switched_to_fair(): its load joins the fair runqueue again.
+                self.attach_entity_load(cpu, t);
+            }
+            (Some(o), Some(p)) => {
+                let tk = &mut self.tasks[t as usize];
+                tk.rt = Some(RtEntity {
+                    prio: RT_PRIO_NONE - p,
+                    rr,
+                    time_slice_ticks: o.time_slice_ticks,
+                    on_rq: false,
+                });
+            }
+            (None, None) => unreachable!(),
+        }
+        // __setscheduler_uclamp(): clamps the call does not set return to
+        // their defaults unless the user set them; an RT task's minimum
+        // default is 1024.
+        {
+            let tk = &mut self.tasks[t as usize];
+            if let Some(m) = uclamp.0 {
+                tk.uclamp_min = m;
+                tk.uclamp_min_user = true;
+            } else if !tk.uclamp_min_user {
+                tk.uclamp_min = if tk.rt.is_some() { 1024 } else { 0 };
+            }
+            tk.uclamp_max = umax;
+        }
+        let new = self.tasks[t as usize].rt;
+        // ENQUEUE_HEAD when an RT priority was lowered (a larger number).
+        let head = matches!((old, new), (Some(o), Some(n)) if n.prio > o.prio);
+        if queued {
+            match new {
+                Some(_) => self.enqueue_task_rt(cpu, t, head),
+                None => self.enqueue_task_fair(cpu, t, EnqueueKind::Restore),
+            }
+        }
+        if running {
+            match new {
+                Some(_) => self.set_next_task_rt(cpu, t),
+                None => self.set_next_entity(cpu, t),
+            }
+        }
+        match (old, new) {
+            // switched_to_rt(): a queued task that beats the running one preempts.
+            (None, Some(n)) if !running && queued && i32::from(n.prio) < self.curr_prio(cpu) => {
+                self.resched_cpu(cpu, cpu);
+            }
+            // The class went down: reschedule; switched_from_rt() pulls
+            // when no RT task is left here.
+            (Some(_), None) => {
+                if running {
+                    self.resched_cpu(cpu, cpu);
+                } else if queued {
+                    self.wakeup_preempt(cpu, t, cpu, 0);
+                }
+                if self.rqs[cpu as usize].rt.nr_running == 0 {
+                    self.pull_rt_task(cpu);
+                }
+            }
+            // prio_changed_rt().
+            (Some(o), Some(n)) if queued => {
+                if running {
+                    if n.prio > o.prio {
+                        self.pull_rt_task(cpu);
+                    }
+                    if n.prio > self.rqs[cpu as usize].rt.highest_prio() {
+                        self.resched_cpu(cpu, cpu);
+                    }
+                } else if i32::from(n.prio) < self.curr_prio(cpu) {
+                    self.resched_cpu(cpu, cpu);
+                }
+            }
+            _ => {}
+        }
+        // The balance callbacks: push what waits here.
+        if self.rqs[cpu as usize].rt.overloaded() {
+            self.push_rt_tasks(cpu);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "rt_tests.rs"]
+mod tests;

@@ -1,0 +1,382 @@
+//! RT class and fair server scenarios, invariants checked after every event.
+
+use crate::scenarios::{quiet_sim, thread};
+use crate::sim::{Sim, StopReason};
+use schedlab_topo::CpuMask;
+use schedlab_workload::{SchedPolicy, Step, WorkloadSpec};
+
+const MS: u64 = 1_000_000;
+
+/// sched_setattr() to `policy` as a thread's first step. (Threads start in
+/// the fair class, as rt-app's do: the tests let every thread set its
+/// policy, sleeping 1 ms with [`set_then`], before the RT ones hog a CPU.)
+fn set(policy: SchedPolicy) -> Step {
+    Step::SetAttr {
+        policy,
+        nice: None,
+        runtime_ns: None,
+        util_min: None,
+        util_max: None,
+    }
+}
+
+/// `policy`, a 1 ms sleep, then `steps`.
+fn set_then(policy: SchedPolicy, steps: Vec<Step>) -> Vec<Step> {
+    let mut v = vec![set(policy), Step::Sleep { ns: MS }];
+    v.extend(steps);
+    v
+}
+
+/// A thread of a test: name, allowed CPUs, program.
+type Thread<'a> = (&'a str, Option<Vec<u16>>, Vec<Step>);
+
+/// A workload of the given threads, all started at 0.
+fn spec(threads: Vec<Thread>, max_time_ns: u64) -> WorkloadSpec {
+    let n = threads.len() as u32;
+    WorkloadSpec {
+        name: "rt".into(),
+        templates: threads
+            .into_iter()
+            .map(|(name, cpus, steps)| thread(name, cpus.map(CpuMask::from_cpus), steps))
+            .collect(),
+        initial: (0..n).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+/// CPU time of the task made from template `tpl`, ns.
+fn cpu_ns(s: &Sim, tpl: u32) -> u64 {
+    s.tasks
+        .iter()
+        .filter(|t| t.template == tpl)
+        .map(|t| t.stats.cpu_time_ns)
+        .sum()
+}
+
+/// A SCHED_FIFO hog and a fair hog on one CPU: without RT throttling the
+/// fair task gets only what the fair server reserves, 50 ms a second after
+/// a first wait of 950 ms.
+#[test]
+fn a_fifo_hog_leaves_a_fair_hog_the_fair_servers_five_percent() {
+    let hog = |rt: bool| {
+        let mut steps = vec![Step::Compute {
+            work_ns: u64::MAX / 4,
+        }];
+        if rt {
+            steps.insert(0, set(SchedPolicy::Fifo(50)));
+        }
+        steps
+    };
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                ("rt", Some(vec![5]), hog(true)),
+                ("fair", Some(vec![5]), hog(false)),
+            ],
+            3_000 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let (rt, fair) = (cpu_ns(&s, 0), cpu_ns(&s, 1));
+    // Three server turns of 50 ms (at about 0.95, 1.95 and 2.95 s), plus
+    // the moments before the RT task set its policy.
+    assert!((140 * MS..=200 * MS).contains(&fair), "fair {fair} ns");
+    assert!(rt > 2_780 * MS, "rt {rt} ns");
+    assert!(
+        s.counters.fair_server_runs >= 2,
+        "{}",
+        s.counters.fair_server_runs
+    );
+}
+
+/// With the fair server's share used by the fair class on its own (an RT
+/// task that sleeps half the time), the server never has to run.
+#[test]
+fn the_fair_server_stays_deferred_while_fair_tasks_get_their_share() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "rt",
+                    Some(vec![5]),
+                    vec![
+                        set(SchedPolicy::Fifo(50)),
+                        Step::Compute { work_ns: 5 * MS },
+                        Step::Sleep { ns: 5 * MS },
+                        Step::Loop {
+                            start: 1,
+                            count: u32::MAX,
+                            slot: 0,
+                        },
+                    ],
+                ),
+                (
+                    "fair",
+                    Some(vec![5]),
+                    vec![Step::Compute {
+                        work_ns: u64::MAX / 4,
+                    }],
+                ),
+            ],
+            2_000 * MS,
+        ),
+    );
+    s.run();
+    assert_eq!(s.counters.fair_server_runs, 0);
+    assert!(cpu_ns(&s, 1) > 800 * MS, "fair {}", cpu_ns(&s, 1));
+}
+
+/// An RT task waking on a CPU running a fair task preempts it at once (no
+/// lazy reschedule, no wait for a slice to end).
+#[test]
+fn an_rt_wakeup_preempts_a_fair_task_at_once() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "rt",
+                    Some(vec![2]),
+                    vec![
+                        set(SchedPolicy::Fifo(1)),
+                        Step::Sleep { ns: 3 * MS },
+                        Step::Compute { work_ns: 100_000 },
+                        Step::Loop {
+                            start: 1,
+                            count: 50,
+                            slot: 0,
+                        },
+                    ],
+                ),
+                (
+                    "fair",
+                    Some(vec![2]),
+                    vec![Step::Compute {
+                        work_ns: u64::MAX / 4,
+                    }],
+                ),
+            ],
+            200 * MS,
+        ),
+    );
+    s.run();
+    let rt = s.tasks.iter().find(|t| t.template == 0).unwrap();
+    assert!(rt.stats.wakeups >= 50);
+    // A wakeup waits only for the context switch: no more than a few µs each.
+    assert!(
+        rt.stats.wait_time_ns < rt.stats.wakeups * 20_000,
+        "waited {} ns over {} wakeups",
+        rt.stats.wait_time_ns,
+        rt.stats.wakeups
+    );
+}
+
+/// Two SCHED_FIFO tasks of one priority on one CPU run one after the
+/// other; as SCHED_RR they take turns of 100 ms.
+#[test]
+fn fifo_runs_to_completion_and_rr_takes_turns() {
+    let run = |policy: SchedPolicy| {
+        let job = set_then(policy, vec![Step::Compute { work_ns: 300 * MS }]);
+        let mut s = quiet_sim(
+            "exynos5422",
+            spec(
+                vec![("a", Some(vec![6]), job.clone()), ("b", Some(vec![6]), job)],
+                1_000 * MS,
+            ),
+        );
+        assert_eq!(s.run(), StopReason::Finished);
+        let switches: u64 = s
+            .tasks
+            .iter()
+            .filter(|t| t.template != u32::MAX)
+            .map(|t| t.stats.nr_switches)
+            .sum();
+        (switches, s.counters.rt_rr_rotations)
+    };
+    let (fifo_switches, fifo_rot) = run(SchedPolicy::Fifo(30));
+    let (rr_switches, rr_rot) = run(SchedPolicy::Rr(30));
+    assert_eq!(fifo_rot, 0);
+    assert!(fifo_switches <= 4, "FIFO switched {fifo_switches} times");
+    // 600 ms of work in 100 ms turns: five rotations.
+    assert!((4..=6).contains(&rr_rot), "RR rotated {rr_rot} times");
+    assert!(rr_switches > fifo_switches);
+}
+
+/// A higher priority preempts a lower one; the lower one resumes after it.
+#[test]
+fn a_higher_rt_priority_preempts_a_lower_one() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "low",
+                    Some(vec![4]),
+                    set_then(
+                        SchedPolicy::Fifo(10),
+                        vec![Step::Compute { work_ns: 50 * MS }],
+                    ),
+                ),
+                (
+                    "high",
+                    Some(vec![4]),
+                    set_then(
+                        SchedPolicy::Fifo(90),
+                        vec![
+                            Step::Sleep { ns: 10 * MS },
+                            Step::Compute { work_ns: 20 * MS },
+                        ],
+                    ),
+                ),
+            ],
+            1_000 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::Finished);
+    let low = s.tasks.iter().find(|t| t.template == 0).unwrap();
+    let high = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    // The high task waits only for its switch; the low one waits its 20 ms.
+    assert!(
+        high.stats.wait_time_ns < MS,
+        "high waited {}",
+        high.stats.wait_time_ns
+    );
+    assert!(
+        low.stats.wait_time_ns >= 19 * MS,
+        "low waited {}",
+        low.stats.wait_time_ns
+    );
+}
+
+/// RT tasks placed by priority, not load: four SCHED_FIFO hogs of one
+/// priority started together on an 8-CPU machine each get a CPU of their
+/// own (select_task_rq_rt() and pushes to CPUs without RT work).
+#[test]
+fn rt_hogs_of_one_priority_spread_over_the_cpus() {
+    let hog = vec![
+        set(SchedPolicy::Fifo(50)),
+        Step::Compute { work_ns: 200 * MS },
+    ];
+    let threads = (0..4)
+        .map(|_| ("rt", None, hog.clone()))
+        .collect::<Vec<_>>();
+    let mut s = quiet_sim("exynos5422", spec(threads, 1_000 * MS));
+    assert_eq!(s.run(), StopReason::Finished);
+    for t in s.tasks.iter().filter(|t| t.template != u32::MAX) {
+        assert!(
+            t.stats.wait_time_ns < 2 * MS,
+            "{} waited {}",
+            t.name,
+            t.stats.wait_time_ns
+        );
+    }
+}
+
+/// A CPU whose RT task goes to sleep pulls an RT task that waits on
+/// another CPU (pull_rt_task()), or that CPU pushes it (push_rt_task()).
+#[test]
+fn a_waiting_rt_task_moves_to_a_cpu_its_priority_wins() {
+    let both = Some(vec![4, 5]);
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "a",
+                    both.clone(),
+                    set_then(
+                        SchedPolicy::Fifo(50),
+                        vec![Step::Compute { work_ns: 100 * MS }],
+                    ),
+                ),
+                (
+                    "b",
+                    both.clone(),
+                    set_then(
+                        SchedPolicy::Fifo(50),
+                        vec![
+                            Step::Compute { work_ns: 10 * MS },
+                            Step::Sleep { ns: 200 * MS },
+                        ],
+                    ),
+                ),
+                (
+                    "c",
+                    both,
+                    set_then(
+                        SchedPolicy::Fifo(20),
+                        vec![Step::Compute { work_ns: 30 * MS }],
+                    ),
+                ),
+            ],
+            1_000 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::Finished);
+    let c = s.tasks.iter().find(|t| t.template == 2).unwrap();
+    // c runs as soon as b sleeps (about 10 ms in), not after a finishes.
+    assert!(
+        c.stats.wait_time_ns < 15 * MS,
+        "c waited {}",
+        c.stats.wait_time_ns
+    );
+    assert!(s.counters.rt_pulls + s.counters.rt_pushes > 0);
+}
+
+/// sched_setattr() back to SCHED_OTHER returns a task to the fair class,
+/// with its load on the fair runqueue again.
+#[test]
+fn a_task_returns_from_rt_to_fair() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![(
+                "t",
+                Some(vec![3]),
+                vec![
+                    set(SchedPolicy::Rr(5)),
+                    Step::Compute { work_ns: 5 * MS },
+                    set(SchedPolicy::Normal),
+                    Step::Compute { work_ns: 50 * MS },
+                ],
+            )],
+            1_000 * MS,
+        ),
+    );
+    s.run_until(20 * MS);
+    let t = s.tasks.iter().find(|t| t.template == 0).unwrap();
+    assert!(!t.is_rt() && t.se.on_rq && t.avg.util_avg > 0);
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+/// The trace shows an RT task's kernel priority, 99 − sched_priority.
+#[test]
+fn the_trace_shows_rt_priorities() {
+    let mut sp = spec(
+        vec![(
+            "rt",
+            Some(vec![1]),
+            vec![
+                set(SchedPolicy::Fifo(50)),
+                Step::Sleep { ns: MS },
+                Step::Compute { work_ns: MS },
+            ],
+        )],
+        50 * MS,
+    );
+    sp.max_time_ns = 50 * MS;
+    let mut s = quiet_sim("exynos5422", sp);
+    s.trace = Some(Box::new(crate::trace::Trace::new(s.nr_cpus(), 1_000_000)));
+    s.run();
+    let mut text = Vec::new();
+    crate::trace::write_ftrace_text(&s, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("next_comm=rt next_pid") && text.contains("next_prio=49"),
+        "{text}"
+    );
+}
