@@ -26,6 +26,10 @@ pub const FAIR_SERVER_RUNTIME_NS: i64 = 50_000_000;
 /// Its period (`dl_period`, 1000 ms).
 pub const FAIR_SERVER_PERIOD_NS: u64 = 1_000_000_000;
 
+/// A deferred timer is not pushed out for less than this
+/// (`dl_server_min_res`, 1 ms).
+pub const FAIR_SERVER_MIN_RES_NS: u64 = 1_000_000;
+
 /// One CPU's fair server.
 #[derive(Clone, Debug, Default)]
 pub struct FairServer {
@@ -33,14 +37,21 @@ pub struct FairServer {
     pub active: bool,
     /// Enqueued and not throttled: it runs fair tasks ahead of RT ones.
     pub running: bool,
-    /// It has had to run once (`dl_defer_running`): a replenishment runs it
-    /// at once instead of deferring again. A stop keeps it.
+    /// Waiting for its zero-laxity point (`dl_defer_armed`); otherwise a
+    /// throttled server waits for its next period.
+    pub armed: bool,
+    /// It has had to run (`dl_defer_running`): a replenishment or a start
+    /// within the period runs it at once instead of deferring again.
     pub defer_running: bool,
+    /// Idle time used its budget up (`dl_defer_idle`): its timer stops it.
+    pub defer_idle: bool,
     /// Budget left in the period (`dl_se->runtime`), ns; may overrun below 0.
     pub runtime_ns: i64,
     /// Absolute deadline = end of the current period.
     pub deadline_ns: u64,
-    /// Its timer (zero-laxity point while deferred, the next period while throttled).
+    /// Idle time up to here has been charged.
+    pub idle_charged_ns: u64,
+    /// Its timer (zero-laxity point while armed, the next period while throttled after running).
     pub timer: crate::event::LazyTimer,
 }
 
@@ -74,45 +85,22 @@ impl Sim {
         fs.deadline_ns.saturating_sub(fs.runtime_ns.max(0) as u64)
     }
 
-    /// The first fair task is queued on `cpu` (mirrors dl_server_start()
-    /// → enqueue_dl_entity() → update_dl_entity()): a passed deadline, or a
-    /// budget the time left cannot hold at the server's bandwidth, starts a
-    /// new period; the server then waits for its zero-laxity point, or runs
-    /// at once if it has had to run before.
-    pub(crate) fn fair_server_start(&mut self, cpu: CpuId) {
-        if !self.rt_in_use || self.rqs[cpu as usize].fair_server.active {
-            return;
-        }
-        let now = self.now;
-        let fs = &self.rqs[cpu as usize].fair_server;
-        let left = fs.deadline_ns.saturating_sub(now);
-        // The CBS overflow test: runtime / left > dl_runtime / dl_period.
-        let overflow = fs.runtime_ns.max(0) as u128 * FAIR_SERVER_PERIOD_NS as u128
-            > FAIR_SERVER_RUNTIME_NS as u128 * left as u128;
-        if now >= fs.deadline_ns || overflow {
-            self.fair_server_new_period(cpu);
-        }
+    /// The server waits for its zero-laxity point (throttled and armed).
+    fn fair_server_defer(&mut self, cpu: CpuId) {
         let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.active = true;
-        if fs.defer_running && fs.runtime_ns > 0 {
-            fs.running = true;
-            self.fair_server_preempt(cpu);
-        } else {
-            let at = self.fair_server_zero_laxity(cpu);
-            self.fair_server_arm(cpu, at);
-        }
-    }
-
-    /// The server stops (mirrors dl_server_stop()).
-    pub(crate) fn fair_server_stop(&mut self, cpu: CpuId) {
-        let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.active = false;
         fs.running = false;
-        fs.timer.cancel();
+        fs.armed = true;
+        let at = self.fair_server_zero_laxity(cpu);
+        self.fair_server_arm(cpu, at);
     }
 
-    /// The server now outranks an RT task running on `cpu`: reschedule it.
-    fn fair_server_preempt(&mut self, cpu: CpuId) {
+    /// The server runs (enqueued, not throttled): it outranks an RT task
+    /// running on `cpu`, which is rescheduled.
+    fn fair_server_run(&mut self, cpu: CpuId) {
+        let fs = &mut self.rqs[cpu as usize].fair_server;
+        fs.running = true;
+        fs.armed = false;
+        fs.timer.cancel();
         let rq = &self.rqs[cpu as usize];
         if rq.curr.is_some_and(|c| self.tasks[c as usize].is_rt()) {
             self.update_curr_rt(cpu);
@@ -120,65 +108,162 @@ impl Sim {
         }
     }
 
-    /// Charges `delta_ns` of fair execution to `cpu`'s server (mirrors
-    /// dl_server_update() → update_curr_dl_se()): while it runs, a spent
-    /// budget throttles it until the end of its period and reschedules;
-    /// while it waits, a budget the fair class used up on its own starts a
-    /// new period and moves the zero-laxity point.
-    pub(crate) fn fair_server_charge(&mut self, cpu: CpuId, delta_ns: u64) {
+    /// The first fair task is queued on `cpu` (mirrors dl_server_start()
+    /// → enqueue_dl_entity() → update_dl_entity()): a passed deadline, or a
+    /// budget the time left cannot hold at the server's bandwidth, starts a
+    /// new period and deferral again, unless the server had to run and its
+    /// deadline has not passed (the revised wakeup: the budget shrinks to
+    /// the time left at the server's bandwidth, and it runs); within its
+    /// period it waits for its zero-laxity point, or runs at once if it had
+    /// to run.
+    pub(crate) fn fair_server_start(&mut self, cpu: CpuId) {
+        if !self.rt_in_use {
+            return;
+        }
+        self.rqs[cpu as usize].fair_server.defer_idle = false;
+        if self.rqs[cpu as usize].fair_server.active {
+            return;
+        }
+        self.update_curr_rt(cpu);
+        self.fair_server_charge_idle(cpu);
+        let now = self.now;
+        let fs = &mut self.rqs[cpu as usize].fair_server;
+        fs.active = true;
+        let left = fs.deadline_ns.saturating_sub(now);
+        // The CBS overflow test: runtime / left > dl_runtime / dl_period.
+        let overflow = fs.runtime_ns.max(0) as u128 * FAIR_SERVER_PERIOD_NS as u128
+            > FAIR_SERVER_RUNTIME_NS as u128 * left as u128;
+        let passed = now >= fs.deadline_ns;
+        if passed || overflow {
+            if fs.defer_running && !passed {
+                // update_dl_revised_wakeup().
+                fs.runtime_ns = (left as u128 * FAIR_SERVER_RUNTIME_NS as u128
+                    / FAIR_SERVER_PERIOD_NS as u128) as i64;
+                self.fair_server_run(cpu);
+                return;
+            }
+            fs.defer_running = false;
+            self.fair_server_new_period(cpu);
+        }
+        if self.rqs[cpu as usize].fair_server.defer_running {
+            self.fair_server_run(cpu);
+        } else {
+            self.fair_server_defer(cpu);
+        }
+    }
+
+    /// The server stops (mirrors dl_server_stop()); it keeps
+    /// `defer_running`, its budget and its deadline.
+    pub(crate) fn fair_server_stop(&mut self, cpu: CpuId) {
+        let fs = &mut self.rqs[cpu as usize].fair_server;
+        fs.active = false;
+        fs.running = false;
+        fs.armed = false;
+        fs.defer_idle = false;
+        fs.timer.cancel();
+    }
+
+    /// Charges the idle time of idle `cpu` not charged yet (mirrors
+    /// update_curr_idle() → dl_server_update_idle()).
+    pub(crate) fn fair_server_charge_idle(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu as usize];
+        if !self.rt_in_use || rq.curr.is_some() || !rq.fair_server.active {
+            return;
+        }
+        let from = rq.last_busy_change.max(rq.fair_server.idle_charged_ns);
+        let delta = self.now.saturating_sub(from);
+        self.rqs[cpu as usize].fair_server.idle_charged_ns = self.now;
+        if delta > 0 {
+            self.fair_server_charge(cpu, delta, true);
+        }
+    }
+
+    /// Charges `delta_ns` of fair execution (or, with `idle`, of idle time)
+    /// to `cpu`'s server (mirrors update_curr_dl_se() for a server): while
+    /// it runs, a spent budget throttles it until its next period and
+    /// reschedules; while it waits, a budget used up in the background
+    /// returns it to its initial state (a new period, deferred again), and
+    /// one used up by idle time marks it idle, so its timer stops it.
+    pub(crate) fn fair_server_charge(&mut self, cpu: CpuId, delta_ns: u64, idle: bool) {
         let fs = &mut self.rqs[cpu as usize].fair_server;
         if !fs.active {
             return;
         }
         fs.runtime_ns -= delta_ns as i64;
+        if fs.defer_idle && !idle {
+            fs.defer_idle = false;
+        }
         if fs.runtime_ns > 0 {
             return;
         }
-        if fs.running {
-            fs.running = false;
-            let at = fs.deadline_ns;
-            self.fair_server_arm(cpu, at);
-            if self.rqs[cpu as usize].rt.nr_running > 0 {
-                self.resched_cpu(cpu, cpu);
+        if !fs.running {
+            if fs.defer_idle && idle {
+                fs.runtime_ns = 0;
+                return;
             }
-        } else {
+            fs.defer_running = false;
             self.fair_server_new_period(cpu);
-            let at = self.fair_server_zero_laxity(cpu);
-            self.fair_server_arm(cpu, at);
+            if idle {
+                self.rqs[cpu as usize].fair_server.defer_idle = true;
+            }
+            self.fair_server_defer(cpu);
+            return;
+        }
+        // Throttled until the next period, which replenishes it.
+        let fs = &mut self.rqs[cpu as usize].fair_server;
+        fs.running = false;
+        fs.armed = false;
+        let at = fs.deadline_ns;
+        self.fair_server_arm(cpu, at);
+        if self.rqs[cpu as usize].rt.nr_running > 0 {
+            self.resched_cpu(cpu, cpu);
         }
     }
 
-    /// The server's timer (mirrors dl_server_timer()): with no fair task
-    /// queued the server stops; a zero-laxity point that charging moved
-    /// later is waited for; otherwise a fresh period runs the server now,
-    /// ahead of RT tasks.
+    /// The server's timer (mirrors dl_server_timer()): a server marked idle
+    /// stops; at a zero-laxity point that charging moved later by at least
+    /// 1 ms, it waits on; otherwise it runs, with a fresh period at its
+    /// zero-laxity point, or with its budget replenished for the next
+    /// period (an overrun carried over) after it was throttled.
     pub(crate) fn fair_server_timer(&mut self, cpu: CpuId) {
-        if !self.rqs[cpu as usize].fair_server.active {
+        if !self.rqs[cpu as usize].fair_server.active || self.rqs[cpu as usize].fair_server.running
+        {
             return;
         }
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
-        if self.rqs[cpu as usize].cfs.nr_queued == 0 {
+        self.update_curr_rt(cpu);
+        self.fair_server_charge_idle(cpu);
+        let fs = &self.rqs[cpu as usize].fair_server;
+        if fs.defer_idle {
             self.fair_server_stop(cpu);
             return;
         }
-        let fs = &self.rqs[cpu as usize].fair_server;
-        if fs.running {
+        if fs.running || !fs.active {
             return;
         }
-        if !fs.defer_running {
+        if fs.armed {
             let at = self.fair_server_zero_laxity(cpu);
-            if self.now < at {
+            if self.now + FAIR_SERVER_MIN_RES_NS < at {
                 self.fair_server_arm(cpu, at);
                 return;
             }
+            self.rqs[cpu as usize].fair_server.defer_running = true;
+            // Past its zero-laxity point the overflow test fails: a new period.
+            self.fair_server_new_period(cpu);
+        } else {
+            // replenish_dl_entity(): the next period, the overrun carried.
+            let now = self.now;
+            let fs = &mut self.rqs[cpu as usize].fair_server;
+            while fs.runtime_ns <= 0 {
+                fs.deadline_ns += FAIR_SERVER_PERIOD_NS;
+                fs.runtime_ns += FAIR_SERVER_RUNTIME_NS;
+            }
+            if fs.deadline_ns < now {
+                self.fair_server_new_period(cpu);
+            }
         }
-        // A fresh period, enqueued at once.
-        self.fair_server_new_period(cpu);
-        let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.defer_running = true;
-        fs.running = true;
         self.counters.fair_server_runs += 1;
-        self.fair_server_preempt(cpu);
+        self.fair_server_run(cpu);
     }
 }

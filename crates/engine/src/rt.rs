@@ -11,7 +11,7 @@
 //! queued RT tasks that wait are pushed to such CPUs, and a CPU whose RT
 //! priority drops pulls waiting ones. The fair balancer never moves an RT
 //! task. Fair tasks keep a share of a CPU an RT task monopolises through the
-//! fair server (`FAIR_SERVER` in features.rs; [`Sim::fair_server_tick`]).
+//! fair server (fair_server.rs).
 //!
 //! Not modelled: SCHED_DEADLINE, priority inheritance, RT group scheduling,
 //! `RT_PUSH_IPI` (off by default outside PREEMPT_RT), and the RT/DL
@@ -135,13 +135,12 @@ impl Sim {
             self.resched_cpu(cpu, from);
             return;
         };
-        let serving = self.fair_server_runs(cpu);
         match (self.tasks[wakee as usize].rt, self.tasks[curr as usize].rt) {
             (None, None) => self.wakeup_preempt_fair(cpu, wakee, from, wake_flags),
-            // Fair under RT; an RT wakee waits for a fair task the fair
-            // server runs until the server's budget is spent.
+            // Fair under RT.
             (None, Some(_)) => {}
-            (Some(_), None) if serving => {}
+            // RT over fair: reschedule (while the fair server runs, its pick
+            // still goes to a fair task).
             (Some(_), None) => {
                 self.update_curr(cpu);
                 self.resched_cpu(cpu, from);
@@ -681,7 +680,24 @@ impl Sim {
         }
         let rr = matches!(policy, SchedPolicy::Rr(_));
         if let (Some(o), Some(p)) = (old, new_prio) {
-            if o.prio == RT_PRIO_NONE - p && o.rr == rr && uclamp == (None, None) {
+            if o.prio == RT_PRIO_NONE - p {
+                // The priority stays: no requeue, the task keeps its place
+                // in its list (__sched_setscheduler() drops DEQUEUE_MOVE);
+                // only the policy (FIFO or RR) and the clamps change.
+                let cpu = self.tasks[t as usize].cpu;
+                if o.rr != rr && o.on_rq {
+                    let rq = &mut self.rqs[cpu as usize].rt;
+                    rq.rr_nr_running = rq.rr_nr_running + u32::from(rr) - u32::from(o.rr);
+                }
+                let tk = &mut self.tasks[t as usize];
+                if let Some(e) = tk.rt.as_mut() {
+                    e.rr = rr;
+                }
+                if let Some(m) = uclamp.0 {
+                    tk.uclamp_min = m;
+                    tk.uclamp_min_user = true;
+                }
+                tk.uclamp_max = umax;
                 return;
             }
         }
@@ -784,9 +800,15 @@ impl Sim {
             }
         }
         match (old, new) {
-            // switched_to_rt(): a queued task that beats the running one preempts.
-            (None, Some(n)) if !running && queued && i32::from(n.prio) < self.curr_prio(cpu) => {
-                self.resched_cpu(cpu, cpu);
+            // switched_to_rt(): a queued task that does not run is pushed if
+            // the CPU is overloaded, and preempts if it beats the running one.
+            (None, Some(n)) if !running && queued => {
+                if self.rqs[cpu as usize].rt.overloaded() {
+                    self.push_rt_tasks(cpu);
+                }
+                if self.tasks[t as usize].cpu == cpu && i32::from(n.prio) < self.curr_prio(cpu) {
+                    self.resched_cpu(cpu, cpu);
+                }
             }
             // The class went down: reschedule; switched_from_rt() pulls
             // when no RT task is left here.
@@ -814,10 +836,6 @@ impl Sim {
                 }
             }
             _ => {}
-        }
-        // The balance callbacks: push what waits here.
-        if self.rqs[cpu as usize].rt.overloaded() {
-            self.push_rt_tasks(cpu);
         }
     }
 }

@@ -380,3 +380,110 @@ fn the_trace_shows_rt_priorities() {
         "{text}"
     );
 }
+
+/// Under an RT hog, a fair task that wakes after the fair server stopped
+/// waits for the server's zero-laxity point of a new period (about 950 ms)
+/// each time: a server that had to run before does not run at once in a
+/// later period (dl_defer_running is cleared when a new period starts).
+#[test]
+fn each_starved_wakeup_waits_for_the_zero_laxity_point() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "rt",
+                    Some(vec![5]),
+                    vec![
+                        set(SchedPolicy::Fifo(50)),
+                        Step::Compute {
+                            work_ns: u64::MAX / 4,
+                        },
+                    ],
+                ),
+                (
+                    "fair",
+                    Some(vec![5]),
+                    vec![
+                        Step::Sleep { ns: MS },
+                        Step::Compute { work_ns: MS },
+                        Step::Sleep { ns: 1_500 * MS },
+                        Step::Loop {
+                            start: 1,
+                            count: u32::MAX,
+                            slot: 0,
+                        },
+                    ],
+                ),
+            ],
+            7_000 * MS,
+        ),
+    );
+    s.run();
+    // It first runs at 950 ms, wakes from its 1 ms sleep within the
+    // server's budget (no wait), then twice after 1.5 s asleep, each time
+    // waiting 950 ms: 2.85 s of waiting in all. A server that kept
+    // `defer_running` would run it at once (0.95 s in all).
+    let fair = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    assert_eq!(fair.stats.wakeups, 3);
+    let wait = fair.stats.wait_time_ns;
+    assert!(
+        (2_800 * MS..=2_900 * MS).contains(&wait),
+        "waited {wait} ns"
+    );
+}
+
+/// A CPU whose RT task sleeps pulls an RT task waiting on another CPU
+/// (balance_rt() → pull_rt_task()): `c` waits behind `a` on CPU 4, where
+/// its wakeup found no CPU of lower priority, until `b` sleeps on CPU 5.
+#[test]
+fn a_cpu_whose_rt_task_sleeps_pulls_a_waiting_one() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "a",
+                    Some(vec![4]),
+                    set_then(
+                        SchedPolicy::Fifo(50),
+                        vec![Step::Compute { work_ns: 100 * MS }],
+                    ),
+                ),
+                (
+                    "b",
+                    Some(vec![5]),
+                    set_then(
+                        SchedPolicy::Fifo(50),
+                        vec![
+                            Step::Compute { work_ns: 10 * MS },
+                            Step::Sleep { ns: 200 * MS },
+                        ],
+                    ),
+                ),
+                (
+                    "c",
+                    Some(vec![4]),
+                    vec![
+                        set(SchedPolicy::Fifo(20)),
+                        Step::SetAffinity {
+                            cpus: Some(Box::new(CpuMask::from_cpus([4, 5]))),
+                        },
+                        Step::Sleep { ns: 2 * MS },
+                        Step::Compute { work_ns: 30 * MS },
+                    ],
+                ),
+            ],
+            1_000 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::Finished);
+    let c = s.tasks.iter().find(|t| t.template == 2).unwrap();
+    assert!(s.counters.rt_pulls >= 1, "pulls {}", s.counters.rt_pulls);
+    assert!(
+        c.stats.wait_time_ns < 12 * MS,
+        "c waited {}",
+        c.stats.wait_time_ns
+    );
+    assert_eq!(c.cpu, 5);
+}

@@ -1661,6 +1661,10 @@ impl Sim {
     /// Makes the picked `next` run on `cpu` after `prev` (set_next_task_fair(),
     /// then the context switch).
     fn switch_to(&mut self, cpu: CpuId, prev: Option<TaskId>, n: TaskId) {
+        if prev.is_none() {
+            // put_prev_task_idle(): the idle time goes to the fair server.
+            self.fair_server_charge_idle(cpu);
+        }
         let rt = self.tasks[n as usize].is_rt();
         if rt {
             self.set_next_task_rt(cpu, n);

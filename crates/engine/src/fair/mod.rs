@@ -200,7 +200,7 @@ impl Sim {
         tk.se.sum_exec_runtime += delta;
         tk.stats.cpu_time_ns += delta;
         if self.rt_in_use {
-            self.fair_server_charge(cpu, delta);
+            self.fair_server_charge(cpu, delta, false);
         }
         if self.hmp_active() {
             self.hmp_account(cpu, c, delta);
