@@ -263,6 +263,17 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 pub(crate) const TIMER_SLACK_NS: u64 = 50_000;
 
 impl Sim {
+    /// The timer slack of task `t`: 0 under an RT policy (7.3's
+    /// __setscheduler_params() sets it so; it returns to the default when
+    /// the task goes back to a fair policy), [`TIMER_SLACK_NS`] otherwise.
+    fn timer_slack_ns(&self, t: TaskId) -> u64 {
+        if self.tasks[t as usize].is_rt() {
+            0
+        } else {
+            TIMER_SLACK_NS
+        }
+    }
+
     /// Runs the task's program from its program counter until a step takes
     /// time or the task blocks. The task must be running.
     pub(crate) fn advance(&mut self, t: TaskId) {
@@ -498,7 +509,8 @@ impl Sim {
                     return;
                 }
                 Step::Nanosleep { ns } => {
-                    self.sleep_for(t, ns + TIMER_SLACK_NS, TIMER_SLACK_NS);
+                    let slack = self.timer_slack_ns(t);
+                    self.sleep_for(t, ns + slack, slack);
                     return;
                 }
                 Step::NanosleepJitter { ns, jitter_ns } => {
@@ -507,7 +519,8 @@ impl Sim {
                     } else {
                         0
                     };
-                    self.sleep_for(t, ns + extra + TIMER_SLACK_NS, TIMER_SLACK_NS);
+                    let slack = self.timer_slack_ns(t);
+                    self.sleep_for(t, ns + extra + slack, slack);
                     return;
                 }
                 Step::Delay { ns } => {
@@ -515,7 +528,8 @@ impl Sim {
                     let until = zero.saturating_add(ns);
                     self.tasks[t as usize].timer_origin_ns = Some(until);
                     if until > self.now {
-                        self.sleep_for(t, until - self.now + TIMER_SLACK_NS, TIMER_SLACK_NS);
+                        let slack = self.timer_slack_ns(t);
+                        self.sleep_for(t, until - self.now + slack, slack);
                         return;
                     }
                 }
@@ -1595,7 +1609,8 @@ impl Sim {
             return Flow::Next;
         }
         // clock_nanosleep(): a slack range from the expiry on.
-        self.sleep_for(t, next - now + TIMER_SLACK_NS, TIMER_SLACK_NS);
+        let slack = self.timer_slack_ns(t);
+        self.sleep_for(t, next - now + slack, slack);
         Flow::Stop
     }
 }

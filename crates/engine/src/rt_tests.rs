@@ -487,3 +487,22 @@ fn a_cpu_whose_rt_task_sleeps_pulls_a_waiting_one() {
     );
     assert_eq!(c.cpu, 5);
 }
+
+/// An RT task's timer slack is 0 (7.3's __setscheduler_params()): its
+/// nanosleep() ends at the requested time, a fair task's 50 µs later.
+#[test]
+fn an_rt_nanosleep_has_no_timer_slack() {
+    let end = |policy: SchedPolicy| {
+        let steps = vec![set(policy), Step::Nanosleep { ns: 10 * MS }];
+        let mut s = quiet_sim(
+            "exynos5422",
+            spec(vec![("t", Some(vec![5]), steps)], 100 * MS),
+        );
+        assert_eq!(s.run(), StopReason::Finished);
+        s.now
+    };
+    assert_eq!(
+        end(SchedPolicy::Normal) - end(SchedPolicy::Fifo(10)),
+        crate::exec::TIMER_SLACK_NS
+    );
+}
