@@ -267,7 +267,7 @@ impl Sim {
     /// __setscheduler_params() sets it so; it returns to the default when
     /// the task goes back to a fair policy), [`TIMER_SLACK_NS`] otherwise.
     fn timer_slack_ns(&self, t: TaskId) -> u64 {
-        if self.tasks[t as usize].is_rt() {
+        if self.task_is_rt(t) {
             0
         } else {
             TIMER_SLACK_NS

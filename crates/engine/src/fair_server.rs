@@ -102,7 +102,7 @@ impl Sim {
         fs.armed = false;
         fs.timer.cancel();
         let rq = &self.rqs[cpu as usize];
-        if rq.curr.is_some_and(|c| self.tasks[c as usize].is_rt()) {
+        if rq.curr.is_some_and(|c| self.task_is_rt(c)) {
             self.update_curr_rt(cpu);
             self.resched_cpu(cpu, cpu);
         }

@@ -102,6 +102,14 @@ pub struct Rq {
     pub cfs: CfsRq,
     /// The RT class's runqueue (rt.rs).
     pub rt: RtRq,
+    /// PELT of the time RT tasks run here (`rq->avg_rt`, a binary running signal).
+    pub avg_rt: SchedAvg,
+    /// The capacity left to the fair class (`rq->cpu_capacity`): the CPU's
+    /// own less its RT utilisation, as update_cpu_capacity() last found it.
+    pub cpu_capacity: u64,
+    /// When the dst CPU's base group capacity is next due for an update
+    /// from a newly idle balance (`sgc->next_update`), jiffies.
+    pub capacity_next_update_j: u64,
     /// The queued fair tasks, curr and delayed ones included, most recently
     /// enqueued or picked first (`rq->cfs_tasks`).
     pub cfs_tasks: TaskList,

@@ -11,11 +11,12 @@
 //! queued RT tasks that wait are pushed to such CPUs, and a CPU whose RT
 //! priority drops pulls waiting ones. The fair balancer never moves an RT
 //! task. Fair tasks keep a share of a CPU an RT task monopolises through the
-//! fair server (fair_server.rs).
+//! fair server (fair_server.rs), and the fair balancer sees the CPU's
+//! capacity less its RT utilisation (`avg_rt`, scale_rt_capacity()), so it
+//! moves fair tasks off CPUs busy with RT work.
 //!
 //! Not modelled: SCHED_DEADLINE, priority inheritance, RT group scheduling,
-//! `RT_PUSH_IPI` (off by default outside PREEMPT_RT), and the RT/DL
-//! pressure on the fair class's CPU capacity (`scale_rt_capacity()`).
+//! `RT_PUSH_IPI` (off by default outside PREEMPT_RT).
 
 use crate::event::TaskId;
 use crate::sim::{EnqueueKind, Sim, WF_FORK, WF_RQ_SELECTED, WF_TTWU};
@@ -69,9 +70,17 @@ impl CpuPri {
 impl Sim {
     // ----- the core's class dispatch ------------------------------------------
 
+    /// Task `t` is in the RT class. No task is before the first one enters
+    /// it ([`Sim::rt_in_use`]), which keeps the fair-only hot paths off the
+    /// task's RT state.
+    #[inline]
+    pub(crate) fn task_is_rt(&self, t: TaskId) -> bool {
+        self.rt_in_use && self.tasks[t as usize].is_rt()
+    }
+
     /// Puts a task on `cpu`'s runqueue of its class (mirrors enqueue_task()).
     pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
-        if self.tasks[t as usize].is_rt() {
+        if self.task_is_rt(t) {
             self.enqueue_task_rt(cpu, t, false);
         } else {
             self.enqueue_task_fair(cpu, t, kind);
@@ -81,7 +90,7 @@ impl Sim {
     /// Takes a task off `cpu`'s runqueue of its class (mirrors
     /// dequeue_task()); false when the fair class delays the dequeue.
     pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
-        if self.tasks[t as usize].is_rt() {
+        if self.task_is_rt(t) {
             self.dequeue_task_rt(cpu, t);
             true
         } else {
@@ -100,7 +109,7 @@ impl Sim {
             self.fair_server_stop(cpu);
         }
         let rt = &self.rqs[cpu as usize].rt;
-        if rt.active != 0 {
+        if self.rt_in_use && rt.active != 0 {
             return rt.queues[rt.highest_prio() as usize].front().copied();
         }
         self.pick_next_entity(cpu)
@@ -108,7 +117,7 @@ impl Sim {
 
     /// The running task goes back to its class's queue (put_prev_task()).
     pub(crate) fn put_prev_task(&mut self, cpu: CpuId, t: TaskId) {
-        if self.tasks[t as usize].is_rt() {
+        if self.task_is_rt(t) {
             self.put_prev_task_rt(cpu, t);
         } else {
             self.put_prev_entity(cpu, t);
@@ -118,7 +127,9 @@ impl Sim {
     /// Charges the running task of either class (update_curr()).
     pub(crate) fn update_curr_any(&mut self, cpu: CpuId) {
         self.update_curr(cpu);
-        self.update_curr_rt(cpu);
+        if self.rt_in_use {
+            self.update_curr_rt(cpu);
+        }
     }
 
     /// Preemption check for a task queued on `cpu` (mirrors the core's
@@ -135,6 +146,10 @@ impl Sim {
             self.resched_cpu(cpu, from);
             return;
         };
+        if !self.rt_in_use {
+            self.wakeup_preempt_fair(cpu, wakee, from, wake_flags);
+            return;
+        }
         match (self.tasks[wakee as usize].rt, self.tasks[curr as usize].rt) {
             (None, None) => self.wakeup_preempt_fair(cpu, wakee, from, wake_flags),
             // Fair under RT.
@@ -160,6 +175,9 @@ impl Sim {
     /// RT wakee that has to wait behind the RT task running there is pushed
     /// on to a CPU of lower priority at once.
     pub(crate) fn task_woken(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.rt_in_use {
+            return;
+        }
         let Some(w) = self.tasks[t as usize].rt else {
             return;
         };
@@ -217,9 +235,14 @@ impl Sim {
         }
     }
 
-    /// Takes an RT task off `cpu`'s lists (mirrors dequeue_task_rt()).
+    /// Takes an RT task off `cpu`'s lists (mirrors dequeue_task_rt(); for
+    /// the running task also put_prev_task_rt()'s update of the RT
+    /// utilisation, which the kernel makes as the task switches out).
     pub(crate) fn dequeue_task_rt(&mut self, cpu: CpuId, t: TaskId) {
         self.update_curr_rt(cpu);
+        if self.rqs[cpu as usize].rt.curr == Some(t) {
+            self.update_rt_rq_load_avg(cpu, true);
+        }
         let rt = self.tasks[t as usize].rt.expect("an RT task");
         debug_assert!(rt.on_rq);
         let rq = &mut self.rqs[cpu as usize].rt;
@@ -259,11 +282,50 @@ impl Sim {
         tk.stats.cpu_time_ns += delta;
     }
 
+    /// Updates `cpu`'s RT utilisation signal (mirrors update_rt_rq_load_avg()):
+    /// PELT of a binary signal, 1 while an RT task runs, on the runqueue's
+    /// PELT clock.
+    pub(crate) fn update_rt_rq_load_avg(&mut self, cpu: CpuId, running: bool) {
+        let rq = &mut self.rqs[cpu as usize];
+        let now = rq.clock_pelt;
+        let r = u64::from(running);
+        if rq.avg_rt.update_sum(now, r, r, running) {
+            rq.avg_rt.update_avg(1);
+        }
+    }
+
+    /// The capacity left to the fair class on `cpu` (mirrors
+    /// scale_rt_capacity(); no IRQ, deadline or thermal pressure): its own
+    /// less its RT utilisation, at least 1.
+    pub(crate) fn scale_rt_capacity(&self, cpu: CpuId) -> u64 {
+        let max = self.kcap[cpu as usize];
+        let used = self.rqs[cpu as usize].avg_rt.util_avg;
+        if used >= max {
+            1
+        } else {
+            (max - used).max(1)
+        }
+    }
+
+    /// Refreshes `cpu`'s capacity as its base domain's local group
+    /// capacity is updated (mirrors update_cpu_capacity(), from
+    /// update_group_capacity() at the lowest level); `interval_j` is that
+    /// domain's balance interval in jiffies, after which a newly idle
+    /// balance updates it again.
+    pub(crate) fn update_cpu_capacity(&mut self, cpu: CpuId, interval_j: u64) {
+        let cap = self.scale_rt_capacity(cpu);
+        let j = self.jiffies();
+        let rq = &mut self.rqs[cpu as usize];
+        rq.cpu_capacity = cap;
+        rq.capacity_next_update_j = j + interval_j;
+    }
+
     /// The running RT task stops running but stays queued, keeping its
     /// place at the head of its list (mirrors put_prev_task_rt()); it may
     /// now be pushed elsewhere.
     pub(crate) fn put_prev_task_rt(&mut self, cpu: CpuId, t: TaskId) {
         self.update_curr_rt(cpu);
+        self.update_rt_rq_load_avg(cpu, true);
         if self.rqs[cpu as usize].rt.curr == Some(t) {
             self.rqs[cpu as usize].rt.curr = None;
         }
@@ -273,8 +335,13 @@ impl Sim {
         }
     }
 
-    /// `t` becomes the running RT task of `cpu` (mirrors set_next_task_rt()).
+    /// `t` becomes the running RT task of `cpu` (mirrors set_next_task_rt()):
+    /// after a task of another class (or idle), the RT utilisation signal
+    /// first accounts the time no RT task ran.
     pub(crate) fn set_next_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        if self.rqs[cpu as usize].rt.curr.is_none() {
+            self.update_rt_rq_load_avg(cpu, false);
+        }
         self.dequeue_pushable(cpu, t);
         self.rqs[cpu as usize].rt.curr = Some(t);
         let now = self.now;
@@ -289,6 +356,7 @@ impl Sim {
     /// priority. SCHED_FIFO is never preempted by the tick.
     pub(crate) fn task_tick_rt(&mut self, cpu: CpuId, t: TaskId) {
         self.update_curr_rt(cpu);
+        self.update_rt_rq_load_avg(cpu, true);
         let slice_ticks = self.rr_timeslice_ticks();
         let Some(rt) = self.tasks[t as usize].rt.as_mut() else {
             return;
@@ -618,6 +686,9 @@ impl Sim {
     /// `cpu` schedules after running RT task `prev` (mirrors balance_rt()):
     /// if its best RT priority is now worse than `prev`'s, it pulls.
     pub(crate) fn balance_rt(&mut self, cpu: CpuId, prev: TaskId) {
+        if !self.rt_in_use {
+            return;
+        }
         let Some(rt) = self.tasks[prev as usize].rt else {
             return;
         };

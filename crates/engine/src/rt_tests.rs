@@ -506,3 +506,60 @@ fn an_rt_nanosleep_has_no_timer_slack() {
         crate::exec::TIMER_SLACK_NS
     );
 }
+
+/// RT time takes capacity from the fair class (scale_rt_capacity()): a fair
+/// hog sharing a CPU with an RT task that runs 75% of the time moves to an
+/// idle CPU. The RT task keeps its CPU below 2 queued tasks most of the
+/// time, so only the reduced capacity (the nohz kick for it, the reduced
+/// capacity counted as misfit, the active balance it allows) moves it.
+#[test]
+fn rt_time_reduces_the_capacity_the_fair_balancer_sees() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "rt",
+                    Some(vec![4]),
+                    vec![
+                        set(SchedPolicy::Fifo(50)),
+                        Step::Compute { work_ns: 3 * MS },
+                        Step::Sleep { ns: MS },
+                        Step::Loop {
+                            start: 1,
+                            count: u32::MAX,
+                            slot: 0,
+                        },
+                    ],
+                ),
+                (
+                    "fair",
+                    Some(vec![4]),
+                    vec![
+                        Step::Sleep { ns: 2 * MS },
+                        Step::SetAffinity {
+                            cpus: Some(Box::new(CpuMask::from_cpus([4, 5]))),
+                        },
+                        Step::Compute {
+                            work_ns: u64::MAX / 4,
+                        },
+                    ],
+                ),
+            ],
+            1_000 * MS,
+        ),
+    );
+    s.run();
+    let fair = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    assert!(
+        s.rqs[4].cpu_capacity < 512,
+        "cpu 4 capacity {}",
+        s.rqs[4].cpu_capacity
+    );
+    assert_eq!(fair.cpu, 5);
+    assert!(
+        fair.stats.cpu_time_ns > 800 * MS,
+        "fair ran {} ns",
+        fair.stats.cpu_time_ns
+    );
+}

@@ -441,7 +441,7 @@ impl Sim {
             .iter()
             .rposition(|s| !s.disabled)
             .unwrap_or(0) as u8;
-        let rqs = (0..n)
+        let mut rqs: Vec<Rq> = (0..n)
             .map(|c| Rq {
                 cpu: c as CpuId,
                 // sched_init(): twice the migration cost, and the cost
@@ -508,6 +508,11 @@ impl Sim {
             .map(u64::from)
             .collect();
         let sd_consts = sd_constants(&domains, &kcap);
+        // sched_init(): every CPU's capacity is its own until RT time is
+        // taken off it (update_cpu_capacity()).
+        for (rq, &k) in rqs.iter_mut().zip(&kcap) {
+            rq.cpu_capacity = k;
+        }
         let smt_masks: Vec<CpuMask> = (0..n).map(|c| machine.smt_mask(c as CpuId)).collect();
         let smt_active = smt_masks.iter().any(|m| m.weight() > 1);
         let smt_threads = smt_masks.iter().map(|m| m.weight()).max().unwrap_or(1) as u64;
@@ -1283,10 +1288,7 @@ impl Sim {
         self.resched_lazy_honour(cpu);
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
-        if let Some(t) = self.rqs[cpu as usize]
-            .curr
-            .filter(|&t| self.tasks[t as usize].is_rt())
-        {
+        if let Some(t) = self.rqs[cpu as usize].curr.filter(|&t| self.task_is_rt(t)) {
             self.task_tick_rt(cpu, t);
         } else if let Some(t) = self.rqs[cpu as usize].curr {
             self.update_load_avg(cpu, t);
@@ -1665,7 +1667,7 @@ impl Sim {
             // put_prev_task_idle(): the idle time goes to the fair server.
             self.fair_server_charge_idle(cpu);
         }
-        let rt = self.tasks[n as usize].is_rt();
+        let rt = self.task_is_rt(n);
         if rt {
             self.set_next_task_rt(cpu, n);
         } else {
@@ -1920,7 +1922,7 @@ impl Sim {
             return;
         }
         // migrate_task_rq_fair(): an RT task's fair load is not on any runqueue.
-        let fair = !self.tasks[t as usize].is_rt();
+        let fair = !self.task_is_rt(t);
         if fair && migrating {
             self.detach_entity_load(from, t);
         } else if fair {
@@ -1989,7 +1991,7 @@ impl Sim {
         if affinity.weight() == 1 {
             return affinity.first().unwrap_or(prev);
         }
-        if self.tasks[t as usize].is_rt() {
+        if self.task_is_rt(t) {
             return self.select_task_rq_rt(t, prev, this_cpu, wake_flags);
         }
         if *wake_flags & WF_TTWU != 0 {
@@ -2132,7 +2134,7 @@ impl Sim {
         self.tasks[id as usize].cpu = cpu;
         self.update_rq_clock(cpu);
         // post_init_entity_util_avg(): only a fair task's averages start here.
-        if !self.tasks[id as usize].is_rt() {
+        if !self.task_is_rt(id) {
             self.init_entity_util(cpu, id);
         }
         self.enqueue_task(cpu, id, EnqueueKind::New);
@@ -2170,7 +2172,7 @@ impl Sim {
         if dead {
             self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);
-            if !self.tasks[t as usize].is_rt() {
+            if !self.task_is_rt(t) {
                 self.remove_entity_load(cpu, t, false);
             }
             if self.tasks[t as usize].template != u32::MAX {

@@ -760,14 +760,20 @@ impl Sim {
         }
     }
 
-    /// The balance part of nohz_balancer_kick()'s decision. Its kick for a
-    /// runnable task on a CPU of reduced capacity (check_cpu_capacity()) is
-    /// left out: no RT, IRQ or thermal pressure is modelled, so a CPU's
-    /// capacity is never reduced (as in `need_active_balance`).
+    /// The balance part of nohz_balancer_kick()'s decision.
     fn balance_kick_wanted(&self, cpu: CpuId) -> bool {
         let cd = &self.domains.cpus[cpu as usize];
         if self.rqs[cpu as usize].nr_running() >= 2 {
             return true;
+        }
+        // A runnable fair task on a CPU whose capacity RT time has reduced:
+        // an idle CPU may run it better.
+        if let Some(d) = cd.domains.first() {
+            if self.rqs[cpu as usize].cfs.nr_runnable() >= 1
+                && self.check_cpu_capacity(cpu, d.imbalance_pct)
+            {
+                return true;
+            }
         }
         if let Some(l) = cd.sd_asym_packing {
             let d = &cd.domains[l];
@@ -926,8 +932,13 @@ impl Sim {
         self.update_rq_clock(cpu);
         self.rqs[cpu as usize].last_blocked_load_update_j = self.jiffies();
         self.update_cfs_avg(cpu);
+        // __update_blocked_others(): the RT signal decays too.
+        if self.rt_in_use {
+            let rt_runs = self.rqs[cpu as usize].rt.curr.is_some();
+            self.update_rt_rq_load_avg(cpu, rt_runs);
+        }
         let rq = &mut self.rqs[cpu as usize];
-        if rq.cfs.avg.load_avg == 0 && rq.cfs.avg.util_avg == 0 {
+        if rq.cfs.avg.load_avg == 0 && rq.cfs.avg.util_avg == 0 && rq.avg_rt.util_avg == 0 {
             rq.has_blocked_load = false;
         }
     }
@@ -1052,13 +1063,27 @@ impl Sim {
         let local = g.span.test(env.this_cpu);
         let pct = d.imbalance_pct;
         let gc = self.sd_consts[env.this_cpu as usize][env.level].groups[gi];
+        // With RT time taking capacity, the group's is its CPUs' capacities
+        // as update_cpu_capacity() last found them (the kernel keeps the
+        // sums in `sched_group_capacity`, refreshed by each group's own
+        // balancing CPU); without, the CPUs' own capacities.
+        let (cap_sum, cap_min, cap_max) = if self.rt_in_use {
+            g.span
+                .iter()
+                .map(|c| self.capacity_of(c))
+                .fold((0, u64::MAX, 0), |(sum, min, max), cap| {
+                    (sum + cap, min.min(cap), max.max(cap))
+                })
+        } else {
+            (gc.cap_sum, gc.cap_min, gc.cap_max)
+        };
         let mut s = GroupStats {
-            group_capacity: gc.cap_sum,
+            group_capacity: cap_sum,
             group_weight: gc.weight,
             flags: g.flags,
             cores: g.cores,
-            max_capacity: gc.cap_max,
-            min_capacity: gc.cap_min,
+            max_capacity: cap_max,
+            min_capacity: cap_min,
             asym_prefer_prio: self.machine.cpus[g.asym_prefer_cpu as usize].asym_prio,
             imbalanced: self.sg_imbalanced((g.sgc_level, g.sgc_cpu)),
             ..Default::default()
@@ -1088,12 +1113,19 @@ impl Sim {
             if local {
                 continue;
             }
-            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY) && rq.misfit_task_load > 0 {
-                s.overloads_rd = true;
-                // Misfit load counts only if dst is clearly bigger than the group.
-                if capacity_greater(dst_cap, s.max_capacity) {
-                    s.misfit_task_load = s.misfit_task_load.max(rq.misfit_task_load);
+            if d.flags.contains(SdFlags::ASYM_CPUCAPACITY) {
+                if rq.misfit_task_load > 0 {
+                    s.overloads_rd = true;
+                    // Misfit load counts only if dst is clearly bigger than the group.
+                    if capacity_greater(dst_cap, s.max_capacity) {
+                        s.misfit_task_load = s.misfit_task_load.max(rq.misfit_task_load);
+                    }
                 }
+            } else if env.is_idle() && rq.cfs.nr_runnable() == 1 && self.check_cpu_capacity(c, pct)
+            {
+                // sched_reduced_capacity(): a task running on a CPU whose
+                // capacity RT time has reduced counts as misfit.
+                s.misfit_task_load = s.misfit_task_load.max(self.cpu_load(c));
             }
         }
         if !local {
@@ -1138,6 +1170,20 @@ impl Sim {
     /// calculate_imbalance()). Returns the group's span.
     fn find_src_group(&mut self, env: &mut LbEnv) -> Option<CpuMask> {
         let cpu = env.this_cpu;
+        // update_group_capacity() of the local group at the lowest level:
+        // dst's capacity less its RT time, at once unless newly idle, then
+        // not before the domain's balance interval has passed.
+        if self.rt_in_use
+            && env.level == 0
+            && (env.idle != IdleType::NewlyIdle
+                || self.jiffies() >= self.rqs[env.dst as usize].capacity_next_update_j)
+        {
+            let hz = u64::from(self.cfg.hz);
+            let ms = u64::from(self.sd[cpu as usize][0].balance_interval_ms);
+            let max_j = (hz * self.nr_cpus() as u64 / 10).max(1);
+            let interval_j = ((ms * hz).div_ceil(1000)).clamp(1, max_j);
+            self.update_cpu_capacity(env.dst, interval_j);
+        }
         // Only scalars of the domain are needed here: no clone per balance pass.
         let (n_groups, d_flags, d_pct, d_imb_numa_nr) = {
             let d = &self.domains.cpus[cpu as usize].domains[env.level];
@@ -1227,6 +1273,7 @@ impl Sim {
         let mut best: Option<CpuId> = None;
         let (mut b_load, mut b_cap, mut b_util, mut b_nr) = (0u64, 1u64, 0u64, 0u32);
         let dst_cap = self.capacity_of(env.dst);
+        let pct = self.domains.cpus[env.this_cpu as usize].domains[env.level].imbalance_pct;
         for c in span.and(&env.cpus).iter() {
             let nr = self.rqs[c as usize].cfs.nr_runnable();
             if nr == 0 {
@@ -1250,7 +1297,7 @@ impl Sim {
             match env.mt {
                 MigrationType::Load => {
                     let load = self.cpu_load(c);
-                    if nr == 1 && load > env.imbalance {
+                    if nr == 1 && load > env.imbalance && !self.check_cpu_capacity(c, pct) {
                         continue;
                     }
                     if load * b_cap > b_load * cap {
@@ -1569,7 +1616,17 @@ impl Sim {
         if env.mt == MigrationType::Task && st.nr_balance_failed > tries + 2 {
             return true;
         }
-        // (check_cpu_capacity(): no capacity pressure is modelled.)
+        // An idle dst takes the one fair task of a source whose capacity RT
+        // time has reduced, if more capacity stays available on dst.
+        let pct =
+            u64::from(self.domains.cpus[env.this_cpu as usize].domains[env.level].imbalance_pct);
+        if env.is_idle()
+            && self.rqs[env.src as usize].cfs.nr_runnable() == 1
+            && self.check_cpu_capacity(env.src, pct as u32)
+            && self.capacity_of(env.src) * pct < self.capacity_of(env.dst) * 100
+        {
+            return true;
+        }
         env.mt == MigrationType::Misfit || env.mt == MigrationType::LlcTask
     }
 

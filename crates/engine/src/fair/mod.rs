@@ -1200,10 +1200,18 @@ impl Sim {
         self.rqs[cpu as usize].cfs.avg.runnable_avg
     }
 
-    /// `capacity_of()`: the kernel's view of the CPU's capacity
-    /// (`arch_scale_cpu_capacity()`; no RT/IRQ/thermal pressure is modelled).
+    /// `capacity_of()`: the capacity left to the fair class
+    /// (`rq->cpu_capacity`): the CPU's own (`arch_scale_cpu_capacity()`)
+    /// less the RT utilisation update_cpu_capacity() last saw (rt.rs); no
+    /// IRQ or thermal pressure is modelled.
     pub(crate) fn capacity_of(&self, cpu: CpuId) -> u64 {
-        self.kcap[cpu as usize]
+        self.rqs[cpu as usize].cpu_capacity
+    }
+
+    /// Whether side activity (RT tasks here) has noticeably reduced `cpu`'s
+    /// capacity, by the domain's imbalance_pct (mirrors check_cpu_capacity()).
+    pub(crate) fn check_cpu_capacity(&self, cpu: CpuId, imbalance_pct: u32) -> bool {
+        self.capacity_of(cpu) * u64::from(imbalance_pct) < self.kcap[cpu as usize] * 100
     }
 
     /// The weight of domain `level` of `cpu`'s span (`sd->span_weight`).
