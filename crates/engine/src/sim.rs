@@ -893,7 +893,8 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         let divider =
             ((crate::fair::pelt::LOAD_AVG_MAX - 1024) << 10) - crate::fair::pelt::LOAD_AVG_MAX;
-        if rq.cfs.avg.util_sum >= divider {
+        // The fair and RT utilisation together: a CPU kept full by both.
+        if rq.cfs.avg.util_sum + rq.avg_rt.util_sum >= divider {
             rq.lost_idle_time_ns = rq.clock.saturating_sub(rq.clock_pelt);
         }
         rq.clock_pelt = rq.clock - rq.lost_idle_time_ns;

@@ -925,9 +925,10 @@ impl Sim {
     }
 
     /// Decays `cpu`'s runqueue averages up to now (mirrors
-    /// sched_balance_update_blocked_averages(): the fair class's only, as
-    /// no RT, deadline or IRQ time is modelled); a CPU whose load and
-    /// utilisation reached zero has no blocked load left.
+    /// sched_balance_update_blocked_averages(): the fair class's and, once
+    /// RT tasks exist, the RT utilisation; no deadline or IRQ time is
+    /// modelled); a CPU whose averages all reached zero has no blocked load
+    /// left.
     pub(crate) fn update_blocked_averages(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
         self.rqs[cpu as usize].last_blocked_load_update_j = self.jiffies();

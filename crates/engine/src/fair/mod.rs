@@ -1126,7 +1126,7 @@ impl Sim {
     pub(crate) fn init_entity_util(&mut self, cpu: CpuId, t: TaskId) {
         // wake_up_new_task() updates the rq clock, not the runqueue's
         // averages: post_init_entity_util_avg() reads them as last updated.
-        let cap = self.capacity_of(cpu);
+        let cap = self.kcap[cpu as usize];
         let rq_avg = self.rqs[cpu as usize].cfs.avg;
         let tk = &mut self.tasks[t as usize];
         let w = tk.se.weight;
@@ -1329,7 +1329,8 @@ impl Sim {
         if self.feat(Feat::UTIL_EST) {
             u = u.max(cfs.util_est);
         }
-        u.min(self.capacity_of(cpu))
+        // cpu_util() caps at the CPU's own capacity, not at what RT time leaves.
+        u.min(self.kcap[cpu as usize])
     }
 
     /// Does `t` count in `cpu`'s signals (its last CPU)?
@@ -1394,7 +1395,8 @@ impl Sim {
             }
             u = u.max(e);
         }
-        u.min(self.capacity_of(cpu))
+        // cpu_util() caps at the CPU's own capacity, not at what RT time leaves.
+        u.min(self.kcap[cpu as usize])
     }
 }
 

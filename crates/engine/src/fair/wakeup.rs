@@ -714,9 +714,16 @@ impl Sim {
             if !g.span.intersects(&aff) {
                 continue;
             }
+            // `sgc->capacity`: less RT time once RT tasks exist (as the
+            // balancer's group capacity, balance.rs).
+            let capacity = if self.rt_in_use {
+                g.span.iter().map(|c| self.capacity_of(c)).sum()
+            } else {
+                g.capacity as u64
+            };
             let s = self.sg_wakeup_stats(
                 &g.span,
-                g.capacity as u64,
+                capacity,
                 d.flags,
                 (g.sgc_level, g.sgc_cpu),
                 d.imbalance_pct,
