@@ -263,14 +263,14 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 pub(crate) const TIMER_SLACK_NS: u64 = 50_000;
 
 impl Sim {
-    /// The timer slack of task `t`: 0 under an RT policy (7.3's
-    /// __setscheduler_params() sets it so; it returns to the default when
-    /// the task goes back to a fair policy), [`TIMER_SLACK_NS`] otherwise.
-    fn timer_slack_ns(&self, t: TaskId) -> u64 {
+    /// The timer slack of task `t` (`timer_slack_ns`): 0 under an RT policy
+    /// (7.3's __setscheduler_params() sets it so), otherwise its default,
+    /// which it returns to when it goes back to a fair policy.
+    pub(crate) fn timer_slack_ns(&self, t: TaskId) -> u64 {
         if self.task_is_rt(t) {
             0
         } else {
-            TIMER_SLACK_NS
+            self.tasks[t as usize].default_timer_slack_ns
         }
     }
 

@@ -563,3 +563,38 @@ fn rt_time_reduces_the_capacity_the_fair_balancer_sees() {
         fair.stats.cpu_time_ns
     );
 }
+
+/// A thread forked by an RT task keeps the parent's slack of 0 as its own
+/// default (copy_process()), so it sleeps without slack even after it
+/// turns to a fair policy; one forked by a fair task has the 50 µs.
+#[test]
+fn a_child_of_an_rt_task_inherits_its_zero_timer_slack() {
+    let child_wakes = |parent: SchedPolicy| {
+        let spec = WorkloadSpec {
+            name: "fork".into(),
+            templates: vec![
+                thread(
+                    "parent",
+                    Some(CpuMask::from_cpus([5])),
+                    vec![set(parent), Step::Spawn { template: 1 }],
+                ),
+                thread(
+                    "child",
+                    None,
+                    vec![set(SchedPolicy::Normal), Step::Nanosleep { ns: 10 * MS }],
+                ),
+            ],
+            initial: vec![0],
+            sync: vec![],
+            mem_node: None,
+            max_time_ns: 100 * MS,
+        };
+        let mut s = quiet_sim("exynos5422", spec);
+        assert_eq!(s.run(), StopReason::Finished);
+        s.now
+    };
+    assert_eq!(
+        child_wakes(SchedPolicy::Normal) - child_wakes(SchedPolicy::Fifo(10)),
+        crate::exec::TIMER_SLACK_NS
+    );
+}

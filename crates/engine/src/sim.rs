@@ -2102,6 +2102,9 @@ impl Sim {
             t.uclamp_min = pt.uclamp_min;
             t.uclamp_max = pt.uclamp_max;
             t.uclamp_min_user = pt.uclamp_min_user;
+            // copy_process(): the child's default slack is the parent's
+            // current one.
+            t.default_timer_slack_ns = self.timer_slack_ns(p);
             // sched_fork(): an RT parent's child is RT at its priority, with
             // a full SCHED_RR slice (sched_reset_on_fork is not modelled).
             t.rt = pt.rt.map(|r| crate::task::RtEntity {

@@ -213,6 +213,10 @@ pub struct Task {
     /// The task's `uclamp_min` was set by sched_setattr() (`uclamp_req[].user_defined`):
     /// an RT policy then keeps it instead of taking the RT default of 1024.
     pub uclamp_min_user: bool,
+    /// The timer slack a fair policy gives the task
+    /// (`default_timer_slack_ns`): 50 µs, or for a forked thread the slack
+    /// its parent had at the fork (0 under an RT policy).
+    pub default_timer_slack_ns: u64,
 }
 
 /// A SCHED_FIFO or SCHED_RR task's scheduling state (`struct sched_rt_entity`).
@@ -326,6 +330,7 @@ impl Task {
             hmp: crate::fair::hmp::HmpTask::default(),
             rt: None,
             uclamp_min_user: false,
+            default_timer_slack_ns: crate::exec::TIMER_SLACK_NS,
         }
     }
 
