@@ -268,18 +268,9 @@ impl Sim {
     /// Charges the running RT task for the time since it was last charged
     /// (mirrors update_curr_rt() → update_curr_common()).
     pub(crate) fn update_curr_rt(&mut self, cpu: CpuId) {
-        let Some(c) = self.rqs[cpu as usize].rt.curr else {
-            return;
-        };
-        let now = self.now;
-        let tk = &mut self.tasks[c as usize];
-        let delta = now.saturating_sub(tk.se.exec_start);
-        if delta == 0 {
-            return;
+        if let Some(c) = self.rqs[cpu as usize].rt.curr {
+            self.update_se(c);
         }
-        tk.se.exec_start = now;
-        tk.se.sum_exec_runtime += delta;
-        tk.stats.cpu_time_ns += delta;
     }
 
     /// Updates `cpu`'s RT utilisation signal (mirrors update_rt_rq_load_avg()):
@@ -370,14 +361,27 @@ impl Sim {
         }
         rt.time_slice_ticks = slice_ticks;
         let prio = rt.prio as usize;
-        let list = &mut self.rqs[cpu as usize].rt.queues[prio];
-        if list.len() > 1 {
-            if let Some(i) = list.iter().position(|&x| x == t) {
-                list.remove(i);
-                list.push_back(t);
-            }
+        if self.rqs[cpu as usize].rt.queues[prio].len() > 1 {
+            self.requeue_task_rt(cpu, t, false);
             self.counters.rt_rr_rotations += 1;
             self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    /// Moves queued RT task `t` to the head or the tail of its priority's
+    /// list (mirrors requeue_task_rt()).
+    fn requeue_task_rt(&mut self, cpu: CpuId, t: TaskId, head: bool) {
+        let Some(rt) = self.tasks[t as usize].rt else {
+            return;
+        };
+        let list = &mut self.rqs[cpu as usize].rt.queues[rt.prio as usize];
+        if let Some(i) = list.iter().position(|&x| x == t) {
+            list.remove(i);
+            if head {
+                list.push_front(t);
+            } else {
+                list.push_back(t);
+            }
         }
     }
 
@@ -389,14 +393,7 @@ impl Sim {
     /// sched_yield() of a running RT task (mirrors yield_task_rt()): to the
     /// tail of its list, so a task of its priority runs next.
     pub(crate) fn yield_task_rt(&mut self, cpu: CpuId, t: TaskId) {
-        let Some(rt) = self.tasks[t as usize].rt else {
-            return;
-        };
-        let list = &mut self.rqs[cpu as usize].rt.queues[rt.prio as usize];
-        if let Some(i) = list.iter().position(|&x| x == t) {
-            list.remove(i);
-            list.push_back(t);
-        }
+        self.requeue_task_rt(cpu, t, false);
     }
 
     /// A queued RT task that does not run joins the pushable list, ordered
@@ -595,13 +592,8 @@ impl Sim {
         if self.tasks[t as usize].affinity.weight() != 1 && self.cpupri_find(t, false).is_some() {
             return;
         }
-        // requeue_task_rt(head): the wakee runs next.
-        let prio = self.tasks[t as usize].rt.expect("an RT task").prio as usize;
-        let list = &mut self.rqs[cpu as usize].rt.queues[prio];
-        if let Some(i) = list.iter().position(|&x| x == t) {
-            list.remove(i);
-            list.push_front(t);
-        }
+        // The wakee runs next.
+        self.requeue_task_rt(cpu, t, true);
         self.resched_cpu(cpu, from);
     }
 

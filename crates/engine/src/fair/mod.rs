@@ -182,23 +182,32 @@ impl Sim {
         self.hperf_track(cpu, t, false);
     }
 
+    /// Charges running task `t` of any class for the time since it last was
+    /// (mirrors update_se()): its execution time; returns that time, ns.
+    pub(crate) fn update_se(&mut self, t: TaskId) -> u64 {
+        let now = self.now;
+        let tk = &mut self.tasks[t as usize];
+        let delta = now.saturating_sub(tk.se.exec_start);
+        if delta > 0 {
+            tk.se.exec_start = now;
+            tk.se.sum_exec_runtime += delta;
+            tk.stats.cpu_time_ns += delta;
+        }
+        delta
+    }
+
     /// Charges the running task for the time since it last was (mirrors
     /// update_curr()): sum_exec_runtime, vruntime, and a new deadline when the
     /// request is used up.
     pub(crate) fn update_curr(&mut self, cpu: CpuId) {
-        let now = self.now;
         let Some(c) = self.rqs[cpu as usize].cfs.curr else {
             return;
         };
         let slice = self.base_slice_ns;
-        let tk = &mut self.tasks[c as usize];
-        let delta = now.saturating_sub(tk.se.exec_start);
+        let delta = self.update_se(c);
         if delta == 0 {
             return;
         }
-        tk.se.exec_start = now;
-        tk.se.sum_exec_runtime += delta;
-        tk.stats.cpu_time_ns += delta;
         if self.rt_in_use {
             self.fair_server_charge(cpu, delta, false);
         }
