@@ -625,6 +625,20 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
         config_switches: switches.clone(),
     };
     experiments::check_switches(&defs, &opts).map_err(input)?;
+    // The experiments' configurations as published, for the note on
+    // switches that change none of them.
+    let mut base_features = Vec::new();
+    if !features.is_empty() {
+        for d in &defs {
+            let arch = schedlab_topo::resolve_machine_edited(&d.machine, &machine_edits, false)
+                .map_err(|e| input(e.to_string()))?
+                .0
+                .arch;
+            for c in &d.configs {
+                base_features.push(configs::resolve(c, arch).map_err(input)?.features);
+            }
+        }
+    }
     // Every output location is checked before anything is created.
     check_out_dir("--out", &out)?;
     if let Some(j) = &json {
@@ -675,9 +689,15 @@ fn reproduce(a: ReproduceArgs) -> Result<(), Failure> {
     let mut text = edits_banner(&machine_edits);
     if !switches.is_empty() {
         text.push_str(&format!(
-            "== Configuration switches: {} (in every configuration; not the published configurations)\n\n",
+            "== Configuration switches: {} (in every configuration; not the published configurations)\n",
             switches.join(", ")
         ));
+        for f in unchanged_features(&features, &base_features) {
+            text.push_str(&format!(
+                "note: --feature {f} changes nothing: every configuration has it so already\n"
+            ));
+        }
+        text.push('\n');
     }
     for (d, r) in defs.iter().zip(&results) {
         text.push_str(&format!(
@@ -1172,6 +1192,29 @@ fn config_switches(features: &[String], tunables: &[String]) -> Result<Vec<Strin
         .collect())
 }
 
+/// The `--feature` switches that change none of the configurations whose
+/// features are `bases` (each switch applied after the ones before it, as
+/// the configurations take them): compare and reproduce say so, as `run`
+/// does, rather than take them silently.
+fn unchanged_features(features: &[String], bases: &[schedlab_engine::Features]) -> Vec<String> {
+    features
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            bases.iter().all(|b| {
+                let mut before = b.clone();
+                for g in &features[..*i] {
+                    let _ = before.apply(g);
+                }
+                let mut after = before.clone();
+                let _ = after.apply(f);
+                after == before
+            })
+        })
+        .map(|(_, f)| f.trim().to_string())
+        .collect()
+}
+
 /// `--machine-edit`, shared by reproduce, compare and run.
 #[derive(clap::Args)]
 struct EditArgs {
@@ -1547,7 +1590,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         return Err(input(format!("--config {c}: given twice")));
     }
     let switches = config_switches(&a.features, &a.tunables)?;
+    let mut bases = Vec::new();
     for c in &a.configs {
+        bases.push(configs::resolve(c, m.arch).map_err(input)?.features);
         let cfg = configs::resolve(&configs::with_switches(c, &switches), m.arch).map_err(input)?;
         configs::check_machine(&cfg, &m).map_err(input)?;
         schedlab_topo::build_domains(&m, &cfg.domains)
@@ -1633,6 +1678,11 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     text.push('\n');
     for n in &r.notes {
         text.push_str(&format!("note: {n}\n"));
+    }
+    for f in unchanged_features(&a.features, &bases) {
+        text.push_str(&format!(
+            "note: --feature {f} changes nothing: every configuration has it so already\n"
+        ));
     }
     if let Some((_, t)) = &sens {
         text.push('\n');

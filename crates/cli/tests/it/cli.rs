@@ -1810,3 +1810,30 @@ fn run_takes_rtapp_fifo_tasks() {
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("next_comm=rt-0") && text.contains("next_prio=39"));
 }
+
+/// A `--feature` switch that changes none of compare's configurations is
+/// named in a note (as `run` does), one that changes any is not.
+#[test]
+fn compare_notes_a_feature_switch_that_changes_nothing() {
+    let note = |switch: &str| {
+        let o = schedlab(&[
+            "compare",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            "pipe:loops=200",
+            "--config",
+            "vanilla",
+            "--config",
+            "hperf-hmp",
+            "--feature",
+            switch,
+            "--reps",
+            "1",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).contains(&format!("note: --feature {switch} changes nothing"))
+    };
+    assert!(note("WAKEUP_PREEMPTION=on"));
+    assert!(!note("WAKEUP_PREEMPTION=off"));
+}
