@@ -485,8 +485,7 @@ impl Sim {
             if rt.overloaded() {
                 rto.set(c);
             }
-            let level = crate::rt::CPUPRI_LEVELS - 1 - rt.highest_prio() as usize;
-            let level = if rt.active == 0 { 0 } else { level };
+            let level = crate::rt::cpupri_level(rt.highest_prio());
             if self.cpupri.level[c as usize] as usize != level || !self.cpupri.masks[level].test(c)
             {
                 return Err(format!(

@@ -509,8 +509,7 @@ impl Sim {
                     return;
                 }
                 Step::Nanosleep { ns } => {
-                    let slack = self.timer_slack_ns(t);
-                    self.sleep_for(t, ns + slack, slack);
+                    self.hrtimer_sleep(t, ns);
                     return;
                 }
                 Step::NanosleepJitter { ns, jitter_ns } => {
@@ -519,8 +518,7 @@ impl Sim {
                     } else {
                         0
                     };
-                    let slack = self.timer_slack_ns(t);
-                    self.sleep_for(t, ns + extra + slack, slack);
+                    self.hrtimer_sleep(t, ns + extra);
                     return;
                 }
                 Step::Delay { ns } => {
@@ -528,8 +526,7 @@ impl Sim {
                     let until = zero.saturating_add(ns);
                     self.tasks[t as usize].timer_origin_ns = Some(until);
                     if until > self.now {
-                        let slack = self.timer_slack_ns(t);
-                        self.sleep_for(t, until - self.now + slack, slack);
+                        self.hrtimer_sleep(t, until - self.now);
                         return;
                     }
                 }
@@ -1575,6 +1572,14 @@ impl Sim {
         next
     }
 
+    /// The running task `t` sleeps on an hrtimer `ns` from now (nanosleep(),
+    /// clock_nanosleep(), a periodic timer): the timer's slack range of the
+    /// task's timer slack follows the requested expiry.
+    fn hrtimer_sleep(&mut self, t: TaskId, ns: u64) {
+        let slack = self.timer_slack_ns(t);
+        self.sleep_for(t, ns + slack, slack);
+    }
+
     /// The running task `t` sleeps for `ns`: it arms its timer on its CPU,
     /// the last `slack_ns` of it its slack range, and blocks; the timer
     /// carries the generation blocking gave it.
@@ -1609,8 +1614,7 @@ impl Sim {
             return Flow::Next;
         }
         // clock_nanosleep(): a slack range from the expiry on.
-        let slack = self.timer_slack_ns(t);
-        self.sleep_for(t, next - now + slack, slack);
+        self.hrtimer_sleep(t, next - now);
         Flow::Stop
     }
 }

@@ -33,7 +33,7 @@ pub const CPUPRI_LEVELS: usize = 100;
 
 /// The cpupri level of a runqueue whose best RT priority is `prio`
 /// (mirrors convert_prio()): 0 without RT tasks, `99 - prio` otherwise.
-fn cpupri_level(prio: u8) -> usize {
+pub(crate) fn cpupri_level(prio: u8) -> usize {
     if prio >= RT_PRIO_NONE {
         0
     } else {
@@ -721,26 +721,13 @@ impl Sim {
         let old = self.tasks[t as usize].rt;
         let new_prio = policy.rt_priority();
         if old.is_none() && new_prio.is_none() {
-            if uclamp.0.is_some() {
-                self.tasks[t as usize].uclamp_min_user = true;
-            }
             self.sched_setattr_fair(t, policy, nice, runtime_ns, uclamp);
             return;
         }
         // Clamps first: invalid ones fail the call (EINVAL) and change nothing.
-        let (umin, umax) = {
-            let tk = &self.tasks[t as usize];
-            (
-                uclamp.0.unwrap_or(tk.uclamp_min),
-                uclamp.1.unwrap_or(tk.uclamp_max),
-            )
+        let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
+            return;
         };
-        if uclamp != (None, None) {
-            if umin > umax || umax > 1024 {
-                return;
-            }
-            self.uclamp_used = true;
-        }
         let rr = matches!(policy, SchedPolicy::Rr(_));
         if let (Some(o), Some(p)) = (old, new_prio) {
             if o.prio == RT_PRIO_NONE - p {
@@ -756,11 +743,7 @@ impl Sim {
                 if let Some(e) = tk.rt.as_mut() {
                     e.rr = rr;
                 }
-                if let Some(m) = uclamp.0 {
-                    tk.uclamp_min = m;
-                    tk.uclamp_min_user = true;
-                }
-                tk.uclamp_max = umax;
+                (tk.uclamp_min, tk.uclamp_max) = (umin, umax);
                 return;
             }
         }
@@ -804,21 +787,11 @@ impl Sim {
                 if let Some(n) = nice {
                     tk.nice = n;
                 }
-                tk.se.weight = if tk.idle_policy {
-                    crate::fair::WEIGHT_IDLEPRIO
-                } else {
-                    crate::task::nice_to_weight(tk.nice)
-                };
+                tk.se.weight = crate::fair::policy_weight(tk.idle_policy, tk.nice);
                 if let Some(ns) = runtime_ns {
-                    tk.se.custom_slice = ns > 0;
-                    tk.se.slice = if ns > 0 {
-                        ns.clamp(100_000, 100_000_000)
-                    } else {
-                        self.base_slice_ns
-                    };
-                    if ns > 0 {
-                        self.custom_slices = true;
-                    }
+                    let (custom, slice) = crate::fair::requested_slice(ns, self.base_slice_ns);
+                    (tk.se.custom_slice, tk.se.slice) = (custom, slice);
+                    self.custom_slices |= custom;
                 }
                 // switched_to_fair(): its load joins the fair runqueue again.
                 self.attach_entity_load(cpu, t);
@@ -834,17 +807,15 @@ impl Sim {
             }
             (None, None) => unreachable!(),
         }
-        // __setscheduler_uclamp(): clamps the call does not set return to
-        // their defaults unless the user set them; an RT task's minimum
-        // default is 1024.
+        // __setscheduler_uclamp(): a minimum the user never set returns to
+        // its class's default (1024 for an RT task, 0 for a fair one).
         {
             let tk = &mut self.tasks[t as usize];
-            if let Some(m) = uclamp.0 {
-                tk.uclamp_min = m;
-                tk.uclamp_min_user = true;
-            } else if !tk.uclamp_min_user {
-                tk.uclamp_min = if tk.rt.is_some() { 1024 } else { 0 };
-            }
+            tk.uclamp_min = match (tk.uclamp_min_user, tk.rt.is_some()) {
+                (true, _) => umin,
+                (false, true) => 1024,
+                (false, false) => 0,
+            };
             tk.uclamp_max = umax;
         }
         let new = self.tasks[t as usize].rt;

@@ -1069,12 +1069,7 @@ impl Sim {
         // sums in `sched_group_capacity`, refreshed by each group's own
         // balancing CPU); without, the CPUs' own capacities.
         let (cap_sum, cap_min, cap_max) = if self.rt_in_use {
-            g.span
-                .iter()
-                .map(|c| self.capacity_of(c))
-                .fold((0, u64::MAX, 0), |(sum, min, max), cap| {
-                    (sum + cap, min.min(cap), max.max(cap))
-                })
+            self.group_capacity_now(&g.span)
         } else {
             (gc.cap_sum, gc.cap_min, gc.cap_max)
         };
@@ -1179,11 +1174,8 @@ impl Sim {
             && (env.idle != IdleType::NewlyIdle
                 || self.jiffies() >= self.rqs[env.dst as usize].capacity_next_update_j)
         {
-            let hz = u64::from(self.cfg.hz);
-            let ms = u64::from(self.sd[cpu as usize][0].balance_interval_ms);
-            let max_j = (hz * self.nr_cpus() as u64 / 10).max(1);
-            let interval_j = ((ms * hz).div_ceil(1000)).clamp(1, max_j);
-            self.update_cpu_capacity(env.dst, interval_j);
+            let interval_ns = self.balance_interval_ns(cpu, 0, false, self.nr_cpus() as u64);
+            self.update_cpu_capacity(env.dst, interval_ns / self.tick_ns);
         }
         // Only scalars of the domain are needed here: no clone per balance pass.
         let (n_groups, d_flags, d_pct, d_imb_numa_nr) = {

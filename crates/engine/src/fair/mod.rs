@@ -355,19 +355,9 @@ impl Sim {
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
     ) {
-        let (umin, umax) = {
-            let tk = &self.tasks[t as usize];
-            (
-                uclamp.0.unwrap_or(tk.uclamp_min),
-                uclamp.1.unwrap_or(tk.uclamp_max),
-            )
+        let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
+            return;
         };
-        if uclamp != (None, None) {
-            if umin > umax || umax > 1024 {
-                return;
-            }
-            self.uclamp_used = true;
-        }
         let idle_policy = policy == SchedPolicy::Idle;
         let batch_policy = policy == SchedPolicy::Batch;
         let base = self.base_slice_ns;
@@ -375,13 +365,7 @@ impl Sim {
         let cpu = tk.cpu;
         let old_nice = tk.nice;
         let nice = nice.unwrap_or(old_nice);
-        let slice = runtime_ns.map(|ns| {
-            if ns > 0 {
-                (true, ns.clamp(100_000, 100_000_000))
-            } else {
-                (false, base)
-            }
-        });
+        let slice = runtime_ns.map(|ns| requested_slice(ns, base));
         if tk.idle_policy == idle_policy
             && tk.batch_policy == batch_policy
             && (tk.uclamp_min, tk.uclamp_max) == (umin, umax)
@@ -400,11 +384,7 @@ impl Sim {
         // __setparam_fair() and set_load_weight(): reweight_entity() on an
         // entity that is not queued.
         let old_w = self.tasks[t as usize].se.weight;
-        let new_w = if idle_policy {
-            WEIGHT_IDLEPRIO
-        } else {
-            crate::task::nice_to_weight(nice)
-        };
+        let new_w = policy_weight(idle_policy, nice);
         {
             let tk = &mut self.tasks[t as usize];
             tk.nice = nice;
@@ -452,6 +432,33 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// The clamps a sched_setattr() call asks for, each `None` keeping the
+    /// task's (mirrors uclamp_validate()): `None` when they are invalid (a
+    /// minimum above the maximum, or above 1024: the call fails with EINVAL
+    /// and changes nothing). Valid clamps turn on `uclamp_used`, and a
+    /// requested minimum becomes the user's (`uclamp_req[].user_defined`).
+    pub(crate) fn uclamp_request(
+        &mut self,
+        t: TaskId,
+        uclamp: (Option<u16>, Option<u16>),
+    ) -> Option<(u16, u16)> {
+        let tk = &self.tasks[t as usize];
+        let (umin, umax) = (
+            uclamp.0.unwrap_or(tk.uclamp_min),
+            uclamp.1.unwrap_or(tk.uclamp_max),
+        );
+        if uclamp != (None, None) {
+            if umin > umax || umax > 1024 {
+                return None;
+            }
+            self.uclamp_used = true;
+        }
+        if uclamp.0.is_some() {
+            self.tasks[t as usize].uclamp_min_user = true;
+        }
+        Some((umin, umax))
     }
 
     /// Sets how long the new curr runs before a switch (mirrors
@@ -1217,6 +1224,17 @@ impl Sim {
         self.rqs[cpu as usize].cpu_capacity
     }
 
+    /// The sum, minimum and maximum of the capacities of `span`'s CPUs as
+    /// update_cpu_capacity() last found them (a group's `sgc->capacity`,
+    /// `min_capacity`, `max_capacity` once RT time takes capacity).
+    pub(crate) fn group_capacity_now(&self, span: &schedlab_topo::CpuMask) -> (u64, u64, u64) {
+        span.iter()
+            .map(|c| self.capacity_of(c))
+            .fold((0, u64::MAX, 0), |(sum, min, max), cap| {
+                (sum + cap, min.min(cap), max.max(cap))
+            })
+    }
+
     /// Whether side activity (RT tasks here) has noticeably reduced `cpu`'s
     /// capacity, by the domain's imbalance_pct (mirrors check_cpu_capacity()).
     pub(crate) fn check_cpu_capacity(&self, cpu: CpuId, imbalance_pct: u32) -> bool {
@@ -1406,6 +1424,26 @@ impl Sim {
         }
         // cpu_util() caps at the CPU's own capacity, not at what RT time leaves.
         u.min(self.kcap[cpu as usize])
+    }
+}
+
+/// The slice a `sched_runtime` of `ns` asks for: a custom one clamped to
+/// 0.1-100 ms, or with 0 the base slice `base_ns` (`(custom, slice)`).
+pub(crate) fn requested_slice(ns: u64, base_ns: u64) -> (bool, u64) {
+    if ns > 0 {
+        (true, ns.clamp(100_000, 100_000_000))
+    } else {
+        (false, base_ns)
+    }
+}
+
+/// A fair task's load weight (set_load_weight()): 3 under SCHED_IDLE,
+/// whatever the nice value, else its nice level's.
+pub(crate) fn policy_weight(idle_policy: bool, nice: i8) -> u64 {
+    if idle_policy {
+        WEIGHT_IDLEPRIO
+    } else {
+        crate::task::nice_to_weight(nice)
     }
 }
 

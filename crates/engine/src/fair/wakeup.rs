@@ -717,7 +717,7 @@ impl Sim {
             // `sgc->capacity`: less RT time once RT tasks exist (as the
             // balancer's group capacity, balance.rs).
             let capacity = if self.rt_in_use {
-                g.span.iter().map(|c| self.capacity_of(c)).sum()
+                self.group_capacity_now(&g.span).0
             } else {
                 g.capacity as u64
             };
