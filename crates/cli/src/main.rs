@@ -224,10 +224,10 @@ fn check_out_file(flag: &str, path: &Path) -> Result<(), Failure> {
     {
         return Err(input(format!("{flag} {shown}: is a directory")));
     }
-    if path.exists() && !path.is_file() {
-        return Err(input(format!(
-            "{flag} {shown}: exists and is not a regular file"
-        )));
+    if schedlab_report::is_special_file(path) {
+        // A device or a FIFO is written in place (write_atomically()); it
+        // is not opened here, as a FIFO's reader would see its end.
+        return Ok(());
     }
     let dir = path
         .parent()

@@ -14,8 +14,9 @@ pub mod table;
 
 pub use plot::{plot_experiment, Plot, PlotError};
 pub use results::{
-    params, tmp_path, write_atomically, ExperimentResult, MetricSpec, Params, PointSeeds,
-    ReportError, Results, Row, RowMove, SampleRow, SensitivityEntry, VerdictChange, SCHEMA,
+    is_special_file, params, tmp_path, write_atomically, ExperimentResult, MetricSpec, Params,
+    PointSeeds, ReportError, Results, Row, RowMove, SampleRow, SensitivityEntry, VerdictChange,
+    SCHEMA,
 };
 pub use stats::{MeanKind, Summary};
 pub use table::{

@@ -344,11 +344,19 @@ pub fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// `path` exists and is neither a regular file nor a directory: a device
+/// such as `/dev/null`, or a FIFO. Such an output is written in place.
+pub fn is_special_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
 /// Writes `path` through [`tmp_path`]: `write` fills the temporary file,
 /// which is then renamed over `path`; on any failure the temporary file is
 /// removed, so no partial output is left. A symbolic link is written
-/// through: the file it points to is replaced, not the link. The error
-/// names the file that failed.
+/// through: the file it points to is replaced, not the link. A path that
+/// exists and is neither a regular file nor a directory (`/dev/null`, a
+/// FIFO) is opened and written in place, as a shell redirection would. The
+/// error names the file that failed.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
@@ -358,6 +366,13 @@ pub fn write_atomically(
         .then(|| std::fs::canonicalize(path).ok())
         .flatten();
     let path = resolved.as_deref().unwrap_or(path);
+    if is_special_file(path) {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| (path.to_path_buf(), e))?;
+        return write(&mut f).map_err(|e| (path.to_path_buf(), e));
+    }
     let tmp = tmp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp).map_err(|e| (tmp.clone(), e))?;
