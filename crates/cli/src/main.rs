@@ -1873,6 +1873,12 @@ fn run(
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if stop == StopReason::Exited {
+        outln!(
+            "  stopped: the workload exited, as rt-app exits when a system call it needs fails: {}; results cover the run up to that instant",
+            sim.exit_reason.as_deref().unwrap_or("a failed system call")
+        );
+    }
     for f in &unchanged {
         outln!("  note: --feature {f} changes nothing: the configuration has it so already");
     }
@@ -2020,6 +2026,14 @@ fn run(
             })
             .map_err(written)?;
         }
+    }
+    if stop == StopReason::Exited {
+        // rt-app exits with a failure: so does the run, after its report.
+        return Err(input(format!(
+            "{}: the workload exited: {}",
+            w.name(),
+            sim.exit_reason.as_deref().unwrap_or("a failed system call")
+        )));
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ impl Sim {
     /// Returns the first violated invariant.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_rt()?;
+        self.check_dl()?;
         let n = self.nr_cpus();
         let mut nr = vec![0u32; n];
         let mut weight = vec![0u64; n];
@@ -110,8 +111,9 @@ impl Sim {
             if in_wake_list[t.id as usize].is_some() && t.state != TaskState::Waking {
                 return Err(format!("task {} on a wake list is not waking", t.id));
             }
-            if t.is_rt() {
-                // The RT class's own lists are checked by check_rt().
+            if t.is_rt() || t.is_dl() {
+                // The RT and deadline classes' own queues are checked by
+                // check_rt() and check_dl().
                 if in_queue || t.se.on_rq {
                     return Err(format!("RT task {} on the fair runqueue", t.id));
                 }
@@ -246,9 +248,10 @@ impl Sim {
                     rq.cfs.nr_idle, nr_idle[c]
                 ));
             }
-            if rq.curr.is_some() != (rq.cfs.curr.is_some() || rq.rt.curr.is_some())
-                || (rq.cfs.curr.is_some() && rq.rt.curr.is_some())
-            {
+            let class_currs = u32::from(rq.cfs.curr.is_some())
+                + u32::from(rq.rt.curr.is_some())
+                + u32::from(rq.dl.curr.is_some());
+            if u32::from(rq.curr.is_some()) != class_currs {
                 return Err(format!("cpu {c}: rq curr and its class's curr disagree"));
             }
             // The next buddy is queued here and never delayed.
@@ -485,9 +488,11 @@ impl Sim {
             if rt.overloaded() {
                 rto.set(c);
             }
+            // With deadline work the level is CPUPRI_HIGHER, unless an RT
+            // enqueue overwrote it since (as the kernel's does).
             let level = crate::rt::cpupri_level(rt.highest_prio());
-            if self.cpupri.level[c as usize] as usize != level || !self.cpupri.masks[level].test(c)
-            {
+            let have = self.cpupri.level[c as usize] as usize;
+            if (rq.dl.tree.is_empty() && have != level) || !self.cpupri.masks[have].test(c) {
                 return Err(format!(
                     "cpu {c}: cpupri level is not its best RT priority's"
                 ));
@@ -526,6 +531,155 @@ impl Sim {
                     t.id, t.cpu
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// The deadline class's invariants: each tree holds its CPU's queued
+    /// deadline tasks that are not throttled, at their deadlines, and the
+    /// fair server while it runs; counts, the running task, the pushable
+    /// tasks, cpudl, the overload mask and the admitted bandwidth agree
+    /// with them; a throttled queued task waits for its timer.
+    fn check_dl(&self) -> Result<(), String> {
+        let mut in_tree: Vec<Option<CpuId>> = vec![None; self.tasks.len()];
+        let mut dlo = schedlab_topo::CpuMask::default();
+        for rq in &self.rqs {
+            let c = rq.cpu;
+            let dl = &rq.dl;
+            let mut nr = 0u32;
+            let mut server = None;
+            for (&key, &t) in &dl.tree {
+                if t == crate::dl::SERVER {
+                    server = Some(key);
+                    continue;
+                }
+                let Some(task) = self.tasks.get(t as usize) else {
+                    return Err(format!("cpu {c}: unknown deadline task {t}"));
+                };
+                let Some(e) = task.dl.as_ref() else {
+                    return Err(format!(
+                        "cpu {c}: task {t} in the deadline tree is not SCHED_DEADLINE"
+                    ));
+                };
+                if e.key != Some(key)
+                    || key.0 != e.deadline_ns
+                    || !e.on_rq
+                    || e.throttled
+                    || task.cpu != c
+                {
+                    return Err(format!("cpu {c}: deadline task {t} misplaced in the tree"));
+                }
+                if in_tree[t as usize].replace(c).is_some() {
+                    return Err(format!("deadline task {t} in two trees"));
+                }
+                nr += 1;
+            }
+            let fs = &rq.fair_server;
+            if server != fs.key || fs.key.is_some() != fs.running {
+                return Err(format!(
+                    "cpu {c}: the fair server's place in the deadline tree"
+                ));
+            }
+            if server.is_some_and(|k| k.0 != fs.deadline_ns) {
+                return Err(format!(
+                    "cpu {c}: the fair server's tree key is not its deadline"
+                ));
+            }
+            if nr != dl.nr_running {
+                return Err(format!(
+                    "cpu {c}: dl nr_running {} but {nr} in the tree",
+                    dl.nr_running
+                ));
+            }
+            if dl.curr != rq.curr.filter(|&t| self.tasks[t as usize].is_dl()) {
+                return Err(format!(
+                    "cpu {c}: deadline curr is not the running deadline task"
+                ));
+            }
+            let pushable: Vec<_> = dl
+                .tree
+                .iter()
+                .filter(|&(_, &t)| {
+                    t != crate::dl::SERVER
+                        && rq.curr != Some(t)
+                        && self.tasks[t as usize].affinity.weight() > 1
+                })
+                .map(|(&k, &t)| (k, t))
+                .collect();
+            let have: Vec<_> = dl.pushable.iter().map(|(&k, &t)| (k, t)).collect();
+            if pushable != have {
+                return Err(format!(
+                    "cpu {c}: pushable deadline tasks {have:?}, expected {pushable:?}"
+                ));
+            }
+            if !dl.pushable.is_empty() {
+                dlo.set(c);
+            }
+            let earliest = dl.earliest().map(|(d, _)| d);
+            if self.cpudl.dl[c as usize] != earliest
+                || self.cpudl.free.test(c) != earliest.is_none()
+                || earliest.is_some_and(|d| !self.cpudl.elements.contains(&(d, c)))
+            {
+                return Err(format!("cpu {c}: cpudl disagrees with the tree"));
+            }
+        }
+        if self.cpudl.elements.len() != self.cpudl.dl.iter().flatten().count() {
+            return Err("cpudl holds stale CPUs".to_string());
+        }
+        if dlo != self.dlo_mask {
+            return Err("deadline overload mask differs from the overloaded CPUs".to_string());
+        }
+        let mut bw = self.rqs.len() as u64 * crate::dl::FAIR_SERVER_BW;
+        for t in &self.tasks {
+            if let Some(e) = t.dl_left.as_ref() {
+                if e.inactive_timer.expires_ns().is_none() {
+                    return Err(format!(
+                        "task {}: a left deadline entity with no timer",
+                        t.id
+                    ));
+                }
+                bw += e.dl_bw;
+            }
+            let Some(e) = t.dl.as_ref() else {
+                continue;
+            };
+            let in_t = in_tree[t.id as usize];
+            match t.state {
+                TaskState::Dead => {
+                    if e.inactive_timer.expires_ns().is_some() {
+                        bw += e.dl_bw;
+                    }
+                    continue;
+                }
+                TaskState::Running | TaskState::Runnable => {
+                    if !e.on_rq {
+                        return Err(format!("runnable deadline task {} is not queued", t.id));
+                    }
+                    if e.throttled == in_t.is_some() {
+                        return Err(format!(
+                            "deadline task {}: throttled {} but in the tree {}",
+                            t.id,
+                            e.throttled,
+                            in_t.is_some()
+                        ));
+                    }
+                    if e.throttled && e.timer.expires_ns().is_none() {
+                        return Err(format!("throttled deadline task {} has no timer", t.id));
+                    }
+                }
+                _ => {
+                    if e.on_rq || in_t.is_some() {
+                        return Err(format!("blocked deadline task {} is queued", t.id));
+                    }
+                }
+            }
+            bw += e.dl_bw;
+        }
+        if bw != self.dl_total_bw {
+            return Err(format!(
+                "admitted deadline bandwidth {} but the entities hold {bw}",
+                self.dl_total_bw
+            ));
         }
         Ok(())
     }

@@ -58,6 +58,11 @@ pub enum EventKind {
     /// The fair server's timer on `cpu` (fair_server.rs); `gen` drops
     /// cancelled or re-armed ones.
     FairServer { cpu: CpuId, gen: u32 },
+    /// A deadline task's replenishment timer (dl.rs).
+    DlTimer { task: TaskId, gen: u32 },
+    /// A deadline task's 0-lag timer after it died or left the class: its
+    /// bandwidth is released (dl.rs).
+    DlInactive { task: TaskId, gen: u32 },
 }
 
 /// A queued event; ordered by `key` = time_ns << 64 | rank << SEQ_BITS | seq

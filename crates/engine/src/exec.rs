@@ -263,11 +263,11 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 pub(crate) const TIMER_SLACK_NS: u64 = 50_000;
 
 impl Sim {
-    /// The timer slack of task `t` (`timer_slack_ns`): 0 under an RT policy
-    /// (7.3's __setscheduler_params() sets it so), otherwise its default,
+    /// The timer slack of task `t` (`timer_slack_ns`): 0 under an RT or
+    /// deadline policy (7.3's __setscheduler_params() sets it so), otherwise its default,
     /// which it returns to when it goes back to a fair policy.
     pub(crate) fn timer_slack_ns(&self, t: TaskId) -> u64 {
-        if self.task_is_rt(t) {
+        if !self.task_is_fair(t) {
             0
         } else {
             self.tasks[t as usize].default_timer_slack_ns
@@ -441,7 +441,12 @@ impl Sim {
                     runtime_ns,
                     util_min,
                     util_max,
-                } => self.sched_setattr(t, policy, nice, runtime_ns, (util_min, util_max)),
+                } => {
+                    self.sched_setattr(t, policy, nice, runtime_ns, (util_min, util_max));
+                    if self.stop == Some(StopReason::Exited) {
+                        return;
+                    }
+                }
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus.map(|m| *m)) {
                         return;
@@ -620,6 +625,15 @@ impl Sim {
             }
             ok
         });
+        if let (Some(_), true) = (spawn, self.task_is_dl(t)) {
+            // sched_fork(): a SCHED_DEADLINE task cannot fork (EAGAIN, no
+            // reset-on-fork), and rt-app exits.
+            self.workload_exits(
+                t,
+                "clone() failed with EAGAIN: a SCHED_DEADLINE thread cannot fork".to_string(),
+            );
+            return;
+        }
         if let Some(tpl) = spawn {
             let cpu = self.tasks[t as usize].cpu;
             self.spawn(tpl, Some(t), cpu);
@@ -1464,6 +1478,14 @@ impl Sim {
     /// an ineligible one keeps both. Then the CPU reschedules.
     fn yield_task(&mut self, t: TaskId) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
+        if self.task_is_dl(t) {
+            // yield_task_dl(): the rest of the budget goes, the task waits
+            // for its next period; schedule() picks the next entity.
+            self.update_rq_clock(cpu);
+            self.yield_task_dl(cpu, t);
+            self.resched_cpu(cpu, cpu);
+            return Flow::Stop;
+        }
         if let Some(rt) = self.tasks[t as usize].rt {
             // yield_task_rt(): to the tail of its list; schedule() then
             // picks it again unless another task shares its priority.
@@ -1546,6 +1568,19 @@ impl Sim {
         };
         if mask.is_empty() || mask == tk.affinity {
             return Flow::Next;
+        }
+        if self.task_is_dl(t) && !self.machine.all_cpus().is_subset(&mask) {
+            // dl_task_check_affinity(): a deadline task's CPUs must span its
+            // root domain; sched_setaffinity() fails and rt-app exits.
+            self.workload_exits(
+                t,
+                format!(
+                    "sched_setaffinity({}) failed with EBUSY: a SCHED_DEADLINE thread's CPUs must span the root domain ({})",
+                    mask.to_list_string(),
+                    self.machine.all_cpus().to_list_string()
+                ),
+            );
+            return Flow::Stop;
         }
         let cpu = tk.cpu;
         let dest = self.any_and_distribute(cpu, &mask);

@@ -14,7 +14,7 @@
 //! The server starts when a CPU's first fair task is queued
 //! (dl_server_start() from enqueue_task_fair()) and stops when its pick
 //! finds no fair task, or when its timer finds none queued. It is kept only
-//! while the RT class is in use ([`Sim::rt_in_use`]): without RT tasks it
+//! while the RT class is in use ([`Sim::rt_dl_in_use`]): without RT tasks it
 //! never changes a pick, and runs without RT stay as they were.
 
 use crate::event::EventKind;
@@ -53,12 +53,29 @@ pub struct FairServer {
     pub idle_charged_ns: u64,
     /// Its timer (zero-laxity point while armed, the next period while throttled after running).
     pub timer: crate::event::LazyTimer,
+    /// Its place in the CPU's deadline tree while it runs (dl.rs).
+    pub key: Option<(u64, u64)>,
 }
 
 impl Sim {
-    /// The fair server of `cpu` runs fair tasks ahead of RT ones now.
-    pub(crate) fn fair_server_runs(&self, cpu: CpuId) -> bool {
-        self.rt_in_use && self.rqs[cpu as usize].fair_server.running
+    /// The server starts or stops running: it joins the CPU's deadline
+    /// tree at its deadline, where it competes with deadline tasks, or
+    /// leaves it (enqueue_dl_entity() / dequeue_dl_entity()).
+    fn fair_server_set_running(&mut self, cpu: CpuId, running: bool) {
+        let fs = &mut self.rqs[cpu as usize].fair_server;
+        fs.running = running;
+        match (running, fs.key) {
+            (true, None) => {
+                let d = fs.deadline_ns;
+                let key = self.dl_tree_insert(cpu, d, crate::dl::SERVER);
+                self.rqs[cpu as usize].fair_server.key = Some(key);
+            }
+            (false, Some(key)) => {
+                self.rqs[cpu as usize].fair_server.key = None;
+                self.dl_tree_remove(cpu, key);
+            }
+            _ => {}
+        }
     }
 
     /// A fresh period from now (mirrors replenish_dl_new_period()).
@@ -87,24 +104,35 @@ impl Sim {
 
     /// The server waits for its zero-laxity point (throttled and armed).
     fn fair_server_defer(&mut self, cpu: CpuId) {
+        self.fair_server_set_running(cpu, false);
         let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.running = false;
         fs.armed = true;
         let at = self.fair_server_zero_laxity(cpu);
         self.fair_server_arm(cpu, at);
     }
 
     /// The server runs (enqueued, not throttled): it outranks an RT task
-    /// running on `cpu`, which is rescheduled.
+    /// running on `cpu`, and a deadline task of later deadline, which are
+    /// rescheduled.
     fn fair_server_run(&mut self, cpu: CpuId) {
+        self.fair_server_set_running(cpu, true);
         let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.running = true;
         fs.armed = false;
         fs.timer.cancel();
+        let deadline = fs.deadline_ns;
         let rq = &self.rqs[cpu as usize];
         if rq.curr.is_some_and(|c| self.task_is_rt(c)) {
             self.update_curr_rt(cpu);
             self.resched_cpu(cpu, cpu);
+        } else if let Some(c) = rq.curr.filter(|&c| self.task_is_dl(c)) {
+            if self.tasks[c as usize]
+                .dl
+                .as_ref()
+                .is_some_and(|e| deadline < e.deadline_ns)
+            {
+                self.update_curr_dl(cpu);
+                self.resched_cpu(cpu, cpu);
+            }
         }
     }
 
@@ -117,7 +145,7 @@ impl Sim {
     /// period it waits for its zero-laxity point, or runs at once if it had
     /// to run.
     pub(crate) fn fair_server_start(&mut self, cpu: CpuId) {
-        if !self.rt_in_use {
+        if !self.rt_dl_in_use {
             return;
         }
         self.rqs[cpu as usize].fair_server.defer_idle = false;
@@ -125,6 +153,7 @@ impl Sim {
             return;
         }
         self.update_curr_rt(cpu);
+        self.update_curr_dl(cpu);
         self.fair_server_charge_idle(cpu);
         let now = self.now;
         let fs = &mut self.rqs[cpu as usize].fair_server;
@@ -155,9 +184,9 @@ impl Sim {
     /// The server stops (mirrors dl_server_stop()); it keeps
     /// `defer_running`, its budget and its deadline.
     pub(crate) fn fair_server_stop(&mut self, cpu: CpuId) {
+        self.fair_server_set_running(cpu, false);
         let fs = &mut self.rqs[cpu as usize].fair_server;
         fs.active = false;
-        fs.running = false;
         fs.armed = false;
         fs.defer_idle = false;
         fs.timer.cancel();
@@ -167,7 +196,7 @@ impl Sim {
     /// update_curr_idle() → dl_server_update_idle()).
     pub(crate) fn fair_server_charge_idle(&mut self, cpu: CpuId) {
         let rq = &self.rqs[cpu as usize];
-        if !self.rt_in_use || rq.curr.is_some() || !rq.fair_server.active {
+        if !self.rt_dl_in_use || rq.curr.is_some() || !rq.fair_server.active {
             return;
         }
         let from = rq.last_busy_change.max(rq.fair_server.idle_charged_ns);
@@ -210,12 +239,13 @@ impl Sim {
             return;
         }
         // Throttled until the next period, which replenishes it.
+        self.fair_server_set_running(cpu, false);
         let fs = &mut self.rqs[cpu as usize].fair_server;
-        fs.running = false;
         fs.armed = false;
         let at = fs.deadline_ns;
         self.fair_server_arm(cpu, at);
-        if self.rqs[cpu as usize].rt.nr_running > 0 {
+        let rq = &self.rqs[cpu as usize];
+        if rq.rt.nr_running > 0 || rq.dl.nr_running > 0 {
             self.resched_cpu(cpu, cpu);
         }
     }
@@ -231,8 +261,7 @@ impl Sim {
             return;
         }
         self.update_rq_clock(cpu);
-        self.update_curr(cpu);
-        self.update_curr_rt(cpu);
+        self.update_curr_any(cpu);
         self.fair_server_charge_idle(cpu);
         let fs = &self.rqs[cpu as usize].fair_server;
         if fs.defer_idle {

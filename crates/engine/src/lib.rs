@@ -12,6 +12,7 @@
 //! (time, sequence), so a run depends only on its inputs.
 
 pub mod check;
+pub mod dl;
 pub mod event;
 mod exec;
 pub mod fair;

@@ -104,6 +104,10 @@ pub struct Rq {
     pub rt: RtRq,
     /// PELT of the time RT tasks run here (`rq->avg_rt`, a binary running signal).
     pub avg_rt: SchedAvg,
+    /// The deadline class's runqueue (dl.rs).
+    pub dl: crate::dl::DlRq,
+    /// PELT of the time deadline tasks run here (`rq->avg_dl`).
+    pub avg_dl: SchedAvg,
     /// The capacity left to the fair class (`rq->cpu_capacity`): the CPU's
     /// own less its RT utilisation, as update_cpu_capacity() last found it.
     pub cpu_capacity: u64,
@@ -210,8 +214,9 @@ pub struct Rq {
 }
 
 impl Rq {
-    /// `rq->nr_running`: the fair and the RT tasks queued here.
+    /// `rq->nr_running`: the fair and the RT tasks queued here, and the
+    /// deadline tasks that are not throttled.
     pub fn nr_running(&self) -> u32 {
-        self.cfs.nr_queued + self.rt.nr_running
+        self.cfs.nr_queued + self.rt.nr_running + self.dl.nr_running
     }
 }

@@ -21,15 +21,16 @@
 use crate::event::TaskId;
 use crate::sim::{EnqueueKind, Sim, WF_FORK, WF_RQ_SELECTED, WF_TTWU};
 use crate::task::RtEntity;
-use schedlab_topo::{CpuId, CpuMask, SdFlags};
+use schedlab_topo::{CpuId, CpuMask};
 use schedlab_workload::SchedPolicy;
 
 /// The kernel priority that stands for "no RT task" (`MAX_RT_PRIO - 1`).
 pub const RT_PRIO_NONE: u8 = 99;
 /// SCHED_RR's time slice (`RR_TIMESLICE`, `sched_rr_timeslice_ms` 100).
 pub const RR_TIMESLICE_NS: u64 = 100_000_000;
-/// cpupri levels: 0 (no RT task) and one per RT priority (`CPUPRI_NR_PRIORITIES`).
-pub const CPUPRI_LEVELS: usize = 100;
+/// cpupri levels: 0 (no RT task), one per RT priority and
+/// `CPUPRI_HIGHER` for deadline work (`CPUPRI_NR_PRIORITIES`).
+pub const CPUPRI_LEVELS: usize = 101;
 
 /// The cpupri level of a runqueue whose best RT priority is `prio`
 /// (mirrors convert_prio()): 0 without RT tasks, `99 - prio` otherwise.
@@ -70,17 +71,31 @@ impl CpuPri {
 impl Sim {
     // ----- the core's class dispatch ------------------------------------------
 
+    /// Task `t` is in the fair class (neither RT nor deadline).
+    #[inline]
+    pub(crate) fn task_is_fair(&self, t: TaskId) -> bool {
+        !self.rt_dl_in_use
+            || (self.tasks[t as usize].rt.is_none() && self.tasks[t as usize].dl.is_none())
+    }
+
     /// Task `t` is in the RT class. No task is before the first one enters
-    /// it ([`Sim::rt_in_use`]), which keeps the fair-only hot paths off the
+    /// it ([`Sim::rt_dl_in_use`]), which keeps the fair-only hot paths off the
     /// task's RT state.
     #[inline]
     pub(crate) fn task_is_rt(&self, t: TaskId) -> bool {
-        self.rt_in_use && self.tasks[t as usize].is_rt()
+        self.rt_dl_in_use && self.tasks[t as usize].is_rt()
     }
 
     /// Puts a task on `cpu`'s runqueue of its class (mirrors enqueue_task()).
     pub(crate) fn enqueue_task(&mut self, cpu: CpuId, t: TaskId, kind: EnqueueKind) {
-        if self.task_is_rt(t) {
+        if self.task_is_dl(t) {
+            let how = match kind {
+                EnqueueKind::Restore => crate::dl::DlEnqueue::Restore,
+                EnqueueKind::Migrated => crate::dl::DlEnqueue::Migrating,
+                EnqueueKind::New | EnqueueKind::Wakeup => crate::dl::DlEnqueue::Wakeup,
+            };
+            self.enqueue_task_dl(cpu, t, how);
+        } else if self.task_is_rt(t) {
             self.enqueue_task_rt(cpu, t, false);
         } else {
             self.enqueue_task_fair(cpu, t, kind);
@@ -90,7 +105,10 @@ impl Sim {
     /// Takes a task off `cpu`'s runqueue of its class (mirrors
     /// dequeue_task()); false when the fair class delays the dequeue.
     pub(crate) fn dequeue_task(&mut self, cpu: CpuId, t: TaskId, sleep: bool) -> bool {
-        if self.task_is_rt(t) {
+        if self.task_is_dl(t) {
+            self.dequeue_task_dl(cpu, t);
+            true
+        } else if self.task_is_rt(t) {
             self.dequeue_task_rt(cpu, t);
             true
         } else {
@@ -99,17 +117,25 @@ impl Sim {
     }
 
     /// The next task of `cpu` by class (mirrors __pick_next_task()): the
-    /// fair server when it runs, then the best RT task, then fair's pick.
+    /// deadline entity of earliest deadline (a task, or the fair server
+    /// while it runs, which picks a fair task), then the best RT task, then
+    /// fair's pick.
     pub(crate) fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
-        if self.fair_server_runs(cpu) {
-            if let Some(t) = self.pick_next_entity(cpu) {
-                return Some(t);
+        while self.rt_dl_in_use {
+            match self.rqs[cpu as usize].dl.earliest() {
+                None => break,
+                Some((_, crate::dl::SERVER)) => {
+                    if let Some(t) = self.pick_next_entity(cpu) {
+                        return Some(t);
+                    }
+                    // __pick_task_dl(): the server found nothing and stops.
+                    self.fair_server_stop(cpu);
+                }
+                Some((_, t)) => return Some(t),
             }
-            // __pick_task_dl(): the server found nothing and stops.
-            self.fair_server_stop(cpu);
         }
         let rt = &self.rqs[cpu as usize].rt;
-        if self.rt_in_use && rt.active != 0 {
+        if self.rt_dl_in_use && rt.active != 0 {
             return rt.queues[rt.highest_prio() as usize].front().copied();
         }
         self.pick_next_entity(cpu)
@@ -117,7 +143,9 @@ impl Sim {
 
     /// The running task goes back to its class's queue (put_prev_task()).
     pub(crate) fn put_prev_task(&mut self, cpu: CpuId, t: TaskId) {
-        if self.task_is_rt(t) {
+        if self.task_is_dl(t) {
+            self.put_prev_task_dl(cpu, t);
+        } else if self.task_is_rt(t) {
             self.put_prev_task_rt(cpu, t);
         } else {
             self.put_prev_entity(cpu, t);
@@ -127,8 +155,9 @@ impl Sim {
     /// Charges the running task of either class (update_curr()).
     pub(crate) fn update_curr_any(&mut self, cpu: CpuId) {
         self.update_curr(cpu);
-        if self.rt_in_use {
+        if self.rt_dl_in_use {
             self.update_curr_rt(cpu);
+            self.update_curr_dl(cpu);
         }
     }
 
@@ -146,9 +175,21 @@ impl Sim {
             self.resched_cpu(cpu, from);
             return;
         };
-        if !self.rt_in_use {
+        if !self.rt_dl_in_use {
             self.wakeup_preempt_fair(cpu, wakee, from, wake_flags);
             return;
+        }
+        match (self.task_is_dl(wakee), self.task_is_dl(curr)) {
+            (true, true) => return self.wakeup_preempt_dl(cpu, wakee, from),
+            // A deadline wakee over RT or fair work (while the fair server
+            // runs a fair task too: the pick then compares deadlines).
+            (true, false) => {
+                self.update_curr_any(cpu);
+                self.resched_cpu(cpu, from);
+                return;
+            }
+            (false, true) => return,
+            (false, false) => {}
         }
         match (self.tasks[wakee as usize].rt, self.tasks[curr as usize].rt) {
             (None, None) => self.wakeup_preempt_fair(cpu, wakee, from, wake_flags),
@@ -175,7 +216,11 @@ impl Sim {
     /// RT wakee that has to wait behind the RT task running there is pushed
     /// on to a CPU of lower priority at once.
     pub(crate) fn task_woken(&mut self, cpu: CpuId, t: TaskId) {
-        if !self.rt_in_use {
+        if !self.rt_dl_in_use {
+            return;
+        }
+        if self.task_is_dl(t) {
+            self.task_woken_dl(cpu, t);
             return;
         }
         let Some(w) = self.tasks[t as usize].rt else {
@@ -228,7 +273,7 @@ impl Sim {
             self.rd_overloaded = true;
         }
         if rt.prio < before {
-            self.cpupri_set(cpu);
+            self.cpupri_set_level(cpu, cpupri_level(rt.prio));
         }
         if self.rqs[cpu as usize].curr != Some(t) && self.tasks[t as usize].affinity.weight() > 1 {
             self.enqueue_pushable(cpu, t);
@@ -239,6 +284,7 @@ impl Sim {
     /// the running task also put_prev_task_rt()'s update of the RT
     /// utilisation, which the kernel makes as the task switches out).
     pub(crate) fn dequeue_task_rt(&mut self, cpu: CpuId, t: TaskId) {
+        let before = self.rqs[cpu as usize].rt.highest_prio();
         self.update_curr_rt(cpu);
         if self.rqs[cpu as usize].rt.curr == Some(t) {
             self.update_rt_rq_load_avg(cpu, true);
@@ -262,7 +308,11 @@ impl Sim {
             r.on_rq = false;
         }
         self.dequeue_pushable(cpu, t);
-        self.cpupri_set(cpu);
+        // dec_rt_prio_smp(): the level follows a change of the best priority.
+        let after = self.rqs[cpu as usize].rt.highest_prio();
+        if after != before {
+            self.cpupri_set_level(cpu, cpupri_level(after));
+        }
     }
 
     /// Charges the running RT task for the time since it was last charged
@@ -286,11 +336,12 @@ impl Sim {
     }
 
     /// The capacity left to the fair class on `cpu` (mirrors
-    /// scale_rt_capacity(); no IRQ, deadline or thermal pressure): its own
-    /// less its RT utilisation, at least 1.
+    /// scale_rt_capacity(); no IRQ or thermal pressure): its own less its
+    /// RT and deadline utilisation, at least 1.
     pub(crate) fn scale_rt_capacity(&self, cpu: CpuId) -> u64 {
         let max = self.kcap[cpu as usize];
-        let used = self.rqs[cpu as usize].avg_rt.util_avg;
+        let rq = &self.rqs[cpu as usize];
+        let used = rq.avg_rt.util_avg + rq.avg_dl.util_avg;
         if used >= max {
             1
         } else {
@@ -435,10 +486,11 @@ impl Sim {
             .map_or(RT_PRIO_NONE, |r| r.prio)
     }
 
-    /// Moves `cpu` to the cpupri level of its best RT priority (mirrors
-    /// cpupri_set()).
-    fn cpupri_set(&mut self, cpu: CpuId) {
-        let level = cpupri_level(self.rqs[cpu as usize].rt.highest_prio());
+    /// Moves `cpu` to cpupri level `level` (mirrors cpupri_set()): the
+    /// RT class sets its best priority's level when that changes, the
+    /// deadline class `CPUPRI_HIGHER` while it has work there (and an RT
+    /// enqueue may overwrite that, as in the kernel).
+    pub(crate) fn cpupri_set_level(&mut self, cpu: CpuId, level: usize) {
         let old = self.cpupri.level[cpu as usize] as usize;
         if old != level {
             self.cpupri.masks[old].clear(cpu);
@@ -514,29 +566,7 @@ impl Sim {
             return None;
         }
         let lowest = self.cpupri_find(t, self.asym_cpucap_active())?;
-        let cpu = self.tasks[t as usize].cpu;
-        if lowest.test(cpu) {
-            return Some(cpu);
-        }
-        let this = lowest.test(this_cpu).then_some(this_cpu);
-        let n_dom = self.domains.cpus[cpu as usize].domains.len();
-        for i in 0..n_dom {
-            let d = &self.domains.cpus[cpu as usize].domains[i];
-            if !d.flags.contains(SdFlags::WAKE_AFFINE) {
-                continue;
-            }
-            if let Some(tc) = this.filter(|&c| d.span.test(c)) {
-                return Some(tc);
-            }
-            let m = lowest.and(&d.span);
-            if !m.is_empty() {
-                return Some(self.any_and_distribute(this_cpu, &m));
-            }
-        }
-        if this.is_some() {
-            return this;
-        }
-        Some(self.any_and_distribute(this_cpu, &lowest))
+        Some(self.affine_pick(t, this_cpu, &lowest))
     }
 
     /// Where a waking or new RT task goes (mirrors select_task_rq_rt()): it
@@ -675,27 +705,45 @@ impl Sim {
         self.enqueue_task_rt(dst, t, false);
     }
 
-    /// `cpu` schedules after running RT task `prev` (mirrors balance_rt()):
-    /// if its best RT priority is now worse than `prev`'s, it pulls.
-    pub(crate) fn balance_rt(&mut self, cpu: CpuId, prev: TaskId) {
-        if !self.rt_in_use {
+    /// `cpu` schedules after running `prev` (mirrors prev_balance()): the
+    /// classes from `prev`'s down to RT balance in turn until one has work
+    /// to run here: after a deadline task, balance_dl(); after a deadline
+    /// or RT task, balance_rt().
+    pub(crate) fn prev_balance(&mut self, cpu: CpuId, prev: TaskId) {
+        if !self.rt_dl_in_use {
             return;
         }
-        let Some(rt) = self.tasks[prev as usize].rt else {
+        if self.tasks[prev as usize].dl.is_some() && self.balance_dl(cpu, prev) {
+            return;
+        }
+        self.balance_rt(cpu, prev);
+    }
+
+    /// `cpu` schedules after running RT or deadline task `prev` (mirrors
+    /// balance_rt()): if its best RT priority is now worse than `prev`'s
+    /// (a deadline task's, -1, is above them all), it pulls.
+    fn balance_rt(&mut self, cpu: CpuId, prev: TaskId) {
+        let tk = &self.tasks[prev as usize];
+        let prio = if tk.dl.is_some() {
+            -1
+        } else if let Some(rt) = tk.rt {
+            i32::from(rt.prio)
+        } else {
             return;
         };
-        if self.rqs[cpu as usize].rt.highest_prio() > rt.prio {
+        // A task still queued keeps the best priority at or above its own.
+        if i32::from(self.rqs[cpu as usize].rt.highest_prio()) > prio {
             self.pull_rt_task(cpu);
         }
     }
 
     /// The first task enters the RT class: from now on the fair servers
     /// keep their state, starting on the CPUs that have fair tasks queued.
-    fn rt_class_used(&mut self) {
-        if self.rt_in_use {
+    pub(crate) fn rt_class_used(&mut self) {
+        if self.rt_dl_in_use {
             return;
         }
-        self.rt_in_use = true;
+        self.rt_dl_in_use = true;
         for c in 0..self.rqs.len() {
             if self.rqs[c].cfs.nr_queued > 0 {
                 self.fair_server_start(c as CpuId);
@@ -718,6 +766,25 @@ impl Sim {
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
     ) {
+        if self.tasks[t as usize].dl.is_some() || policy.is_deadline() {
+            if let Err(why) = self.sched_setattr_dl(t, policy, nice, runtime_ns, uclamp) {
+                let shown = match policy {
+                    SchedPolicy::Deadline {
+                        runtime_ns,
+                        deadline_ns,
+                        period_ns,
+                    } => format!(
+                        "SCHED_DEADLINE, runtime/deadline/period {}/{}/{} µs",
+                        runtime_ns as f64 / 1e3,
+                        deadline_ns as f64 / 1e3,
+                        period_ns as f64 / 1e3
+                    ),
+                    other => format!("{other:?}"),
+                };
+                self.workload_exits(t, format!("sched_setattr({shown}) failed with {why}"));
+            }
+            return;
+        }
         let old = self.tasks[t as usize].rt;
         let new_prio = policy.rt_priority();
         if old.is_none() && new_prio.is_none() {

@@ -150,6 +150,11 @@ pub enum StopReason {
     /// [`crate::MAX_INSTANT_STEPS`] such steps in a row
     /// ([`Sim::livelock_task`]).
     Livelock,
+    /// The workload's process exited on a failed system call, as rt-app
+    /// exits when sched_setattr() to SCHED_DEADLINE is refused (admission
+    /// control) or a SCHED_DEADLINE thread cannot fork
+    /// ([`Sim::exit_reason`] says which).
+    Exited,
 }
 
 /// Nested schedule() calls a chain of instantly blocking tasks may make
@@ -252,11 +257,22 @@ pub struct Sim {
     /// queued behind a running task counts), recomputed only by balancing at
     /// the root domain.
     pub(crate) rd_overloaded: bool,
-    /// A task has been in the RT class during the run: the fair servers
-    /// keep their state from then on (fair_server.rs).
-    pub(crate) rt_in_use: bool,
+    /// A task has been in the RT or deadline class during the run: the
+    /// fair servers keep their state from then on (fair_server.rs).
+    pub(crate) rt_dl_in_use: bool,
     /// The root domain's cpupri and RT overload mask (rt.rs).
     pub(crate) cpupri: crate::rt::CpuPri,
+    /// The root domain's cpudl (dl.rs).
+    pub(crate) cpudl: crate::dl::CpuDl,
+    /// CPUs with pushable deadline tasks (`rd->dlo_mask`).
+    pub(crate) dlo_mask: CpuMask,
+    /// Deadline bandwidth admitted in the root domain (`dl_bw->total_bw`):
+    /// the fair servers' from the start, and every deadline task's until
+    /// its 0-lag time after it leaves the class.
+    pub(crate) dl_total_bw: u64,
+    /// Numbers insertions into the deadline trees (equal deadlines keep
+    /// their order).
+    pub(crate) dl_seq: u64,
     /// The CPU running a newly idle pass after its task stopped: in the
     /// kernel that task is still `rq->curr` until the switch, so idle_cpu()
     /// is false for the balancing CPU during the pass, and its PELT clock does
@@ -277,6 +293,9 @@ pub struct Sim {
     /// The thread that ran [`crate::MAX_INSTANT_STEPS`] steps in a row
     /// without one taking time, when that stopped the run as a livelock.
     pub livelock_task: Option<TaskId>,
+    /// Why the workload exited, when that stopped the run
+    /// ([`StopReason::Exited`]).
+    pub exit_reason: Option<String>,
     started: bool,
     /// CPU capacities as the kernel sees them (`arch_scale_cpu_capacity()`,
     /// from `schedlab_topo::kernel_capacities`): scheduling decisions use
@@ -595,8 +614,12 @@ impl Sim {
             nohz_needs_update: false,
             nohz_next_blocked_j: 0,
             rd_overloaded: false,
-            rt_in_use: false,
+            rt_dl_in_use: false,
             cpupri: crate::rt::CpuPri::new(n),
+            cpudl: crate::dl::CpuDl::new(n),
+            dlo_mask: CpuMask::default(),
+            dl_total_bw: n as u64 * crate::dl::FAIR_SERVER_BW,
+            dl_seq: 0,
             newidle_after_task: None,
             sched_balance_running: None,
             busy_in_cluster: vec![0; n_clusters],
@@ -610,6 +633,7 @@ impl Sim {
             last_placement_ns: 0,
             stop: None,
             livelock_task: None,
+            exit_reason: None,
             started: false,
             cfg,
         }
@@ -721,6 +745,9 @@ impl Sim {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
+            if self.stop == Some(StopReason::Exited) {
+                break;
+            }
             if self.live == 0 {
                 self.stop = Some(StopReason::Finished);
             } else if self.parked == self.live {
@@ -782,6 +809,8 @@ impl Sim {
             EventKind::StepDone { task, .. }
             | EventKind::Timer { task, .. }
             | EventKind::SpinEnd { task, .. }
+            | EventKind::DlTimer { task, .. }
+            | EventKind::DlInactive { task, .. }
             | EventKind::NoiseWake { task } => self.tasks[task as usize].cpu,
         };
         match ev {
@@ -807,6 +836,8 @@ impl Sim {
                 self.schedule(cpu);
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
+            EventKind::DlTimer { task, gen } => self.dl_task_timer(task, gen),
+            EventKind::DlInactive { task, gen } => self.dl_inactive_timer(task, gen),
             EventKind::FairServer { cpu, gen } => {
                 let rq = &mut self.rqs[cpu as usize];
                 if rq
@@ -893,8 +924,9 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         let divider =
             ((crate::fair::pelt::LOAD_AVG_MAX - 1024) << 10) - crate::fair::pelt::LOAD_AVG_MAX;
-        // The fair and RT utilisation together: a CPU kept full by both.
-        if rq.cfs.avg.util_sum + rq.avg_rt.util_sum >= divider {
+        // The fair, RT and deadline utilisation together: a CPU kept full
+        // by them.
+        if rq.cfs.avg.util_sum + rq.avg_rt.util_sum + rq.avg_dl.util_sum >= divider {
             rq.lost_idle_time_ns = rq.clock.saturating_sub(rq.clock_pelt);
         }
         rq.clock_pelt = rq.clock - rq.lost_idle_time_ns;
@@ -1289,7 +1321,12 @@ impl Sim {
         self.resched_lazy_honour(cpu);
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
-        if let Some(t) = self.rqs[cpu as usize].curr.filter(|&t| self.task_is_rt(t)) {
+        if self.rqs[cpu as usize]
+            .curr
+            .is_some_and(|t| self.task_is_dl(t))
+        {
+            self.task_tick_dl(cpu);
+        } else if let Some(t) = self.rqs[cpu as usize].curr.filter(|&t| self.task_is_rt(t)) {
             self.task_tick_rt(cpu, t);
         } else if let Some(t) = self.rqs[cpu as usize].curr {
             self.update_load_avg(cpu, t);
@@ -1564,6 +1601,22 @@ impl Sim {
         }
     }
 
+    /// A system call of thread `t` failed in a way its program does not
+    /// survive (rt-app exits the whole process on a refused
+    /// SCHED_DEADLINE, for one): the run stops as [`StopReason::Exited`]
+    /// with `why`.
+    pub(crate) fn workload_exits(&mut self, t: TaskId, why: String) {
+        if self.stop == Some(StopReason::Exited) {
+            return;
+        }
+        self.stop = Some(StopReason::Exited);
+        self.exit_reason = Some(format!(
+            "thread {} at {:.3} ms: {why}",
+            self.tasks[t as usize].name,
+            self.now as f64 / 1e6
+        ));
+    }
+
     // ----- schedule() -----------------------------------------------------
 
     /// The main scheduler function (mirrors __schedule()): put the previous
@@ -1584,8 +1637,9 @@ impl Sim {
         if let Some(p) = prev {
             self.update_curr_any(cpu);
             if self.tasks[p as usize].state == TaskState::Running {
-                // prev_balance(): an RT task whose priority dropped pulls.
-                self.balance_rt(cpu, p);
+                // prev_balance(): a deadline task out of the tree or an RT
+                // task whose priority dropped pulls.
+                self.prev_balance(cpu, p);
                 let next = self.pick_next_task(cpu);
                 if next == Some(p) {
                     return;
@@ -1614,9 +1668,9 @@ impl Sim {
     /// runnable any more).
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         self.rqs[cpu as usize].need_resched_lazy = false;
-        // prev_balance(): after an RT task left, pull waiting RT tasks.
+        // prev_balance(): after a deadline or RT task left, pull waiting ones.
         if let Some(p) = prev {
-            self.balance_rt(cpu, p);
+            self.prev_balance(cpu, p);
         }
         let mut next = self.pick_next_task(cpu);
         // HPERF_HMP's idle big CPU pulls before anything else; Linaro MP's
@@ -1668,8 +1722,11 @@ impl Sim {
             // put_prev_task_idle(): the idle time goes to the fair server.
             self.fair_server_charge_idle(cpu);
         }
+        let dl = self.task_is_dl(n);
         let rt = self.task_is_rt(n);
-        if rt {
+        if dl {
+            self.set_next_task_dl(cpu, n);
+        } else if rt {
             self.set_next_task_rt(cpu, n);
         } else {
             self.set_next_entity(cpu, n);
@@ -1678,8 +1735,9 @@ impl Sim {
         if prev.is_none() {
             self.idle_exit(cpu);
         }
-        if rt {
-            // __schedule()'s hrtick_clear(): no fair slice to end.
+        if rt || dl {
+            // __schedule()'s hrtick_clear(): no fair slice to end (and
+            // HRTICK_DL is off).
             self.hrtick_cancel(cpu);
         } else {
             // set_next_task_fair(): the HRTICK timer for the new slice, then
@@ -1703,6 +1761,9 @@ impl Sim {
         // that wait here.
         if rt && self.rqs[cpu as usize].rt.overloaded() {
             self.push_rt_tasks(cpu);
+        }
+        if dl && !self.rqs[cpu as usize].dl.pushable.is_empty() {
+            self.push_dl_tasks(cpu);
         }
         self.start_running(n);
     }
@@ -1922,8 +1983,9 @@ impl Sim {
         if from == to {
             return;
         }
-        // migrate_task_rq_fair(): an RT task's fair load is not on any runqueue.
-        let fair = !self.task_is_rt(t);
+        // migrate_task_rq_fair(): an RT or deadline task's fair load is not
+        // on any runqueue.
+        let fair = self.task_is_fair(t);
         if fair && migrating {
             self.detach_entity_load(from, t);
         } else if fair {
@@ -1991,6 +2053,9 @@ impl Sim {
         let affinity = self.tasks[t as usize].affinity;
         if affinity.weight() == 1 {
             return affinity.first().unwrap_or(prev);
+        }
+        if self.task_is_dl(t) {
+            return self.select_task_rq_dl(t, prev, this_cpu, wake_flags);
         }
         if self.task_is_rt(t) {
             return self.select_task_rq_rt(t, prev, this_cpu, wake_flags);
@@ -2138,7 +2203,7 @@ impl Sim {
         self.tasks[id as usize].cpu = cpu;
         self.update_rq_clock(cpu);
         // post_init_entity_util_avg(): only a fair task's averages start here.
-        if !self.task_is_rt(id) {
+        if self.task_is_fair(id) {
             self.init_entity_util(cpu, id);
         }
         self.enqueue_task(cpu, id, EnqueueKind::New);
@@ -2176,7 +2241,7 @@ impl Sim {
         if dead {
             self.trace_exit(cpu, t);
             self.cache_thread_leave(self.tasks[t as usize].tgid);
-            if !self.task_is_rt(t) {
+            if self.task_is_fair(t) {
                 self.remove_entity_load(cpu, t, false);
             }
             if self.tasks[t as usize].template != u32::MAX {

@@ -69,6 +69,12 @@ pub struct Counters {
     /// Times the fair server had to run fair tasks ahead of RT ones
     /// (fair_server.rs).
     pub fair_server_runs: u64,
+    /// Deadline class (dl.rs): tasks throttled out of budget (or after a
+    /// yield) until their next period, queued deadline tasks pushed to a
+    /// CPU where they are the earliest, and pulled by one.
+    pub dl_throttles: u64,
+    pub dl_pushes: u64,
+    pub dl_pulls: u64,
     /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
     /// steps, task time on big and little CPUs (ns).
     pub hmp_up: u64,

@@ -210,6 +210,14 @@ pub struct Task {
     pub llc_counted: Option<(CpuId, u32)>,
     /// The RT class's state, `None` while the task is in the fair class (rt.rs).
     pub rt: Option<RtEntity>,
+    /// The deadline entity while the task is SCHED_DEADLINE (`p->dl`; dl.rs).
+    /// Boxed: most tasks never have one.
+    pub dl: Option<Box<crate::dl::DlEntity>>,
+    /// A deadline entity the task left the class with before its 0-lag
+    /// time: its bandwidth stays admitted until its inactive timer fires
+    /// (switched_from_dl() → task_non_contending()), and it is taken back,
+    /// deadline and runtime kept, if the task returns before that.
+    pub dl_left: Option<Box<crate::dl::DlEntity>>,
     /// The task's `uclamp_min` was set by sched_setattr() (`uclamp_req[].user_defined`):
     /// an RT policy then keeps it instead of taking the RT default of 1024.
     pub uclamp_min_user: bool,
@@ -329,6 +337,8 @@ impl Task {
             lock_xfer_ns: 0,
             hmp: crate::fair::hmp::HmpTask::default(),
             rt: None,
+            dl: None,
+            dl_left: None,
             uclamp_min_user: false,
             default_timer_slack_ns: crate::exec::TIMER_SLACK_NS,
         }
@@ -339,9 +349,17 @@ impl Task {
         self.rt.is_some()
     }
 
-    /// The kernel priority trace events show (`p->prio`): 99 − `sched_priority`
-    /// for an RT task, 120 + nice for a fair one.
+    /// The task is in the deadline class (`dl_task()`).
+    pub fn is_dl(&self) -> bool {
+        self.dl.is_some()
+    }
+
+    /// The kernel priority trace events show (`p->prio`): -1 for a deadline
+    /// task, 99 − `sched_priority` for an RT one, 120 + nice for a fair one.
     pub fn kernel_prio(&self) -> i32 {
+        if self.dl.is_some() {
+            return -1;
+        }
         match self.rt {
             Some(rt) => i32::from(rt.prio),
             None => 120 + i32::from(self.nice),

@@ -747,6 +747,8 @@ impl Default for Options {
 pub struct RunOutcome {
     pub metrics: Vec<(String, f64)>,
     pub stop: StopReason,
+    /// Why the workload exited ([`StopReason::Exited`]).
+    pub exit_reason: Option<String>,
     pub events: u64,
     pub sim_time_ns: u64,
     pub placement: Placement,
@@ -931,6 +933,7 @@ pub fn run_point(
     Ok(RunOutcome {
         metrics,
         stop,
+        exit_reason: sim.exit_reason.clone(),
         events: sim.events,
         sim_time_ns: sim.now,
         placement,
@@ -1022,14 +1025,21 @@ pub fn run_all(
             }
             let o = o.as_ref().map_err(|e| e.clone())?;
             // Time-bound workloads (schbench) end at their time limit.
-            if matches!(o.stop, StopReason::Stalled | StopReason::Livelock) || o.metrics.is_empty()
+            if matches!(
+                o.stop,
+                StopReason::Stalled | StopReason::Livelock | StopReason::Exited
+            ) || o.metrics.is_empty()
             {
                 let why = match o.stop {
                     StopReason::Stalled => {
-                        " (every thread waits for another: a deadlock in the workload; `run` names the threads)"
+                        " (every thread waits for another: a deadlock in the workload; `run` names the threads)".to_string()
                     }
-                    StopReason::Livelock => " (threads kept switching with no time passing)",
-                    _ => "",
+                    StopReason::Livelock => " (threads kept switching with no time passing)".to_string(),
+                    StopReason::Exited => format!(
+                        " (the workload exited: {})",
+                        o.exit_reason.as_deref().unwrap_or("a failed system call")
+                    ),
+                    _ => String::new(),
                 };
                 run_notes.push(format!(
                     "point {} {} rep {} stopped: {:?}{why}",

@@ -541,12 +541,22 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                     ns: rng.gen_range(0..3) * 1_000_000,
                 },
                 Step::SetAttr {
-                    policy: match rng.gen_range(0..5) {
+                    policy: match rng.gen_range(0..6) {
                         0 => SchedPolicy::Normal,
                         1 => SchedPolicy::Batch,
                         2 => SchedPolicy::Idle,
                         3 => SchedPolicy::Fifo(rng.gen_range(1..=99)),
-                        _ => SchedPolicy::Rr(rng.gen_range(1..=99)),
+                        4 => SchedPolicy::Rr(rng.gen_range(1..=99)),
+                        // Any parameters, bad ones too (the call fails, the
+                        // run stops as rt-app exits), some constrained.
+                        _ => {
+                            let period_ns = rng.gen_range(50..=200) * 1_000_000 / 10;
+                            SchedPolicy::Deadline {
+                                runtime_ns: rng.gen_range(1..=40) * period_ns / 100,
+                                deadline_ns: period_ns * rng.gen_range(5..=10) / 10,
+                                period_ns,
+                            }
+                        }
                     },
                     nice: rng.gen_bool(0.5).then(|| rng.gen_range(-20..=19)),
                     runtime_ns: rng.gen_bool(0.3).then(|| rng.gen_range(0..3) * 1_000_000),

@@ -256,8 +256,10 @@ pub enum Step {
 }
 
 /// Scheduling policies: the fair class's (`SCHED_NORMAL`, `SCHED_BATCH`,
-/// `SCHED_IDLE`) and the RT class's (`SCHED_FIFO`, `SCHED_RR`, each with
-/// its `sched_priority`, 1..=99, higher is more important).
+/// `SCHED_IDLE`), the RT class's (`SCHED_FIFO`, `SCHED_RR`, each with
+/// its `sched_priority`, 1..=99, higher is more important) and the
+/// deadline class's (`SCHED_DEADLINE` with its runtime, relative deadline
+/// and period).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SchedPolicy {
     #[default]
@@ -274,6 +276,14 @@ pub enum SchedPolicy {
     /// SCHED_RR at this `sched_priority` (1..=99): SCHED_FIFO with a
     /// 100 ms time slice among tasks of its priority.
     Rr(u8),
+    /// SCHED_DEADLINE: `runtime_ns` of execution in every `period_ns`,
+    /// due `deadline_ns` after each period starts (a constant bandwidth
+    /// server; [`check_deadline_params`] gives the kernel's limits).
+    Deadline {
+        runtime_ns: u64,
+        deadline_ns: u64,
+        period_ns: u64,
+    },
 }
 
 impl SchedPolicy {
@@ -284,6 +294,70 @@ impl SchedPolicy {
             _ => None,
         }
     }
+
+    /// SCHED_DEADLINE.
+    pub fn is_deadline(self) -> bool {
+        matches!(self, SchedPolicy::Deadline { .. })
+    }
+
+    /// A fair policy (SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE).
+    pub fn is_fair(self) -> bool {
+        matches!(
+            self,
+            SchedPolicy::Normal | SchedPolicy::Batch | SchedPolicy::Idle
+        )
+    }
+}
+
+/// The shortest SCHED_DEADLINE period (`sched_deadline_period_min_us`,
+/// 100 µs by default), ns.
+pub const DL_PERIOD_MIN_NS: u64 = 100_000;
+/// The longest (`sched_deadline_period_max_us`, 2^22 µs by default), ns.
+pub const DL_PERIOD_MAX_NS: u64 = (1 << 22) * 1000;
+/// The smallest runtime (`1 << DL_SCALE` ns).
+pub const DL_RUNTIME_MIN_NS: u64 = 1 << 10;
+
+/// SCHED_DEADLINE's parameters as sched_setattr() takes them, checked as the
+/// kernel does (mirrors __checkparam_dl()): a deadline is given, the runtime
+/// is at least 1024 ns, a period of 0 stands for the deadline, runtime ≤
+/// deadline ≤ period, and the period lies within 100 µs..=2^22 µs. Returns
+/// the policy with its period filled in, or why the call fails (EINVAL).
+pub fn check_deadline_params(
+    runtime_ns: u64,
+    deadline_ns: u64,
+    period_ns: u64,
+) -> Result<SchedPolicy, String> {
+    if deadline_ns == 0 {
+        return Err("a SCHED_DEADLINE deadline of 0".to_string());
+    }
+    if runtime_ns < DL_RUNTIME_MIN_NS {
+        return Err(format!(
+            "a SCHED_DEADLINE runtime of {runtime_ns} ns, below {DL_RUNTIME_MIN_NS} ns"
+        ));
+    }
+    if (deadline_ns | period_ns) >> 63 != 0 {
+        return Err("a SCHED_DEADLINE deadline or period of 2^63 ns or more".to_string());
+    }
+    let period = if period_ns == 0 {
+        deadline_ns
+    } else {
+        period_ns
+    };
+    if period < deadline_ns || deadline_ns < runtime_ns {
+        return Err(format!(
+            "SCHED_DEADLINE needs runtime <= deadline <= period, found {runtime_ns} / {deadline_ns} / {period} ns"
+        ));
+    }
+    if !(DL_PERIOD_MIN_NS..=DL_PERIOD_MAX_NS).contains(&period) {
+        return Err(format!(
+            "a SCHED_DEADLINE period of {period} ns, outside {DL_PERIOD_MIN_NS}..={DL_PERIOD_MAX_NS} ns"
+        ));
+    }
+    Ok(SchedPolicy::Deadline {
+        runtime_ns,
+        deadline_ns,
+        period_ns: period,
+    })
 }
 
 /// A thread template.

@@ -429,11 +429,7 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
         "SCHED_OTHER" | "SCHED_BATCH" => nice(prio),
         // SCHED_IDLE: the template's idle_policy gives weight 3; nice is unused.
         "SCHED_IDLE" => Ok(19),
-        "SCHED_FIFO" | "SCHED_RR" => Ok(0),
-        "SCHED_DEADLINE" => err(
-            path,
-            format!("policy {policy} is not supported (schedlab models the fair and RT classes, not the deadline class)"),
-        ),
+        "SCHED_FIFO" | "SCHED_RR" | "SCHED_DEADLINE" => Ok(0),
         other => err(path, format!("unknown policy '{other}'")),
     }
 }
@@ -452,13 +448,81 @@ pub fn thread_start_attrs(t: &ThreadTemplate) -> (SchedPolicy, i8) {
 /// names the policy without one (`DEFAULT_THREAD_PRIORITY`).
 pub const DEFAULT_RT_PRIORITY: i64 = 10;
 
+/// A task's or phase's SCHED_DEADLINE parameters as written (µs read as
+/// ns, with the key's path): `dl-runtime`, `dl-period`, `dl-deadline`,
+/// and on a task the older `runtime`, `period` and `deadline` that rt-app
+/// reads when the `dl-` one is 0 or missing.
+#[derive(Default)]
+struct DlKeys {
+    runtime: Option<u64>,
+    period: Option<u64>,
+    deadline: Option<u64>,
+    legacy: [Option<u64>; 3],
+}
+
+impl DlKeys {
+    /// Any of the `dl-` keys is set.
+    fn any(&self) -> bool {
+        self.runtime.is_some() || self.period.is_some() || self.deadline.is_some()
+    }
+
+    /// The SCHED_DEADLINE policy they give (mirrors rt-app's
+    /// parse_sched_data(): the period defaults to the runtime and the
+    /// deadline to the period, the older keys filling what is still 0),
+    /// checked as the kernel checks it: rt-app exits when sched_setattr()
+    /// fails with EINVAL, so a bad set is an error at `path`.
+    fn policy(&self, path: &str) -> Result<SchedPolicy, RtAppError> {
+        let mut runtime = self.runtime.unwrap_or(0);
+        let mut period = self.period.unwrap_or(runtime);
+        let mut deadline = self.deadline.unwrap_or(period);
+        let [lr, lp, ld] = self.legacy;
+        if runtime == 0 {
+            runtime = lr.unwrap_or(0);
+        }
+        if period == 0 {
+            period = lp.unwrap_or(runtime);
+        }
+        if deadline == 0 {
+            deadline = ld.unwrap_or(period);
+        }
+        crate::check_deadline_params(runtime, deadline, period).or_else(|why| {
+            err(
+                path,
+                format!("{why} (sched_setattr() fails with EINVAL and rt-app exits; give dl-runtime, dl-period and dl-deadline in µs)"),
+            )
+        })
+    }
+}
+
+/// Notes the deadline keys a task or phase gives outside SCHED_DEADLINE
+/// (only `dl-runtime` means something there: a fair task's slice).
+fn dl_keys_unused(dl: &DlKeys, deadline: bool, path: &str, notes: &mut Vec<String>) {
+    if deadline {
+        return;
+    }
+    for (v, key) in [
+        (dl.period, "dl-period"),
+        (dl.deadline, "dl-deadline"),
+        (dl.legacy[1], "period"),
+        (dl.legacy[2], "deadline"),
+    ] {
+        if v.is_some() {
+            notes.push(format!(
+                "{path}.{key} ignored: a fair task's sched_setattr() uses only its runtime"
+            ));
+        }
+    }
+}
+
 /// The policy an rt-app policy name and priority stand for, with the nice
 /// value for a fair policy (0 for the others): for SCHED_FIFO and SCHED_RR
 /// the priority is the RT priority, 10 when none is given, and outside
-/// 1..=99 an error, as pthread_setschedparam() fails and rt-app exits.
+/// 1..=99 an error, as pthread_setschedparam() fails and rt-app exits; for
+/// SCHED_DEADLINE the parameters in `dl`.
 fn policy_attrs(
     policy: &str,
     prio: Option<(i64, &str)>,
+    dl: &DlKeys,
     path: &str,
 ) -> Result<(SchedPolicy, i8), RtAppError> {
     let nice = nice_for_policy(policy, prio, path)?;
@@ -477,6 +541,7 @@ fn policy_attrs(
         "SCHED_BATCH" => SchedPolicy::Batch,
         "SCHED_FIFO" => SchedPolicy::Fifo(rt(prio)?),
         "SCHED_RR" => SchedPolicy::Rr(rt(prio)?),
+        "SCHED_DEADLINE" => dl.policy(path)?,
         _ => SchedPolicy::Normal,
     };
     Ok((sp, nice))
@@ -639,7 +704,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                         }
                         "default_policy" => {
                             let p = string(gv, &path)?;
-                            policy_attrs(p, None, &path)?;
+                            nice_for_policy(p, None, &path)?;
                             default_policy = p.to_string();
                         }
                         "calibration" => {
@@ -928,6 +993,7 @@ fn parse_task(
     let mut has_phases = false;
     let mut has_events = false;
     let mut clamps = Clamps::default();
+    let mut dl = DlKeys::default();
     for (k, v) in o {
         let p = format!("{path}.{k}");
         match k.as_str() {
@@ -944,7 +1010,14 @@ fn parse_task(
                 cpu_lists.push((p, mask));
             }
             // Since 6.12 a fair task's sched_runtime requests a custom slice.
-            "dl-runtime" => task_slice = Some(us(v, &p)?),
+            "dl-runtime" => {
+                task_slice = Some(us(v, &p)?);
+                dl.runtime = task_slice;
+            }
+            "dl-period" => dl.period = Some(us(v, &p)?),
+            "dl-deadline" => dl.deadline = Some(us(v, &p)?),
+            "period" => dl.legacy[1] = Some(us(v, &p)?),
+            "deadline" => dl.legacy[2] = Some(us(v, &p)?),
             "phases" => has_phases = true,
             _ => {
                 if event_kind(k).is_some() {
@@ -955,18 +1028,42 @@ fn parse_task(
             }
         }
     }
+    let deadline = policy == "SCHED_DEADLINE";
+    if deadline {
+        // The older grammar's `runtime` is also the run event's key: rt-app
+        // reads it both ways.
+        if let Some(v) = field(o, "runtime") {
+            dl.legacy[0] = Some(us(v, &format!("{path}.runtime"))?);
+        }
+    }
     let (fair, nice) = policy_attrs(
         &policy,
         prio.as_ref().map(|(n, p)| (*n, p.as_str())),
+        &dl,
         &format!("{path}.policy"),
     )?;
+    dl_keys_unused(&dl, deadline, path, notes);
+    if deadline {
+        if let Some((_, p)) = &prio {
+            notes.push(format!(
+                "{p} ignored under SCHED_DEADLINE (rt-app sets priority 0)"
+            ));
+        }
+        if clamps.any() {
+            notes.push(format!(
+                "{path}.util_min/util_max ignored under SCHED_DEADLINE, as rt-app does"
+            ));
+            clamps = Clamps::default();
+        }
+    }
     let idle = fair == SchedPolicy::Idle;
     if let (true, Some((_, p))) = (idle, &prio) {
         notes.push(format!("{p} ignored under SCHED_IDLE, as rt-app does"));
     }
-    // _set_thread_rt() sets the policy and RT priority alone.
-    let rt = fair.rt_priority().is_some();
-    if rt && task_slice.is_some() {
+    // _set_thread_rt() sets the policy and RT priority alone, and
+    // _set_thread_deadline() the deadline parameters.
+    let rt = !fair.is_fair();
+    if fair.rt_priority().is_some() && task_slice.is_some() {
         notes.push(format!(
             "{path}.dl-runtime ignored under {policy}, as rt-app does"
         ));
@@ -1029,13 +1126,20 @@ fn parse_task(
             let mut cpus = def.affinity;
             let (mut ppolicy, mut pprio, mut pruntime) = (None, None, None);
             let mut pclamps = Clamps::default();
+            let mut pdl = DlKeys::default();
             for (k, v) in po {
                 let p = format!("{pp}.{k}");
                 match k.as_str() {
                     "util_min" => pclamps.min = util_clamp(v, &p)?,
                     "util_max" => pclamps.max = util_clamp(v, &p)?,
                     "loop" => ploop = loop_count(v, &p)?,
-                    "dl-runtime" => pruntime = Some((us(v, &p)?, p)),
+                    "dl-runtime" => {
+                        let ns = us(v, &p)?;
+                        pdl.runtime = Some(ns);
+                        pruntime = Some((ns, p));
+                    }
+                    "dl-period" => pdl.period = Some(us(v, &p)?),
+                    "dl-deadline" => pdl.deadline = Some(us(v, &p)?),
                     "cpus" => {
                         let mask = parse_cpus(v, &p, nr_cpus)?;
                         cpus = Some(mask);
@@ -1053,7 +1157,39 @@ fn parse_task(
                     cpus: cpus.map(Box::new),
                 });
             }
-            if ppolicy.is_some() || pprio.is_some() {
+            let phase_policy = ppolicy
+                .as_ref()
+                .map_or(policy_now.as_str(), |(p, _)| p.as_str());
+            let phase_dl = phase_policy == "SCHED_DEADLINE";
+            dl_keys_unused(&pdl, phase_dl, &pp, notes);
+            if phase_dl && (ppolicy.is_some() || pprio.is_some() || pdl.any() || pclamps.any()) {
+                // set_thread_param() under SCHED_DEADLINE: whatever the
+                // phase sets, _set_thread_deadline() runs with the phase's
+                // own deadline keys (the older ones are read on tasks only).
+                let pol_path = ppolicy
+                    .as_ref()
+                    .map_or_else(|| pp.clone(), |(_, p)| p.clone());
+                let dl_policy = pdl.policy(&pol_path)?;
+                if let Some((_, p)) = &pprio {
+                    notes.push(format!(
+                        "{p} ignored under SCHED_DEADLINE (rt-app sets priority 0)"
+                    ));
+                }
+                if pclamps.any() {
+                    notes.push(format!(
+                        "{pp}.util_min/util_max ignored under SCHED_DEADLINE, as rt-app does"
+                    ));
+                }
+                def.steps.push(Step::SetAttr {
+                    policy: dl_policy,
+                    nice: None,
+                    runtime_ns: None,
+                    util_min: None,
+                    util_max: None,
+                });
+                policy_now = "SCHED_DEADLINE".to_string();
+                attrs_now = dl_policy;
+            } else if ppolicy.is_some() || pprio.is_some() {
                 let (pol, pol_path) = match ppolicy {
                     Some((pol, p)) => (pol, p),
                     None => (policy_now.clone(), format!("{pp}.priority")),
@@ -1068,6 +1204,7 @@ fn parse_task(
                         None if rt_policy => None,
                         None => Some((0, pol_path.as_str())),
                     },
+                    &pdl,
                     &pol_path,
                 )?;
                 let idle_policy = fair == SchedPolicy::Idle;
@@ -1617,6 +1754,80 @@ mod tests {
         assert_eq!(e.path, "tasks.a.priority");
         let e = parse(&doc("SCHED_DEADLINE", 50), 4).unwrap_err();
         assert_eq!(e.path, "tasks.a.policy");
+    }
+
+    /// SCHED_DEADLINE as rt-app reads it: `dl-runtime`, `dl-period` and
+    /// `dl-deadline` in µs, the period defaulting to the runtime and the
+    /// deadline to the period, the older `runtime`/`period`/`deadline` keys
+    /// on a task when the `dl-` ones are missing; a phase under the policy
+    /// sets its own parameters; bad ones are errors at the policy's path
+    /// (sched_setattr() fails with EINVAL and rt-app exits).
+    #[test]
+    fn deadline_policy_takes_rt_apps_parameters() {
+        let first = |src: &str| -> SchedPolicy {
+            let r = parse(src, 4).unwrap();
+            thread_start_attrs(&r.spec.templates[0]).0
+        };
+        let ms = |r: u64, d: u64, p: u64| SchedPolicy::Deadline {
+            runtime_ns: r * 1_000_000,
+            deadline_ns: d * 1_000_000,
+            period_ns: p * 1_000_000,
+        };
+        assert_eq!(
+            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 1}}}"#),
+            ms(10, 100, 100)
+        );
+        assert_eq!(
+            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "dl-deadline": 50000, "run": 1}}}"#),
+            ms(10, 50, 100)
+        );
+        // Only a runtime: period and deadline are the runtime (100%).
+        assert_eq!(
+            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "run": 1}}}"#),
+            ms(10, 10, 10)
+        );
+        // The older grammar; its `runtime` is also the run event.
+        assert_eq!(
+            first(r#"{"global": {"default_policy": "SCHED_DEADLINE"}, "tasks": {"a": {"runtime": 5000, "period": 20000, "sleep": 1}}}"#),
+            ms(5, 20, 20)
+        );
+        // A phase switching to SCHED_DEADLINE, then one changing its runtime.
+        let r = parse(
+            r#"{"tasks": {"a": {"phases": {
+                "p1": {"policy": "SCHED_DEADLINE", "dl-runtime": 1000, "dl-period": 10000, "run": 1},
+                "p2": {"dl-runtime": 2000, "dl-period": 10000, "run": 1}}}}}"#,
+            4,
+        )
+        .unwrap();
+        let dls: Vec<SchedPolicy> = r.spec.templates[0]
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::SetAttr { policy, .. } if policy.is_deadline() => Some(*policy),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dls, vec![ms(1, 10, 10), ms(2, 10, 10)]);
+        for (bad, want) in [
+            (r#""dl-runtime": 0, "dl-period": 100000"#, "runtime"),
+            (r#""dl-runtime": 20000, "dl-period": 10000"#, "runtime <= deadline <= period"),
+            (r#""dl-runtime": 10, "dl-period": 50"#, "period of 50000 ns"),
+            (r#""dl-runtime": 10000, "dl-period": 5000000"#, "period of"),
+        ] {
+            let src = format!(r#"{{"tasks": {{"a": {{"policy": "SCHED_DEADLINE", {bad}, "run": 1}}}}}}"#);
+            let e = parse(&src, 4).unwrap_err();
+            assert_eq!(e.path, "tasks.a.policy", "{e}");
+            assert!(e.msg.contains(want) && e.msg.contains("EINVAL"), "{bad}: {e}");
+        }
+        // A phase under the policy that sets only clamps runs
+        // _set_thread_deadline() with no runtime: EINVAL.
+        let e = parse(
+            r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 1000, "dl-period": 10000,
+                "phases": {"p": {"util_min": 100, "run": 1}}}}}"#,
+            4,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "tasks.a.phases.p", "{e}");
     }
 
     /// SCHED_FIFO and SCHED_RR as rt-app sets them: the priority is the RT

@@ -926,20 +926,26 @@ impl Sim {
 
     /// Decays `cpu`'s runqueue averages up to now (mirrors
     /// sched_balance_update_blocked_averages(): the fair class's and, once
-    /// RT tasks exist, the RT utilisation; no deadline or IRQ time is
-    /// modelled); a CPU whose averages all reached zero has no blocked load
-    /// left.
+    /// RT or deadline tasks exist, the RT and deadline utilisation; no IRQ
+    /// time is modelled); a CPU whose averages all reached zero has no
+    /// blocked load left.
     pub(crate) fn update_blocked_averages(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
         self.rqs[cpu as usize].last_blocked_load_update_j = self.jiffies();
         self.update_cfs_avg(cpu);
         // __update_blocked_others(): the RT signal decays too.
-        if self.rt_in_use {
+        if self.rt_dl_in_use {
             let rt_runs = self.rqs[cpu as usize].rt.curr.is_some();
             self.update_rt_rq_load_avg(cpu, rt_runs);
+            let dl_runs = self.rqs[cpu as usize].dl.curr.is_some();
+            self.update_dl_rq_load_avg(cpu, dl_runs);
         }
         let rq = &mut self.rqs[cpu as usize];
-        if rq.cfs.avg.load_avg == 0 && rq.cfs.avg.util_avg == 0 && rq.avg_rt.util_avg == 0 {
+        if rq.cfs.avg.load_avg == 0
+            && rq.cfs.avg.util_avg == 0
+            && rq.avg_rt.util_avg == 0
+            && rq.avg_dl.util_avg == 0
+        {
             rq.has_blocked_load = false;
         }
     }
@@ -1068,7 +1074,7 @@ impl Sim {
         // as update_cpu_capacity() last found them (the kernel keeps the
         // sums in `sched_group_capacity`, refreshed by each group's own
         // balancing CPU); without, the CPUs' own capacities.
-        let (cap_sum, cap_min, cap_max) = if self.rt_in_use {
+        let (cap_sum, cap_min, cap_max) = if self.rt_dl_in_use {
             self.group_capacity_now(&g.span)
         } else {
             (gc.cap_sum, gc.cap_min, gc.cap_max)
@@ -1169,7 +1175,7 @@ impl Sim {
         // update_group_capacity() of the local group at the lowest level:
         // dst's capacity less its RT time, at once unless newly idle, then
         // not before the domain's balance interval has passed.
-        if self.rt_in_use
+        if self.rt_dl_in_use
             && env.level == 0
             && (env.idle != IdleType::NewlyIdle
                 || self.jiffies() >= self.rqs[env.dst as usize].capacity_next_update_j)

@@ -208,7 +208,7 @@ impl Sim {
         if delta == 0 {
             return;
         }
-        if self.rt_in_use {
+        if self.rt_dl_in_use {
             self.fair_server_charge(cpu, delta, false);
         }
         if self.hmp_active() {
@@ -301,8 +301,9 @@ impl Sim {
     /// policy and nice value: see [`Sim::sched_setattr_fair`].
     pub(crate) fn set_custom_slice(&mut self, t: TaskId, ns: u64) {
         let tk = &self.tasks[t as usize];
-        // An RT policy ignores `sched_runtime`.
-        if tk.is_rt() {
+        // An RT policy ignores `sched_runtime` (a deadline one takes it
+        // only with its deadline and period, through SetAttr).
+        if tk.is_rt() || tk.is_dl() {
             return;
         }
         let policy = if tk.idle_policy {
@@ -662,7 +663,7 @@ impl Sim {
         if overloads {
             self.rd_overloaded = true;
         }
-        if first && self.rt_in_use {
+        if first && self.rt_dl_in_use {
             self.fair_server_start(cpu);
         }
         self.update_cfs_avg(cpu);

@@ -716,7 +716,7 @@ impl Sim {
             }
             // `sgc->capacity`: less RT time once RT tasks exist (as the
             // balancer's group capacity, balance.rs).
-            let capacity = if self.rt_in_use {
+            let capacity = if self.rt_dl_in_use {
                 self.group_capacity_now(&g.span).0
             } else {
                 g.capacity as u64

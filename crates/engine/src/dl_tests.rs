@@ -1,0 +1,281 @@
+//! Deadline class scenarios, invariants checked after every event (the
+//! checker also accounts the admitted bandwidth entity by entity).
+
+use crate::scenarios::{quiet_sim, thread};
+use crate::sim::{Sim, StopReason};
+use schedlab_topo::CpuMask;
+use schedlab_workload::{SchedPolicy, Step, WorkloadSpec};
+
+const MS: u64 = 1_000_000;
+
+fn set(policy: SchedPolicy) -> Step {
+    Step::SetAttr {
+        policy,
+        nice: None,
+        runtime_ns: None,
+        util_min: None,
+        util_max: None,
+    }
+}
+
+/// SCHED_DEADLINE with runtime/period in ms (implicit deadline).
+fn dl(runtime_ms: u64, period_ms: u64) -> SchedPolicy {
+    SchedPolicy::Deadline {
+        runtime_ns: runtime_ms * MS,
+        deadline_ns: period_ms * MS,
+        period_ns: period_ms * MS,
+    }
+}
+
+type Thread<'a> = (&'a str, Option<Vec<u16>>, Vec<Step>);
+
+fn spec(threads: Vec<Thread>, max_time_ns: u64) -> WorkloadSpec {
+    let n = threads.len() as u32;
+    WorkloadSpec {
+        name: "dl".into(),
+        templates: threads
+            .into_iter()
+            .map(|(name, cpus, steps)| thread(name, cpus.map(CpuMask::from_cpus), steps))
+            .collect(),
+        initial: (0..n).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+fn cpu_ns(s: &Sim, tpl: u32) -> u64 {
+    s.tasks
+        .iter()
+        .filter(|t| t.template == tpl)
+        .map(|t| t.stats.cpu_time_ns)
+        .sum()
+}
+
+fn hog() -> Step {
+    Step::Compute {
+        work_ns: u64::MAX / 4,
+    }
+}
+
+/// A SCHED_FIFO hog pinned to each CPU of exynos5422, from 1 ms on (the
+/// other threads set their policies first).
+fn fifo_hogs() -> Vec<Thread<'static>> {
+    (0..8u16)
+        .map(|c| {
+            let steps = vec![set(SchedPolicy::Fifo(90)), Step::Sleep { ns: MS }, hog()];
+            ("fifo", Some(vec![c]), steps)
+        })
+        .collect()
+}
+
+/// A deadline hog above an RT hog on every CPU: the deadline class runs
+/// first, and the CBS gives it its runtime per period, no more: its budget
+/// drains by capacity-scaled time, so on a CPU of capacity c it runs
+/// 10 ms × 1024 / c of wall time per 100 ms. Each overrun up to the next
+/// tick is paid back in the next period. At each replenishment the task,
+/// queued behind an RT task on a CPU that now has deadline work, is pushed
+/// to another CPU without any (within its cluster, the first affine
+/// domain), as 7.3's dl_task_timer() → push_dl_task() does.
+#[test]
+fn a_deadline_hog_gets_its_runtime_per_period_above_rt_hogs() {
+    let mut threads = fifo_hogs();
+    threads.push(("dl", None, vec![set(dl(10, 100)), hog()]));
+    let mut s = quiet_sim("exynos5422", spec(threads, 2_000 * MS));
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let t = s
+        .tasks
+        .iter()
+        .find(|t| t.template == 8)
+        .expect("the dl task");
+    let cap = s.kcap[t.cpu as usize];
+    let want = 20 * 10 * MS * 1024 / cap;
+    let got = cpu_ns(&s, 8);
+    assert!(
+        got.abs_diff(want) < want / 10,
+        "deadline task ran {got} ns on a CPU of capacity {cap}, want about {want}"
+    );
+    assert!(s.counters.dl_throttles >= 19, "{}", s.counters.dl_throttles);
+    assert!(s.counters.dl_pushes >= 18, "{}", s.counters.dl_pushes);
+}
+
+/// Admission control: exynos5422's root domain carries its CPUs' capacity
+/// (4 × 1024 + 4 × its little CPUs' = 547% of a CPU) less the fair
+/// servers' 5% per CPU: five tasks of 90% fit, a sixth is refused with
+/// EBUSY, and rt-app's process exits.
+#[test]
+fn admission_control_refuses_bandwidth_beyond_the_root_domain() {
+    let run = |n: usize| {
+        let threads = (0..n)
+            .map(|_| ("dl", None, vec![set(dl(90, 100)), hog()]))
+            .collect();
+        let mut s = quiet_sim("exynos5422", spec(threads, 300 * MS));
+        let stop = s.run();
+        (stop, s.exit_reason.clone())
+    };
+    assert_eq!(run(5), (StopReason::TimeLimit, None));
+    let (stop, why) = run(6);
+    assert_eq!(stop, StopReason::Exited);
+    assert!(
+        why.as_deref().is_some_and(|w| w.contains("EBUSY")),
+        "{why:?}"
+    );
+}
+
+/// sched_yield() gives up the rest of the period's budget: a task that
+/// runs 1 ms and yields, in a loop, runs 1 ms per 100 ms period.
+#[test]
+fn a_yield_gives_up_the_rest_of_the_period() {
+    let steps = vec![
+        set(dl(20, 100)),
+        Step::RunWall { ns: MS },
+        Step::Yield { syscall_ns: 0 },
+        Step::Loop {
+            start: 1,
+            count: u32::MAX,
+            slot: 0,
+        },
+    ];
+    let mut s = quiet_sim("exynos5422", spec(vec![("dl", None, steps)], 1_000 * MS));
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let got = cpu_ns(&s, 0);
+    assert!((9 * MS..=12 * MS).contains(&got), "ran {got} ns");
+}
+
+/// A SCHED_DEADLINE thread cannot fork (sched_fork() fails with EAGAIN,
+/// rt-app sets no reset-on-fork), and rt-app exits.
+#[test]
+fn a_deadline_task_cannot_fork() {
+    let parent = vec![
+        set(dl(10, 100)),
+        Step::RunWall { ns: MS },
+        Step::Spawn { template: 1 },
+        hog(),
+    ];
+    let mut s = quiet_sim(
+        "exynos5422",
+        WorkloadSpec {
+            initial: vec![0],
+            ..spec(
+                vec![("parent", None, parent), ("child", None, vec![hog()])],
+                100 * MS,
+            )
+        },
+    );
+    assert_eq!(s.run(), StopReason::Exited);
+    assert!(
+        s.exit_reason
+            .as_deref()
+            .is_some_and(|w| w.contains("EAGAIN")),
+        "{:?}",
+        s.exit_reason
+    );
+}
+
+/// A deadline task's affinity must span the root domain: setting one
+/// narrower fails with EBUSY (and a pinned thread cannot become
+/// SCHED_DEADLINE: EPERM).
+#[test]
+fn a_deadline_task_cannot_be_pinned() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![(
+                "dl",
+                None,
+                vec![
+                    set(dl(10, 100)),
+                    Step::SetAffinity {
+                        cpus: Some(Box::new(CpuMask::from_cpus([0]))),
+                    },
+                    hog(),
+                ],
+            )],
+            100 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::Exited);
+    assert!(s.exit_reason.as_deref().unwrap().contains("EBUSY"));
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![("dl", Some(vec![0]), vec![set(dl(10, 100)), hog()])],
+            100 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::Exited);
+    assert!(s.exit_reason.as_deref().unwrap().contains("EPERM"));
+}
+
+/// A task that leaves the class keeps its bandwidth admitted until its
+/// 0-lag time. A task of 30% that used 15 ms of capacity-scaled budget
+/// and turned fair (at 15 ms on a big CPU, 41 ms on a little one) owes it
+/// until 50 ms: at 45 ms, 5 × 90% + 30% more do not fit beside it on
+/// exynos5422 (5,347,736 > 5,319,072 units); at 110 ms they do.
+#[test]
+fn bandwidth_is_released_at_the_zero_lag_time() {
+    let run = |wait_ms: u64| {
+        let mut threads: Vec<Thread> = vec![(
+            "leaver",
+            None,
+            vec![
+                set(dl(30, 100)),
+                Step::Compute { work_ns: 15 * MS },
+                set(SchedPolicy::Normal),
+                hog(),
+            ],
+        )];
+        for runtime_ms in [90, 90, 90, 90, 90, 30] {
+            threads.push((
+                "late",
+                None,
+                vec![
+                    Step::Sleep { ns: wait_ms * MS },
+                    set(dl(runtime_ms, 100)),
+                    hog(),
+                ],
+            ));
+        }
+        let mut s = quiet_sim("exynos5422", spec(threads, 200 * MS));
+        s.run()
+    };
+    assert_eq!(run(45), StopReason::Exited);
+    assert_eq!(run(110), StopReason::TimeLimit);
+}
+
+/// Deadline tasks spread: eight hogs of 30% start on few CPUs and are
+/// placed, pushed or pulled so that each CPU runs at most... every CPU
+/// gets deadline work, and every task gets its budget each period.
+#[test]
+fn deadline_tasks_spread_over_the_cpus() {
+    let threads = (0..8)
+        .map(|_| ("dl", None, vec![set(dl(30, 100)), hog()]))
+        .collect();
+    let mut s = quiet_sim("exynos5422", spec(threads, 1_000 * MS));
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    for tpl in 0..8 {
+        let t = s.tasks.iter().find(|t| t.template == tpl).unwrap();
+        let cap = s.kcap[t.cpu as usize];
+        // Roughly 10 periods of 30 ms at the capacity it ended on (it may
+        // have moved between big and little CPUs).
+        let got = cpu_ns(&s, tpl);
+        assert!(
+            (200 * MS..=900 * MS).contains(&got),
+            "task {tpl} ran {got} ns (on capacity {cap} at the end)"
+        );
+    }
+}
+
+/// The fair server is an entity of the deadline tree: a fair hog next to
+/// a deadline hog of 90% on every CPU still gets the CPU time the deadline
+/// tasks leave, with no starvation.
+#[test]
+fn fair_tasks_run_in_the_time_deadline_tasks_leave() {
+    let mut threads: Vec<Thread> = (0..5)
+        .map(|_| ("dl", None, vec![set(dl(90, 100)), hog()]))
+        .collect();
+    threads.push(("fair", None, vec![hog()]));
+    let mut s = quiet_sim("exynos5422", spec(threads, 1_000 * MS));
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    assert!(cpu_ns(&s, 5) > 100 * MS, "fair {}", cpu_ns(&s, 5));
+}
