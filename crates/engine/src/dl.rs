@@ -582,7 +582,7 @@ impl Sim {
         }
         // dl_scaled_delta_exec(): capacity-invariant (the frequency is the
         // highest here).
-        let scaled = (u128::from(delta) * u128::from(cap) >> 10) as i64;
+        let scaled = ((u128::from(delta) * u128::from(cap)) >> 10) as i64;
         e.runtime_ns -= scaled;
         if e.runtime_ns > 0 && !e.yielded {
             return;

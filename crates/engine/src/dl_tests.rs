@@ -9,13 +9,13 @@ use schedlab_workload::{SchedPolicy, Step, WorkloadSpec};
 const MS: u64 = 1_000_000;
 
 fn set(policy: SchedPolicy) -> Step {
-    Step::SetAttr {
+    Step::SetAttr(Box::new(schedlab_workload::Attrs {
         policy,
         nice: None,
         runtime_ns: None,
         util_min: None,
         util_max: None,
-    }
+    }))
 }
 
 /// SCHED_DEADLINE with runtime/period in ms (implicit deadline).

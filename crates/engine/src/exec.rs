@@ -18,7 +18,7 @@ use crate::sim::{Sim, StopReason, WF_SYNC};
 use crate::task::{Activity, SpinWait};
 use rand::Rng;
 use schedlab_topo::{CpuId, CpuMask};
-use schedlab_workload::{Step, SyncObject};
+use schedlab_workload::{Attrs, Step, SyncObject};
 use std::collections::VecDeque;
 
 /// Runtime state of the non-barrier synchronisation objects, by sync id.
@@ -435,13 +435,14 @@ impl Sim {
                     }
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
-                Step::SetAttr {
-                    policy,
-                    nice,
-                    runtime_ns,
-                    util_min,
-                    util_max,
-                } => {
+                Step::SetAttr(a) => {
+                    let Attrs {
+                        policy,
+                        nice,
+                        runtime_ns,
+                        util_min,
+                        util_max,
+                    } = *a;
                     self.sched_setattr(t, policy, nice, runtime_ns, (util_min, util_max));
                     if self.stop == Some(StopReason::Exited) {
                         return;
@@ -1814,13 +1815,13 @@ mod tests {
             let ta = sim.tasks.iter().find(|t| &*t.name == "a").unwrap().clone();
             (a, b, ta, sim.rqs[1].cfs.nr_idle)
         };
-        let (a, b, ta, nr_idle) = run(Step::SetAttr {
+        let (a, b, ta, nr_idle) = run(Step::SetAttr(Box::new(schedlab_workload::Attrs {
             policy: SchedPolicy::Normal,
             nice: Some(5),
             runtime_ns: None,
             util_min: None,
             util_max: None,
-        });
+        })));
         assert_eq!((ta.nice, ta.se.weight, nr_idle), (5, 335, 0));
         let share = a as f64 / (a + b) as f64;
         assert!((share - 335.0 / 1359.0).abs() < 0.02, "{a} {b}");
@@ -1830,23 +1831,23 @@ mod tests {
             "{}",
             ta.avg.load_avg
         );
-        let (a, b, ta, nr_idle) = run(Step::SetAttr {
+        let (a, b, ta, nr_idle) = run(Step::SetAttr(Box::new(schedlab_workload::Attrs {
             policy: SchedPolicy::Idle,
             nice: None,
             runtime_ns: None,
             util_min: None,
             util_max: None,
-        });
+        })));
         assert_eq!((ta.idle_policy, ta.se.weight, nr_idle), (true, 3, 1));
         assert!(a * 100 < b, "{a} {b}");
         // A custom slice on its own keeps the weight.
-        let (a, b, ta, _) = run(Step::SetAttr {
+        let (a, b, ta, _) = run(Step::SetAttr(Box::new(schedlab_workload::Attrs {
             policy: SchedPolicy::Normal,
             nice: None,
             runtime_ns: Some(300_000),
             util_min: None,
             util_max: None,
-        });
+        })));
         assert_eq!(
             (ta.se.weight, ta.se.custom_slice, ta.se.slice),
             (1024, true, 300_000)
@@ -1860,13 +1861,13 @@ mod tests {
     #[test]
     fn a_batch_wakee_does_not_preempt() {
         let sleeper_wait_ms = |policy: SchedPolicy| {
-            let mut steps = vec![Step::SetAttr {
+            let mut steps = vec![Step::SetAttr(Box::new(schedlab_workload::Attrs {
                 policy,
                 nice: None,
                 runtime_ns: None,
                 util_min: None,
                 util_max: None,
-            }];
+            }))];
             steps.extend(crate::scenarios::compute_sleep_rounds(
                 50_000, 3_000_000, 100,
             ));
@@ -1901,12 +1902,14 @@ mod tests {
     /// caps it, which fits the A7.
     #[test]
     fn utilisation_clamps_steer_placement_on_big_little() {
-        let attr = |util_min, util_max| Step::SetAttr {
-            policy: SchedPolicy::Normal,
-            nice: None,
-            runtime_ns: None,
-            util_min,
-            util_max,
+        let attr = |util_min, util_max| {
+            Step::SetAttr(Box::new(schedlab_workload::Attrs {
+                policy: SchedPolicy::Normal,
+                nice: None,
+                runtime_ns: None,
+                util_min,
+                util_max,
+            }))
         };
         let big_share = |steps: Vec<Step>| {
             let mut sim =
@@ -1953,13 +1956,13 @@ mod tests {
     fn the_trace_shows_the_priority_of_the_moment() {
         let steps = vec![
             Step::Nanosleep { ns: 1_000_000 },
-            Step::SetAttr {
+            Step::SetAttr(Box::new(schedlab_workload::Attrs {
                 policy: SchedPolicy::Normal,
                 nice: Some(5),
                 runtime_ns: None,
                 util_min: None,
                 util_max: None,
-            },
+            })),
             Step::Nanosleep { ns: 1_000_000 },
         ];
         let mut sim =

@@ -11,13 +11,13 @@ const MS: u64 = 1_000_000;
 /// the fair class, as rt-app's do: the tests let every thread set its
 /// policy, sleeping 1 ms with [`set_then`], before the RT ones hog a CPU.)
 fn set(policy: SchedPolicy) -> Step {
-    Step::SetAttr {
+    Step::SetAttr(Box::new(schedlab_workload::Attrs {
         policy,
         nice: None,
         runtime_ns: None,
         util_min: None,
         util_max: None,
-    }
+    }))
 }
 
 /// `policy`, a 1 ms sleep, then `steps`.

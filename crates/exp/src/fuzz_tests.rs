@@ -540,7 +540,7 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                 Step::SetSlice {
                     ns: rng.gen_range(0..3) * 1_000_000,
                 },
-                Step::SetAttr {
+                Step::SetAttr(Box::new(schedlab_workload::Attrs {
                     policy: match rng.gen_range(0..6) {
                         0 => SchedPolicy::Normal,
                         1 => SchedPolicy::Batch,
@@ -564,7 +564,7 @@ fn program(rng: &mut Pcg64, leaf: Option<u32>) -> Vec<Step> {
                     // call then fails and changes nothing).
                     util_min: rng.gen_bool(0.3).then(|| rng.gen_range(0..=1024)),
                     util_max: rng.gen_bool(0.3).then(|| rng.gen_range(0..=1024)),
-                },
+                })),
                 Step::SetAffinity {
                     cpus: match rng.gen_range(0..3) {
                         0 => None,

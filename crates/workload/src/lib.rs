@@ -28,7 +28,7 @@ pub mod stream;
 pub mod ycsb;
 
 pub use program::{
-    check_deadline_params, unix_skb_truesize, SchedPolicy, Step, SyncId, SyncObject, TemplateId,
-    ThreadTemplate, WorkloadSpec,
+    check_deadline_params, unix_skb_truesize, Attrs, SchedPolicy, Step, SyncId, SyncObject,
+    TemplateId, ThreadTemplate, WorkloadSpec,
 };
 pub use spec::{parse_spec, BuiltinSpec, SpecError};

@@ -135,13 +135,7 @@ pub enum Step {
     /// lag kept, its weight and load average rescaled); no change, no cost.
     /// Clamps with the minimum above the maximum fail (EINVAL) and change
     /// nothing.
-    SetAttr {
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        util_min: Option<u16>,
-        util_max: Option<u16>,
-    },
+    SetAttr(Box<Attrs>),
     /// sched_setaffinity() on the thread itself (rt-app's `cpus`, which its
     /// threads set through pthread_setaffinity_np()): the thread may run only on `cpus`
     /// (those of them the machine has), or with `None` again on the CPUs it
@@ -253,6 +247,17 @@ pub enum Step {
         bytes: u64,
         write: bool,
     },
+}
+
+/// The attributes of a [`Step::SetAttr`] (boxed there: a thread sets them
+/// rarely, and inline they would make every step of every program larger).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attrs {
+    pub policy: SchedPolicy,
+    pub nice: Option<i8>,
+    pub runtime_ns: Option<u64>,
+    pub util_min: Option<u16>,
+    pub util_max: Option<u16>,
 }
 
 /// Scheduling policies: the fair class's (`SCHED_NORMAL`, `SCHED_BATCH`,

@@ -46,7 +46,7 @@
 use crate::hist::Hist;
 use crate::marks::{MarkFold, PerTask};
 use crate::program::{
-    SchedPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
+    Attrs, SchedPolicy, Step, SyncId, SyncObject, TemplateId, ThreadTemplate, WorkloadSpec,
 };
 use schedlab_topo::{CpuId, CpuMask};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -439,7 +439,7 @@ fn nice_for_policy(policy: &str, prio: Option<(i64, &str)>, path: &str) -> Resul
 /// none; the nice value is that of the template under SCHED_IDLE.
 pub fn thread_start_attrs(t: &ThreadTemplate) -> (SchedPolicy, i8) {
     match t.steps.get(1) {
-        Some(Step::SetAttr { policy, nice, .. }) => (*policy, nice.unwrap_or(t.nice)),
+        Some(Step::SetAttr(a)) => (a.policy, a.nice.unwrap_or(t.nice)),
         _ => (SchedPolicy::Normal, t.nice),
     }
 }
@@ -1079,13 +1079,13 @@ fn parse_task(
     // clamps. A task's attributes always exist (its policy defaults to the
     // global one and its priority to nice 0), so the step is always there;
     // when it changes nothing it is a no-op.
-    def.steps.push(Step::SetAttr {
+    def.steps.push(Step::SetAttr(Box::new(Attrs {
         policy: fair,
         nice: (!idle && !rt).then_some(nice),
         runtime_ns: (!idle && !rt).then_some(task_slice.unwrap_or(0)),
         util_min: clamps.min,
         util_max: clamps.max,
-    });
+    })));
     // The affinity at every phase start (rt-app's set_thread_affinity():
     // the phase's `cpus`, else the task's, else the CPUs the thread started
     // with): a thread is created where fork balancing puts it and moves
@@ -1180,13 +1180,13 @@ fn parse_task(
                         "{pp}.util_min/util_max ignored under SCHED_DEADLINE, as rt-app does"
                     ));
                 }
-                def.steps.push(Step::SetAttr {
+                def.steps.push(Step::SetAttr(Box::new(Attrs {
                     policy: dl_policy,
                     nice: None,
                     runtime_ns: None,
                     util_min: None,
                     util_max: None,
-                });
+                })));
                 policy_now = "SCHED_DEADLINE".to_string();
                 attrs_now = dl_policy;
             } else if ppolicy.is_some() || pprio.is_some() {
@@ -1218,13 +1218,13 @@ fn parse_task(
                 // runtime from rt-app; the others get both (runtime 0: the
                 // base slice).
                 let fair_attrs = !idle_policy && !rt_policy;
-                def.steps.push(Step::SetAttr {
+                def.steps.push(Step::SetAttr(Box::new(Attrs {
                     policy: fair,
                     nice: fair_attrs.then_some(nice),
                     runtime_ns: fair_attrs.then_some(pruntime.as_ref().map_or(0, |r| r.0)),
                     util_min: pclamps.min,
                     util_max: pclamps.max,
-                });
+                })));
                 policy_now = pol;
                 attrs_now = fair;
             } else {
@@ -1235,13 +1235,13 @@ fn parse_task(
                 }
                 // _set_thread_uclamp() runs whatever _set_thread_cfs() did.
                 if pclamps.any() {
-                    def.steps.push(Step::SetAttr {
+                    def.steps.push(Step::SetAttr(Box::new(Attrs {
                         policy: attrs_now,
                         nice: None,
                         runtime_ns: None,
                         util_min: pclamps.min,
                         util_max: pclamps.max,
-                    });
+                    })));
                 }
             }
             let start = def.steps.len() as u32;
@@ -1774,21 +1774,29 @@ mod tests {
             period_ns: p * 1_000_000,
         };
         assert_eq!(
-            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 1}}}"#),
+            first(
+                r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 1}}}"#
+            ),
             ms(10, 100, 100)
         );
         assert_eq!(
-            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "dl-deadline": 50000, "run": 1}}}"#),
+            first(
+                r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "dl-deadline": 50000, "run": 1}}}"#
+            ),
             ms(10, 50, 100)
         );
         // Only a runtime: period and deadline are the runtime (100%).
         assert_eq!(
-            first(r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "run": 1}}}"#),
+            first(
+                r#"{"tasks": {"a": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "run": 1}}}"#
+            ),
             ms(10, 10, 10)
         );
         // The older grammar; its `runtime` is also the run event.
         assert_eq!(
-            first(r#"{"global": {"default_policy": "SCHED_DEADLINE"}, "tasks": {"a": {"runtime": 5000, "period": 20000, "sleep": 1}}}"#),
+            first(
+                r#"{"global": {"default_policy": "SCHED_DEADLINE"}, "tasks": {"a": {"runtime": 5000, "period": 20000, "sleep": 1}}}"#
+            ),
             ms(5, 20, 20)
         );
         // A phase switching to SCHED_DEADLINE, then one changing its runtime.
@@ -1803,21 +1811,28 @@ mod tests {
             .steps
             .iter()
             .filter_map(|s| match s {
-                Step::SetAttr { policy, .. } if policy.is_deadline() => Some(*policy),
+                Step::SetAttr(a) if a.policy.is_deadline() => Some(a.policy),
                 _ => None,
             })
             .collect();
         assert_eq!(dls, vec![ms(1, 10, 10), ms(2, 10, 10)]);
         for (bad, want) in [
             (r#""dl-runtime": 0, "dl-period": 100000"#, "runtime"),
-            (r#""dl-runtime": 20000, "dl-period": 10000"#, "runtime <= deadline <= period"),
+            (
+                r#""dl-runtime": 20000, "dl-period": 10000"#,
+                "runtime <= deadline <= period",
+            ),
             (r#""dl-runtime": 10, "dl-period": 50"#, "period of 50000 ns"),
             (r#""dl-runtime": 10000, "dl-period": 5000000"#, "period of"),
         ] {
-            let src = format!(r#"{{"tasks": {{"a": {{"policy": "SCHED_DEADLINE", {bad}, "run": 1}}}}}}"#);
+            let src =
+                format!(r#"{{"tasks": {{"a": {{"policy": "SCHED_DEADLINE", {bad}, "run": 1}}}}}}"#);
             let e = parse(&src, 4).unwrap_err();
             assert_eq!(e.path, "tasks.a.policy", "{e}");
-            assert!(e.msg.contains(want) && e.msg.contains("EINVAL"), "{bad}: {e}");
+            assert!(
+                e.msg.contains(want) && e.msg.contains("EINVAL"),
+                "{bad}: {e}"
+            );
         }
         // A phase under the policy that sets only clamps runs
         // _set_thread_deadline() with no runtime: EINVAL.
@@ -1841,12 +1856,7 @@ mod tests {
                 .steps
                 .iter()
                 .filter_map(|s| match s {
-                    Step::SetAttr {
-                        policy,
-                        nice,
-                        runtime_ns,
-                        ..
-                    } => Some((*policy, *nice, *runtime_ns)),
+                    Step::SetAttr(a) => Some((a.policy, a.nice, a.runtime_ns)),
                     _ => None,
                 })
                 .collect()
@@ -1983,13 +1993,13 @@ mod tests {
                 // Wait for t_zero (no delay), timers count from there.
                 Step::Delay { ns: 0 },
                 // Then set its own attributes (created at nice 0).
-                Step::SetAttr {
+                Step::SetAttr(Box::new(Attrs {
                     policy: SchedPolicy::Normal,
                     nice: Some(5),
                     runtime_ns: Some(0),
                     util_min: None,
                     util_max: None,
-                },
+                })),
                 Step::Lock { mutex: 0 },
                 Step::Compute { work_ns: 100_000 },
                 Step::Unlock { mutex: 0 },

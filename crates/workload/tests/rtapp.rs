@@ -44,11 +44,8 @@ fn example_from_the_reference_parses() {
     }));
     // ui's util_max: a clamp set when each ui thread starts.
     assert!(matches!(
-        s.templates[0].steps[1],
-        Step::SetAttr {
-            util_max: Some(512),
-            ..
-        }
+        &s.templates[0].steps[1],
+        Step::SetAttr(a) if a.util_max == Some(512)
     ));
     assert!(r.notes.iter().any(|n| n.contains("calibration")));
     // prod signals the condition cons waits on, under mutex m.
@@ -114,13 +111,13 @@ fn every_event_is_supported() {
     assert_eq!(rtapp::thread_start_attrs(k).0, SchedPolicy::Idle);
     // Task a's clamps (0 and 1024) are set when its thread starts.
     assert!(has(&|s| *s
-        == Step::SetAttr {
+        == Step::SetAttr(Box::new(schedlab_workload::Attrs {
             policy: SchedPolicy::Normal,
             nice: Some(0),
             runtime_ns: Some(0),
             util_min: Some(0),
             util_max: Some(1024),
-        }));
+        }))));
     for key in ["taskgroup", "nodes_membind", "global.logdir"] {
         assert!(
             r.notes.iter().any(|n| n.contains(key)),
@@ -143,13 +140,13 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     assert_eq!(steps[0], Step::Delay { ns: 10_000 });
     assert_eq!(
         steps[1],
-        Step::SetAttr {
+        Step::SetAttr(Box::new(schedlab_workload::Attrs {
             policy: SchedPolicy::Normal,
             nice: Some(0),
             runtime_ns: Some(300_000),
             util_min: None,
             util_max: None,
-        }
+        }))
     );
     // Phase level, as rt-app's set_thread_param() does it: only a phase
     // that names a policy or a priority changes the attributes, dl-runtime
@@ -170,15 +167,17 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
     let attrs: Vec<_> = r.spec.templates[0]
         .steps
         .iter()
-        .filter(|s| matches!(s, Step::SetAttr { .. }))
+        .filter(|s| matches!(s, Step::SetAttr(_)))
         .cloned()
         .collect();
-    let attr = |policy, nice, runtime_ns| Step::SetAttr {
-        policy,
-        nice,
-        runtime_ns,
-        util_min: None,
-        util_max: None,
+    let attr = |policy, nice, runtime_ns| {
+        Step::SetAttr(Box::new(schedlab_workload::Attrs {
+            policy,
+            nice,
+            runtime_ns,
+            util_min: None,
+            util_max: None,
+        }))
     };
     use schedlab_workload::SchedPolicy::{Batch, Idle, Normal};
     assert_eq!(
@@ -235,13 +234,7 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::SetAttr {
-                policy,
-                nice,
-                runtime_ns,
-                util_min,
-                util_max,
-            } => Some((*policy, *nice, *runtime_ns, *util_min, *util_max)),
+            Step::SetAttr(a) => Some((a.policy, a.nice, a.runtime_ns, a.util_min, a.util_max)),
             _ => None,
         })
         .collect();
@@ -253,7 +246,7 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
             (Normal, Some(1), Some(0), Some(0), None),
         ]
     );
-    assert!(matches!(r.spec.templates[0].steps[1], Step::SetAttr { .. }));
+    assert!(matches!(r.spec.templates[0].steps[1], Step::SetAttr(_)));
     for (doc, path) in [
         (
             r#"{"tasks": {"a": {"util_min": 600, "util_max": 500, "run": 1}}}"#,
@@ -292,13 +285,13 @@ fn duplicate_keys_keep_their_order() {
         [
             Step::Delay { ns: 0 },
             // The task's own attributes, set even when they are the defaults.
-            Step::SetAttr {
+            Step::SetAttr(Box::new(schedlab_workload::Attrs {
                 policy: SchedPolicy::Normal,
                 nice: Some(0),
                 runtime_ns: Some(0),
                 util_min: None,
                 util_max: None,
-            },
+            })),
             Step::Compute { work_ns: 100_000 },
             Step::Nanosleep { ns: 100_000 },
             Step::Compute { work_ns: 300_000 },
@@ -425,13 +418,15 @@ fn relaxed_syntax_fixture_with_phase_cpus() {
         ]
     );
     // The second phase renices the thread and boosts it (single-quoted key).
-    assert!(t.steps.contains(&Step::SetAttr {
-        policy: SchedPolicy::Normal,
-        nice: Some(5),
-        runtime_ns: Some(0),
-        util_min: Some(200),
-        util_max: None,
-    }));
+    assert!(t
+        .steps
+        .contains(&Step::SetAttr(Box::new(schedlab_workload::Attrs {
+            policy: SchedPolicy::Normal,
+            nice: Some(5),
+            runtime_ns: Some(0),
+            util_min: Some(200),
+            util_max: None,
+        }))));
     assert_eq!(r.spec.max_time_ns, 2_000_000_000);
 }
 
