@@ -1067,7 +1067,7 @@ impl TraceOut {
                     String::new()
                 }
             );
-            if self.from_ns >= sim.now {
+            if self.from_ns > 0 && self.from_ns >= sim.now {
                 outln!(
                     "  trace: the window starts at {:.3} ms, after the run ended at {:.3} ms",
                     self.from_ns as f64 / 1e6,

@@ -632,7 +632,7 @@ impl Sim {
         let mut bw = self.rqs.len() as u64 * crate::dl::FAIR_SERVER_BW;
         for t in &self.tasks {
             if let Some(e) = t.dl_left.as_ref() {
-                if e.inactive_timer.expires_ns().is_none() {
+                if t.dl_timers().inactive.expires_ns().is_none() {
                     return Err(format!(
                         "task {}: a left deadline entity with no timer",
                         t.id
@@ -646,7 +646,7 @@ impl Sim {
             let in_t = in_tree[t.id as usize];
             match t.state {
                 TaskState::Dead => {
-                    if e.inactive_timer.expires_ns().is_some() {
+                    if t.dl_timers().inactive.expires_ns().is_some() {
                         bw += e.dl_bw;
                     }
                     continue;
@@ -663,7 +663,7 @@ impl Sim {
                             in_t.is_some()
                         ));
                     }
-                    if e.throttled && e.timer.expires_ns().is_none() {
+                    if e.throttled && t.dl_timers().replenish.expires_ns().is_none() {
                         return Err(format!("throttled deadline task {} has no timer", t.id));
                     }
                 }

@@ -15,8 +15,9 @@
 //!   the highest here); at 0 or below it is throttled (off the tree) until
 //!   its replenishment timer at the next period, which adds `dl_runtime`
 //!   per period until the budget is positive again, so an overrun is paid
-//!   back. The check runs at the tick and at every other update (HRTICK_DL
-//!   is off without `CONFIG_HRTIMER_REARM_DEFERRED`).
+//!   back. The check runs at the tick and at every other update, and with
+//!   HRTICK_DL (7.3's with `CONFIG_HRTIMER_REARM_DEFERRED`, on x86) at a
+//!   timer armed for the budget left when the task is picked.
 //! - **Wakeup** (update_dl_entity()): a task whose deadline passed, or
 //!   whose budget left would exceed its bandwidth over the time left,
 //!   starts a new period (deadline = now + `dl_deadline`, full budget); a
@@ -93,11 +94,17 @@ pub struct DlEntity {
     pub on_rq: bool,
     /// Its place in its CPU's deadline tree (deadline, insertion number).
     pub key: Option<(u64, u64)>,
+}
+
+/// A task's deadline timers (kept on the task, not the entity, so their
+/// generations never restart while an event of theirs is queued).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DlTimers {
     /// The replenishment timer (`dl_timer`).
-    pub timer: LazyTimer,
+    pub replenish: LazyTimer,
     /// The 0-lag timer (`inactive_timer`) of a task that died or left the
     /// class with bandwidth still owed: its expiry releases `dl_bw`.
-    pub inactive_timer: LazyTimer,
+    pub inactive: LazyTimer,
 }
 
 impl DlEntity {
@@ -294,38 +301,32 @@ impl Sim {
     /// `t`'s entity `e` leaves the class, dead or for another policy, with
     /// its bandwidth still admitted (mirrors task_non_contending() for a
     /// dead task and switched_from_dl()): released now if its 0-lag time
-    /// has passed, else when its inactive timer fires then. Returns the
-    /// entity with that timer armed, or `None` once released.
-    fn dl_release_bw(&mut self, t: TaskId, mut e: Box<DlEntity>) -> Option<Box<DlEntity>> {
-        e.timer.cancel();
-        if self.dl_zerolag_passed(&e) {
+    /// has passed, else when the task's inactive timer fires then. True
+    /// when the bandwidth is still owed (the timer is armed). Its
+    /// replenishment timer runs on, as the kernel's does.
+    fn dl_release_bw(&mut self, t: TaskId, e: &DlEntity) -> bool {
+        if self.dl_zerolag_passed(e) {
             self.dl_total_bw -= e.dl_bw;
-            return None;
+            return false;
         }
-        let at = self.dl_zerolag_ns(&e);
-        e.inactive_timer
+        let at = self.dl_zerolag_ns(e);
+        self.tasks[t as usize]
+            .dl_timers_mut()
+            .inactive
             .arm(&mut self.q, at, |gen| EventKind::DlInactive {
                 task: t,
                 gen,
             });
-        Some(e)
+        true
     }
 
     /// A task's inactive timer fired (mirrors inactive_task_timer() for a
     /// task that died or left the class): its bandwidth is released.
     pub(crate) fn dl_inactive_timer(&mut self, t: TaskId, gen: u32) {
         let tk = &mut self.tasks[t as usize];
-        let dead = tk.state == crate::task::TaskState::Dead;
-        let e = match (tk.dl_left.as_mut(), dead) {
-            (Some(e), _) => e,
-            (None, true) => match tk.dl.as_mut() {
-                Some(e) => e,
-                None => return,
-            },
-            (None, false) => return,
-        };
-        if !e
-            .inactive_timer
+        if !tk
+            .dl_timers_mut()
+            .inactive
             .fire(&mut self.q, gen, |gen| EventKind::DlInactive {
                 task: t,
                 gen,
@@ -333,8 +334,11 @@ impl Sim {
         {
             return;
         }
-        let bw = e.dl_bw;
-        tk.dl_left = None;
+        let bw = match (tk.dl_left.take(), tk.state == crate::task::TaskState::Dead) {
+            (Some(e), _) => e.dl_bw,
+            (None, true) => tk.dl.as_ref().map_or(0, |e| e.dl_bw),
+            (None, false) => 0,
+        };
         self.dl_total_bw -= bw;
     }
 
@@ -419,16 +423,18 @@ impl Sim {
     /// start_dl_timer(), which then leaves the caller to replenish at once).
     fn dl_start_timer(&mut self, t: TaskId) -> bool {
         let now = self.now;
-        let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
-        let act = e.next_period_ns();
+        let tk = &mut self.tasks[t as usize];
+        let act = tk.dl.as_ref().expect("a deadline task").next_period_ns();
         if act + 1000 <= now {
             return false;
         }
-        e.timer
-            .arm(&mut self.q, act.max(now), |gen| EventKind::DlTimer {
-                task: t,
-                gen,
-            });
+        let at = act.max(now);
+        tk.dl_timers_mut()
+            .replenish
+            .arm(&mut self.q, at, |gen| EventKind::DlTimer { task: t, gen });
+        // The idle governor of the CPU it is armed on sees it.
+        let cpu = tk.cpu;
+        self.rqs[cpu as usize].dl_timers.insert((at, t));
         true
     }
 
@@ -500,6 +506,7 @@ impl Sim {
             let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
             e.throttled = true;
             e.runtime_ns = e.runtime_ns.min(0);
+            self.counters.dl_throttles += 1;
         }
         let e = self.tasks[t as usize].dl.as_ref().expect("a deadline task");
         if e.throttled && how != DlEnqueue::Replenish {
@@ -554,10 +561,9 @@ impl Sim {
         if self.tasks[t as usize].state == crate::task::TaskState::Dead {
             // The entity stays with the dead task (it is still of the
             // class), its inactive timer armed if bandwidth is owed.
-            let mut e = self.tasks[t as usize].dl.take().expect("a deadline task");
-            e.timer.cancel();
-            let kept = self.dl_release_bw(t, e.clone());
-            self.tasks[t as usize].dl = Some(kept.unwrap_or(e));
+            let e = self.tasks[t as usize].dl.take().expect("a deadline task");
+            self.dl_release_bw(t, &e);
+            self.tasks[t as usize].dl = Some(e);
         }
     }
 
@@ -609,18 +615,24 @@ impl Sim {
     }
 
     /// `t`'s replenishment timer fired (mirrors dl_task_timer()): a task
-    /// that blocked while throttled is only replenished (its wakeup queues
-    /// it); a queued one is replenished, queued and preempts by deadline
-    /// (any task of a lower class at once), and waiting tasks are pushed.
+    /// that left the class meanwhile is left alone; one that blocked while
+    /// throttled is only replenished (its wakeup queues it); a queued one
+    /// is replenished, queued and preempts by deadline (any task of a lower
+    /// class at once; an idle CPU once out of its idle state), and waiting
+    /// tasks are pushed.
     pub(crate) fn dl_task_timer(&mut self, t: TaskId, gen: u32) {
-        let Some(e) = self.tasks[t as usize].dl.as_mut() else {
+        let tk = &mut self.tasks[t as usize];
+        if !tk
+            .dl_timers_mut()
+            .replenish
+            .fire(&mut self.q, gen, |gen| EventKind::DlTimer { task: t, gen })
+        {
+            return;
+        }
+        let Some(e) = tk.dl.as_ref() else {
             return;
         };
-        if !e
-            .timer
-            .fire(&mut self.q, gen, |gen| EventKind::DlTimer { task: t, gen })
-            || !e.throttled
-        {
+        if !e.throttled {
             return;
         }
         let on_rq = e.on_rq;
@@ -634,7 +646,13 @@ impl Sim {
         self.enqueue_task_dl(cpu, t, DlEnqueue::Replenish);
         match self.rqs[cpu as usize].curr {
             Some(c) if self.task_is_dl(c) => self.wakeup_preempt_dl(cpu, t, cpu),
-            _ => self.resched_cpu(cpu, cpu),
+            Some(_) => self.resched_cpu(cpu, cpu),
+            None => {
+                // The timer's interrupt woke the idle CPU.
+                self.trace_idle_state_exit(cpu);
+                let delay = self.wake_delay_ns(cpu, cpu, crate::sim::WF_IRQ_FROM_IDLE);
+                self.resched_after(cpu, delay);
+            }
         }
         if !self.rqs[cpu as usize].dl.pushable.is_empty() {
             self.push_dl_tasks(cpu);
@@ -678,6 +696,23 @@ impl Sim {
         let se = &mut self.tasks[t as usize].se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
+    }
+
+    /// With HRTICK_DL, arms `cpu`'s HRTICK for the budget running deadline
+    /// task `t` has left, while it has some and comes first (mirrors
+    /// start_hrtick_dl() from set_next_task_dl() and task_tick_dl()).
+    pub(crate) fn hrtick_start_dl(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.feat(crate::features::Feat::HRTICK_DL) {
+            return;
+        }
+        let Some(e) = self.tasks[t as usize].dl.as_ref() else {
+            return;
+        };
+        let first = self.rqs[cpu as usize].dl.earliest().map(|(_, w)| w) == Some(t);
+        if e.runtime_ns > 0 && first {
+            let left = e.runtime_ns as u64;
+            self.hrtick_start(cpu, left);
+        }
     }
 
     /// The tick of a CPU running a deadline task (mirrors task_tick_dl()).
@@ -987,6 +1022,7 @@ impl Sim {
         let old_dl = self.tasks[t as usize].dl.is_some();
         let new_dl = policy.is_deadline();
         let old_bw = self.tasks[t as usize].dl.as_ref().map_or(0, |e| e.dl_bw);
+        let old_deadline = self.dl_deadline_of(t);
         let mut fresh = None;
         if let SchedPolicy::Deadline {
             runtime_ns: r,
@@ -1016,11 +1052,11 @@ impl Sim {
             }
             if e.dl_bw != old_bw || !old_dl {
                 if self.dl_overflow(old_bw, e.dl_bw) {
+                    let cap = (u128::from(BW_UNIT) * u128::from(self.dl_bw_capacity())) >> 10;
                     return Err(format!(
-                        "EBUSY: admission control refuses {:.1}% of a CPU more ({:.1}% of {:.1}% admitted, the fair servers' 5% per CPU among it)",
-                        e.dl_bw as f64 * 100.0 / BW_UNIT as f64,
-                        self.dl_total_bw as f64 * 100.0 / BW_UNIT as f64,
-                        self.dl_bw_capacity() as f64 * 100.0 / 1024.0
+                        "EBUSY: admission control: {} more bandwidth units would bring the admitted total to {}, above the root domain's {cap} (2^20 units are a whole CPU of capacity 1024; the fair servers' {FAIR_SERVER_BW} per CPU are admitted from boot)",
+                        e.dl_bw,
+                        self.dl_total_bw - old_bw + e.dl_bw,
                     ));
                 }
                 if !old_dl {
@@ -1075,7 +1111,13 @@ impl Sim {
                     // Back before its 0-lag time: deadline and budget kept
                     // (switched_to_dl() cancels the inactive timer).
                     let mut ent = tk.dl_left.take().unwrap_or_else(|| Box::new(e));
-                    ent.inactive_timer.cancel();
+                    tk.dl_timers_mut().inactive.cancel();
+                    if ent.throttled && tk.dl_timers().replenish.expires_ns().is_none() {
+                        // Its replenishment time passed while it was out of
+                        // the class: it comes back unthrottled (7.3 would
+                        // leave it off the tree with no timer to return it).
+                        ent.throttled = false;
+                    }
                     ent.set_params(policy).expect("a deadline policy");
                     ent.on_rq = false;
                     ent.key = None;
@@ -1086,7 +1128,9 @@ impl Sim {
             // Leaving the class: switched_from_dl() releases the bandwidth
             // now or at the 0-lag time.
             let e = self.tasks[t as usize].dl.take().expect("a deadline task");
-            self.tasks[t as usize].dl_left = self.dl_release_bw(t, e);
+            if self.dl_release_bw(t, &e) {
+                self.tasks[t as usize].dl_left = Some(e);
+            }
             match policy.rt_priority() {
                 Some(p) => {
                     let slice = self.rr_timeslice_ticks();
@@ -1145,17 +1189,49 @@ impl Sim {
                 self.set_next_entity(cpu, t);
             }
         }
-        if new_dl && !running && queued {
-            // switched_to_dl().
-            if !self.rqs[cpu as usize].dl.pushable.is_empty() {
-                self.push_dl_tasks(cpu);
+        let new_deadline = self.dl_deadline_of(t);
+        if old_dl && new_dl {
+            // prio_changed_dl(): only a changed deadline matters (a task
+            // throttled by the dequeue's accounting rescheduled then).
+            if queued && new_deadline != old_deadline {
+                if new_deadline > old_deadline {
+                    self.pull_dl_task(cpu);
+                }
+                let resched = if running {
+                    self.rqs[cpu as usize]
+                        .dl
+                        .earliest()
+                        .is_some_and(|(d, _)| d < new_deadline)
+                } else {
+                    self.rqs[cpu as usize]
+                        .curr
+                        .is_none_or(|c| !self.task_is_dl(c) || self.dl_entity_preempt(t, c))
+                };
+                if resched {
+                    self.resched_cpu(cpu, cpu);
+                }
             }
-            if self.tasks[t as usize].cpu == cpu {
-                self.wakeup_preempt(cpu, t, cpu, 0);
+        } else if new_dl {
+            // switched_to_dl(), then sched_change_end()'s check of the
+            // upgraded class: a running task reschedules, which matters when
+            // an entity of earlier deadline (the fair server's, say) is
+            // queued; otherwise its pick is the task again, and no event is
+            // spent on it.
+            if running {
+                let first = self.rqs[cpu as usize].dl.earliest().map(|(_, w)| w);
+                if first != Some(t) {
+                    self.resched_cpu(cpu, cpu);
+                }
+            } else if queued {
+                if !self.rqs[cpu as usize].dl.pushable.is_empty() {
+                    self.push_dl_tasks(cpu);
+                }
+                if self.tasks[t as usize].cpu == cpu {
+                    self.wakeup_preempt(cpu, t, cpu, 0);
+                }
             }
         } else if running {
-            // A running task that changed class or parameters: the pick
-            // decides again (it may be throttled, or no longer first).
+            // Out of the class, a lower one: the pick decides again.
             self.resched_cpu(cpu, cpu);
         } else if queued {
             self.wakeup_preempt(cpu, t, cpu, 0);

@@ -279,3 +279,160 @@ fn fair_tasks_run_in_the_time_deadline_tasks_leave() {
     assert_eq!(s.run(), StopReason::TimeLimit);
     assert!(cpu_ns(&s, 5) > 100 * MS, "fair {}", cpu_ns(&s, 5));
 }
+
+/// A spec from an rt-app document, for exynos5422.
+fn rtapp(doc: &str) -> WorkloadSpec {
+    let m = schedlab_topo::preset("exynos5422").unwrap();
+    let caps: Vec<u64> = m.cpus.iter().map(|c| u64::from(c.capacity)).collect();
+    schedlab_workload::rtapp::parse_for(doc, &caps)
+        .expect("rt-app document")
+        .spec
+}
+
+/// A task throttled as it leaves the class and back before its
+/// replenishment keeps its timer: it is replenished and runs again (its
+/// timer used to be cancelled as it left, so it stayed off the tree for
+/// good).
+#[test]
+fn a_throttled_task_back_in_the_class_is_replenished() {
+    let spec = rtapp(
+        r#"{"global": {"duration": 2},
+            "tasks": {"a": {"loop": 6, "phases": {
+              "p1": {"policy": "SCHED_DEADLINE", "dl-runtime": 300, "dl-period": 100000, "run": 1000},
+              "p2": {"policy": "SCHED_OTHER", "run": 1000}}}}}"#,
+    );
+    let mut s = quiet_sim("exynos5422", spec);
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+/// A task that leaves the class, comes back before its 0-lag time and
+/// leaves again still gives its bandwidth back at its second 0-lag time:
+/// five tasks of 99.5% then fit beside the fair servers (its 0-lag timer's
+/// event used to be popped without the timer knowing, and no later arming
+/// queued another, so its bandwidth stayed admitted).
+#[test]
+fn bandwidth_left_twice_is_released() {
+    let mut doc = String::from(
+        r#"{"global": {"duration": 1}, "tasks": {"a": {"loop": 1, "phases": {
+            "p1": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 1000},
+            "p2": {"policy": "SCHED_OTHER", "run": 1000},
+            "p3": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 5000},
+            "p4": {"policy": "SCHED_OTHER", "run": 1000}}}"#,
+    );
+    for i in 0..5 {
+        doc.push_str(&format!(
+            r#", "b{i}": {{"delay": {}, "policy": "SCHED_DEADLINE", "dl-runtime": 99500, "dl-period": 100000, "loop": 3, "run": 1000, "sleep": 50000}}"#,
+            150_000 + 1000 * i
+        ));
+    }
+    doc.push_str("}}");
+    let mut s = quiet_sim("exynos5422", rtapp(&doc));
+    let stop = s.run();
+    assert_eq!(stop, StopReason::Finished, "{:?}", s.exit_reason);
+}
+
+/// An RT task woken behind a running deadline task is pushed at once to a
+/// CPU of lower priority (task_woken_rt(): the deadline task's priority,
+/// -1, is above every RT one; select_task_rq_rt() leaves it there, as
+/// 7.3's rt_task() is false for a deadline task). On three CPUs of
+/// exynos5422 with a deadline hog and a pinned FIFO task, the waking FIFO
+/// task lands behind the hog again and again.
+#[test]
+fn an_rt_wakee_behind_a_deadline_task_is_pushed() {
+    let m = schedlab_topo::resolve_machine("exynos5422:online=4-6").unwrap();
+    let caps: Vec<u64> = m.cpus.iter().map(|c| u64::from(c.capacity)).collect();
+    let spec = schedlab_workload::rtapp::parse_for(
+        r#"{"global": {"duration": 2},
+            "tasks": {
+              "a": {"policy": "SCHED_DEADLINE", "dl-runtime": 40000, "dl-period": 50000, "run": 10000000},
+              "b": {"policy": "SCHED_FIFO", "priority": 50, "run": 200, "timer": {"ref": "tb", "period": 3100}},
+              "c": {"policy": "SCHED_FIFO", "priority": 90, "cpus": [1], "run": 1000, "timer": {"ref": "tc", "period": 2300}}}}"#,
+        &caps,
+    )
+    .unwrap()
+    .spec;
+    let mut s = crate::scenarios::quiet_sim_on(m, spec);
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let b = s.tasks.iter().find(|t| t.name.starts_with('b')).unwrap();
+    // Behind the hog it would wait up to its 40 ms budget at a time.
+    assert!(
+        b.stats.wait_time_ns < 5 * MS,
+        "FIFO task b waited {} ns",
+        b.stats.wait_time_ns
+    );
+    assert!(s.counters.rt_pushes > 0);
+}
+
+/// With HRTICK_DL (x86's default) the budget ends at its own timer: a
+/// 5 ms / 20 ms hog on sapphirerapids runs 5 ms per period, not up to the
+/// next 4 ms tick with the overrun paid back in the next one.
+#[test]
+fn hrtick_dl_ends_the_budget_on_time() {
+    let run = |hrtick_dl: bool| {
+        let m = schedlab_topo::preset("sapphirerapids").unwrap();
+        let d = schedlab_topo::build_domains(&m, &schedlab_topo::DomainConfig::default())
+            .expect("domains");
+        let mut features = crate::features::Features::for_arch(m.arch);
+        features.set("HRTICK_DL", hrtick_dl).expect("a feature");
+        let cfg = crate::sim::SimConfig {
+            seed: 1,
+            noise: false,
+            checked: true,
+            features,
+            ..crate::sim::SimConfig::default()
+        };
+        let mut s = Sim::new(
+            m,
+            d,
+            spec(
+                vec![(
+                    "dl",
+                    None,
+                    vec![
+                        set(SchedPolicy::Deadline {
+                            runtime_ns: 5 * MS,
+                            deadline_ns: 20 * MS,
+                            period_ns: 20 * MS,
+                        }),
+                        hog(),
+                    ],
+                )],
+                201 * MS,
+            ),
+            cfg,
+        );
+        s.enable_trace(100_000);
+        assert_eq!(s.run(), StopReason::TimeLimit);
+        let mut out = Vec::new();
+        crate::trace::write_ftrace_text(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The lengths of the deadline task's turns, ms.
+        let mut runs = Vec::new();
+        let mut since = None;
+        for line in text.lines().filter(|l| l.contains("sched_switch")) {
+            let ts: f64 = line
+                .split_whitespace()
+                .find_map(|w| w.strip_suffix(':').and_then(|w| w.parse().ok()))
+                .unwrap();
+            if line.contains("next_comm=dl ") {
+                since = Some(ts);
+            } else if line.contains("prev_comm=dl ") {
+                if let Some(t0) = since.take() {
+                    runs.push(((ts - t0) * 1e3 * 10.0).round() / 10.0);
+                }
+            }
+        }
+        runs
+    };
+    // The first period began as the running task set its policy, with no
+    // switch to arm the timer (set_next_task_dl() arms it on a pick): it
+    // overran to the tick, and the second paid that back.
+    let precise = run(true);
+    assert!(precise.len() >= 8, "{precise:?}");
+    assert!(
+        precise[2..].iter().all(|&ms| (4.9..=5.1).contains(&ms)),
+        "{precise:?}"
+    );
+    let ticked = run(false);
+    assert!(ticked[2..].iter().any(|&ms| ms > 5.5), "{ticked:?}");
+}

@@ -238,8 +238,15 @@ impl Sim {
             self.fair_server_defer(cpu);
             return;
         }
-        // Throttled until the next period, which replenishes it.
+        // Throttled until the next period, which replenishes it; a period
+        // already over by a microsecond (deadline tasks of earlier deadline
+        // held the server off) gives a fresh one at once, to wait through
+        // (start_dl_timer() fails, replenish_dl_new_period()).
         self.fair_server_set_running(cpu, false);
+        let now = self.now;
+        if self.rqs[cpu as usize].fair_server.deadline_ns + 1000 <= now {
+            self.fair_server_new_period(cpu);
+        }
         let fs = &mut self.rqs[cpu as usize].fair_server;
         fs.armed = false;
         let at = fs.deadline_ns;
@@ -294,5 +301,9 @@ impl Sim {
         }
         self.counters.fair_server_runs += 1;
         self.fair_server_run(cpu);
+        // __push_dl_task(): deadline tasks the server now outranks move on.
+        if !self.rqs[cpu as usize].dl.pushable.is_empty() {
+            self.push_dl_tasks(cpu);
+        }
     }
 }

@@ -43,6 +43,7 @@ features! {
     TTWU_QUEUE_IDLE = "TTWU_QUEUE_IDLE", true, "(with TTWU_QUEUE) a wakeup onto another CPU of the waker's LLC with nothing queued also goes through that CPU's wake list (ttwu_queue_cond()'s nr_running test); off = only into another LLC, as 3.10's ttwu_queue() did";
     TTWU_QUEUE = "TTWU_QUEUE", true, "a wakeup onto a CPU of another LLC, or onto another CPU with nothing queued, is put on that CPU's wake list and activated there when the IPI arrives (ttwu_queue_wakelist(), sched_ttwu_pending()): the wakee is on no runqueue meanwhile, and its preemption check is local to the target";
     HRTICK = "HRTICK", false, "with others queued, a high-resolution timer ends the current slice at its virtual deadline (hrtick_start_fair); on by default on x86 machines, off on arm64 and powerpc ones, as 7.3 builds have it (CONFIG_HRTIMER_REARM_DEFERRED)";
+    HRTICK_DL = "HRTICK_DL", false, "a running deadline task's budget ends at a high-resolution timer armed for what is left of it (start_hrtick_dl()) instead of at the next tick; on by default on x86 machines, off on arm64 and powerpc ones, as HRTICK (CONFIG_HRTIMER_REARM_DEFERRED)";
     NEXT_BUDDY = "NEXT_BUDDY", false, "a waking task that does not preempt by PREEMPT_SHORT becomes the next buddy unless the buddy's deadline is earlier (set_preempt_buddy()); with WF_SYNC it then preempts only if its deadline is earlier and the waker ran migration_cost_ns since it was last charged (a quarter with WF_RQ_SELECTED; preempt_sync()), else not at all";
     PICK_BUDDY = "PICK_BUDDY", true, "the pick takes the next buddy (a wakee that preempted by PREEMPT_SHORT) while it is eligible";
     CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, "the next buddy is cache hot: the balancer leaves it where it is";
@@ -104,13 +105,15 @@ impl Default for Features {
 
 impl Features {
     /// The table's defaults as a Linux 7.3 build for `arch` sets them: the
-    /// Kconfig-dependent entries follow the architecture. HRTICK is on where
+    /// Kconfig-dependent entries follow the architecture. HRTICK and
+    /// HRTICK_DL are on where
     /// CONFIG_HRTIMER_REARM_DEFERRED is (it needs GENERIC_ENTRY and
     /// HAVE_GENERIC_TIF_BITS, which 7.3 selects on x86 only; arm64 lacks
     /// generic entry, powerpc the generic TIF bits).
     pub fn for_arch(arch: schedlab_topo::Arch) -> Features {
         let mut f = Features::default();
         f.on[Feat::HRTICK as usize] = arch == schedlab_topo::Arch::X86;
+        f.on[Feat::HRTICK_DL as usize] = arch == schedlab_topo::Arch::X86;
         f
     }
 
@@ -184,11 +187,16 @@ mod tests {
         assert!(Features::for_arch(Arch::X86).enabled(Feat::HRTICK));
         assert!(!Features::for_arch(Arch::Arm64).enabled(Feat::HRTICK));
         assert!(!Features::for_arch(Arch::PowerPc).enabled(Feat::HRTICK));
+        // HRTICK_DL goes with it (the same Kconfig switch).
+        for arch in [Arch::X86, Arch::Arm64, Arch::PowerPc] {
+            let f = Features::for_arch(arch);
+            assert_eq!(f.enabled(Feat::HRTICK_DL), f.enabled(Feat::HRTICK));
+        }
         // Everything else is the table's default.
         let (x, d) = (
             Features::for_arch(Arch::X86).list(),
             Features::default().list(),
         );
-        assert_eq!(x.iter().zip(&d).filter(|(a, b)| a != b).count(), 1);
+        assert_eq!(x.iter().zip(&d).filter(|(a, b)| a != b).count(), 2);
     }
 }

@@ -106,6 +106,10 @@ pub struct Rq {
     pub avg_rt: SchedAvg,
     /// The deadline class's runqueue (dl.rs).
     pub dl: crate::dl::DlRq,
+    /// Replenishment timers armed on this CPU (expiry, task), for the idle
+    /// governor; stale entries (re-armed, fired, cancelled) are dropped when
+    /// read.
+    pub dl_timers: std::collections::BTreeSet<(u64, crate::event::TaskId)>,
     /// PELT of the time deadline tasks run here (`rq->avg_dl`).
     pub avg_dl: SchedAvg,
     /// The capacity left to the fair class (`rq->cpu_capacity`): the CPU's

@@ -213,7 +213,7 @@ impl Sim {
     }
 
     /// After a wakeup or fork put `t` on `cpu` (mirrors task_woken_rt()): an
-    /// RT wakee that has to wait behind the RT task running there is pushed
+    /// RT wakee that has to wait behind the RT or deadline task running there is pushed
     /// on to a CPU of lower priority at once.
     pub(crate) fn task_woken(&mut self, cpu: CpuId, t: TaskId) {
         if !self.rt_dl_in_use {
@@ -233,10 +233,16 @@ impl Sim {
         if curr == t || rq.need_resched || self.tasks[t as usize].affinity.weight() < 2 {
             return;
         }
-        let Some(c) = self.tasks[curr as usize].rt else {
+        // Behind a deadline task (priority -1) or an RT one of its
+        // priority or better.
+        let curr_prio = if self.task_is_dl(curr) {
+            -1
+        } else if let Some(c) = self.tasks[curr as usize].rt {
+            i32::from(c.prio)
+        } else {
             return;
         };
-        if self.tasks[curr as usize].affinity.weight() < 2 || c.prio <= w.prio {
+        if self.tasks[curr as usize].affinity.weight() < 2 || curr_prio <= i32::from(w.prio) {
             self.push_rt_tasks(cpu);
         }
     }
@@ -901,6 +907,13 @@ impl Sim {
             }
         }
         match (old, new) {
+            // A running task whose class went up reschedules
+            // (sched_change_end()'s wakeup_preempt()), which matters when a
+            // deadline entity is queued (the fair server's pick comes first);
+            // otherwise the pick is the task again, and no event is spent.
+            (None, Some(_)) if running && !self.rqs[cpu as usize].dl.tree.is_empty() => {
+                self.resched_cpu(cpu, cpu);
+            }
             // switched_to_rt(): a queued task that does not run is pushed if
             // the CPU is overloaded, and preempts if it beats the running one.
             (None, Some(n)) if !running && queued => {

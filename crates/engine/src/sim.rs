@@ -1433,18 +1433,40 @@ impl Sim {
 
     /// The time from now to `cpu`'s next timer event, what the idle governor
     /// reads (tick_nohz_get_sleep_length() without the tick): the earliest
-    /// sleep timer still armed there or its kthread's next wakeup;
-    /// `NO_TIMER_NS` when there is none. Drops the entries of tasks that
-    /// woke.
+    /// sleep timer still armed there, its kthread's next wakeup, or, once
+    /// the RT or deadline class is in use, its fair server's timer or a
+    /// deadline task's replenishment armed there; `NO_TIMER_NS` when there
+    /// is none. Drops the entries of tasks that woke.
     pub(crate) fn next_timer_in(&mut self, cpu: CpuId) -> u64 {
         let now = self.now;
         self.prune_timers(cpu);
         let rq = &self.rqs[cpu as usize];
         let sleep = rq.timers.peek().map(|r| r.0 .0);
-        match (sleep, rq.noise_next_ns.filter(|&n| n >= now)) {
-            (None, None) => crate::idle_gov::NO_TIMER_NS,
-            (a, b) => a.into_iter().chain(b).min().unwrap_or(now) - now,
+        let mut next = sleep
+            .into_iter()
+            .chain(rq.noise_next_ns.filter(|&n| n >= now))
+            .min();
+        if self.rt_dl_in_use {
+            let server = rq.fair_server.timer.expires_ns();
+            let dl = self.next_dl_timer(cpu);
+            next = next.into_iter().chain(server).chain(dl).min();
         }
+        match next {
+            None => crate::idle_gov::NO_TIMER_NS,
+            Some(at) => at.max(now) - now,
+        }
+    }
+
+    /// The earliest replenishment timer armed on `cpu`, dropping the
+    /// entries of timers that fired, were cancelled or re-armed since.
+    fn next_dl_timer(&mut self, cpu: CpuId) -> Option<u64> {
+        while let Some(&(at, t)) = self.rqs[cpu as usize].dl_timers.first() {
+            if self.tasks[t as usize].dl_timers().replenish.expires_ns() == Some(at) {
+                return Some(at);
+            }
+            self.rqs[cpu as usize].dl_timers.pop_first();
+        }
+        None
     }
 
     /// An hrtimer interrupt on `cpu` (its tick, its HRTICK, a sleep timer's
@@ -1529,6 +1551,15 @@ impl Sim {
         let Some(t) = self.rqs[cpu as usize].curr else {
             return;
         };
+        if self.task_is_dl(t) {
+            // task_tick_dl() from the HRTICK: the budget is charged (the
+            // task throttled if it is spent) and, while some is left and the
+            // task still comes first, the timer is armed for the rest.
+            self.update_rq_clock(cpu);
+            self.task_tick_dl(cpu);
+            self.hrtick_start_dl(cpu, t);
+            return;
+        }
         self.update_rq_clock(cpu);
         self.update_curr(cpu);
         self.update_load_avg(cpu, t);
@@ -1736,9 +1767,12 @@ impl Sim {
             self.idle_exit(cpu);
         }
         if rt || dl {
-            // __schedule()'s hrtick_clear(): no fair slice to end (and
-            // HRTICK_DL is off).
+            // __schedule()'s hrtick_clear(): no fair slice to end; a
+            // deadline task's budget may have its own timer.
             self.hrtick_cancel(cpu);
+            if dl {
+                self.hrtick_start_dl(cpu, n);
+            }
         } else {
             // set_next_task_fair(): the HRTICK timer for the new slice, then
             // the misfit status.

@@ -218,6 +218,9 @@ pub struct Task {
     /// (switched_from_dl() → task_non_contending()), and it is taken back,
     /// deadline and runtime kept, if the task returns before that.
     pub dl_left: Option<Box<crate::dl::DlEntity>>,
+    /// Its deadline timers (replenishment and 0-lag), from its first
+    /// SCHED_DEADLINE on (boxed: most tasks never have them).
+    dl_timers: Option<Box<crate::dl::DlTimers>>,
     /// The task's `uclamp_min` was set by sched_setattr() (`uclamp_req[].user_defined`):
     /// an RT policy then keeps it instead of taking the RT default of 1024.
     pub uclamp_min_user: bool,
@@ -339,6 +342,7 @@ impl Task {
             rt: None,
             dl: None,
             dl_left: None,
+            dl_timers: None,
             uclamp_min_user: false,
             default_timer_slack_ns: crate::exec::TIMER_SLACK_NS,
         }
@@ -347,6 +351,16 @@ impl Task {
     /// The task is in the RT class (`rt_task()`).
     pub fn is_rt(&self) -> bool {
         self.rt.is_some()
+    }
+
+    /// Its deadline timers (unarmed ones if it never had any).
+    pub fn dl_timers(&self) -> crate::dl::DlTimers {
+        self.dl_timers.as_deref().copied().unwrap_or_default()
+    }
+
+    /// Its deadline timers, to arm, fire or cancel.
+    pub fn dl_timers_mut(&mut self) -> &mut crate::dl::DlTimers {
+        self.dl_timers.get_or_insert_with(Default::default)
     }
 
     /// The task is in the deadline class (`dl_task()`).

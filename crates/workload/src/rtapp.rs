@@ -368,6 +368,12 @@ fn int(v: &Json, path: &str, min: i64, max: i64) -> Result<i64, RtAppError> {
     Ok(n as i64)
 }
 
+/// A whole number of µs as ns: rt-app reads the deadline keys with
+/// get_int_value_from(), which exits on anything but a JSON integer.
+fn int_us(v: &Json, path: &str) -> Result<u64, RtAppError> {
+    Ok(int(v, path, 0, i64::from(i32::MAX))? as u64 * 1000)
+}
+
 fn string<'a>(v: &'a Json, path: &str) -> Result<&'a str, RtAppError> {
     match v {
         Json::Str(s) => Ok(s),
@@ -458,6 +464,9 @@ struct DlKeys {
     period: Option<u64>,
     deadline: Option<u64>,
     legacy: [Option<u64>; 3],
+    /// Where a bad set is reported when the policy comes from
+    /// `global.default_policy` (the task has no `policy` key to name).
+    err_path: Option<String>,
 }
 
 impl DlKeys {
@@ -487,7 +496,7 @@ impl DlKeys {
         }
         crate::check_deadline_params(runtime, deadline, period).or_else(|why| {
             err(
-                path,
+                self.err_path.as_deref().unwrap_or(path),
                 format!("{why} (sched_setattr() fails with EINVAL and rt-app exits; give dl-runtime, dl-period and dl-deadline in µs)"),
             )
         })
@@ -920,7 +929,10 @@ fn calibration(
             if cpu >= nr_cpus {
                 return err(
                     path,
-                    format!("CPU{cpu} is beyond the machine's {nr_cpus} CPUs"),
+                    format!(
+                        "CPU{cpu} is beyond the machine's {nr_cpus} CPU{}",
+                        if nr_cpus == 1 { "" } else { "s" }
+                    ),
                 );
             }
             Ok(match capacities {
@@ -1011,13 +1023,13 @@ fn parse_task(
             }
             // Since 6.12 a fair task's sched_runtime requests a custom slice.
             "dl-runtime" => {
-                task_slice = Some(us(v, &p)?);
+                task_slice = Some(int_us(v, &p)?);
                 dl.runtime = task_slice;
             }
-            "dl-period" => dl.period = Some(us(v, &p)?),
-            "dl-deadline" => dl.deadline = Some(us(v, &p)?),
-            "period" => dl.legacy[1] = Some(us(v, &p)?),
-            "deadline" => dl.legacy[2] = Some(us(v, &p)?),
+            "dl-period" => dl.period = Some(int_us(v, &p)?),
+            "dl-deadline" => dl.deadline = Some(int_us(v, &p)?),
+            "period" => dl.legacy[1] = Some(int_us(v, &p)?),
+            "deadline" => dl.legacy[2] = Some(int_us(v, &p)?),
             "phases" => has_phases = true,
             _ => {
                 if event_kind(k).is_some() {
@@ -1029,11 +1041,18 @@ fn parse_task(
         }
     }
     let deadline = policy == "SCHED_DEADLINE";
+    if deadline && field(o, "policy").is_none() {
+        dl.err_path = Some(if field(o, "dl-runtime").is_some() {
+            format!("{path}.dl-runtime")
+        } else {
+            path.to_string()
+        });
+    }
     if deadline {
         // The older grammar's `runtime` is also the run event's key: rt-app
         // reads it both ways.
         if let Some(v) = field(o, "runtime") {
-            dl.legacy[0] = Some(us(v, &format!("{path}.runtime"))?);
+            dl.legacy[0] = Some(int_us(v, &format!("{path}.runtime"))?);
         }
     }
     let (fair, nice) = policy_attrs(
@@ -1134,12 +1153,12 @@ fn parse_task(
                     "util_max" => pclamps.max = util_clamp(v, &p)?,
                     "loop" => ploop = loop_count(v, &p)?,
                     "dl-runtime" => {
-                        let ns = us(v, &p)?;
+                        let ns = int_us(v, &p)?;
                         pdl.runtime = Some(ns);
                         pruntime = Some((ns, p));
                     }
-                    "dl-period" => pdl.period = Some(us(v, &p)?),
-                    "dl-deadline" => pdl.deadline = Some(us(v, &p)?),
+                    "dl-period" => pdl.period = Some(int_us(v, &p)?),
+                    "dl-deadline" => pdl.deadline = Some(int_us(v, &p)?),
                     "cpus" => {
                         let mask = parse_cpus(v, &p, nr_cpus)?;
                         cpus = Some(mask);

@@ -1823,6 +1823,62 @@ fn run_takes_rtapp_fifo_tasks() {
     assert!(text.contains("next_comm=rt-0") && text.contains("next_prio=39"));
 }
 
+/// An rt-app file with a SCHED_DEADLINE hog of 10 ms per 100 ms: the CBS
+/// throttles it every period, the trace shows its priority (-1); a file
+/// asking for more deadline bandwidth than the machine admits makes rt-app
+/// exit, and `run` with it: exit status 2, one line naming EBUSY.
+#[test]
+fn run_takes_rtapp_deadline_tasks() {
+    let dir = tempdir("rtapp-dl");
+    let wl = dir.join("dl.json");
+    std::fs::write(
+        &wl,
+        r#"{"global": {"duration": 1, "calibration": "CPU4"},
+            "tasks": {"dl": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 5000000},
+                      "fair": {"run": 5000000}}}"#,
+    )
+    .unwrap();
+    let (json, trace) = (dir.join("run.json"), dir.join("t.txt"));
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        wl.to_str().unwrap(),
+        "--checked",
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        v["counters"]["dl_throttles"].as_u64().unwrap() >= 9,
+        "{}",
+        v["counters"]
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("next_comm=dl-0") && text.contains("next_prio=-1"));
+    let over = dir.join("over.json");
+    std::fs::write(
+        &over,
+        r#"{"tasks": {"dl": {"instance": 9, "policy": "SCHED_DEADLINE", "dl-runtime": 90000, "dl-period": 100000, "run": 1000}}}"#,
+    )
+    .unwrap();
+    assert_bad_input(
+        &[
+            "run",
+            "--machine",
+            "exynos5422",
+            "--workload",
+            over.to_str().unwrap(),
+        ],
+        "EBUSY",
+    );
+}
+
 /// A `--feature` switch that changes none of compare's configurations is
 /// named in a note (as `run` does), one that changes any is not.
 #[test]
