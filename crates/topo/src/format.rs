@@ -61,6 +61,11 @@ pub fn format_machine(m: &Machine) -> String {
             .iter()
             .filter(|c| c.core_type as usize == ti)
             .collect();
+        if mine.is_empty() {
+            // Every CPU of this type is offline (`:online=`).
+            let _ = writeln!(s, "  core type {}: no CPU online", t.name);
+            continue;
+        }
         let cpus = CpuMask::from_cpus(mine.iter().map(|c| c.id));
         let mut caps: Vec<u16> = mine.iter().map(|c| c.capacity).collect();
         caps.sort_unstable();
