@@ -1929,6 +1929,23 @@ fn run(
             c.lock_steals
         );
     }
+    if c.rt_pushes + c.rt_pulls + c.rt_rr_rotations + c.fair_server_runs > 0 {
+        outln!(
+            "  RT class: pushes {}, pulls {}, SCHED_RR slices rotated {}; fair server turns ahead of RT/deadline work {}",
+            c.rt_pushes,
+            c.rt_pulls,
+            c.rt_rr_rotations,
+            c.fair_server_runs
+        );
+    }
+    if c.dl_throttles + c.dl_pushes + c.dl_pulls > 0 {
+        outln!(
+            "  deadline class: throttles {} (budget spent, a yield, or a constrained deadline passed), pushes {}, pulls {}",
+            c.dl_throttles,
+            c.dl_pushes,
+            c.dl_pulls
+        );
+    }
     if c.timers_early > 0 {
         outln!(
             "  sleep timers expired inside their slack range by another hrtimer interrupt on their CPU: {}",
