@@ -423,6 +423,7 @@ impl Sim {
     /// start_dl_timer(), which then leaves the caller to replenish at once).
     fn dl_start_timer(&mut self, t: TaskId) -> bool {
         let now = self.now;
+        self.prune_dl_timers(self.tasks[t as usize].cpu);
         let tk = &mut self.tasks[t as usize];
         let act = tk.dl.as_ref().expect("a deadline task").next_period_ns();
         if act + 1000 <= now {
@@ -654,9 +655,8 @@ impl Sim {
                 self.resched_after(cpu, delay);
             }
         }
-        if !self.rqs[cpu as usize].dl.pushable.is_empty() {
-            self.push_dl_tasks(cpu);
-        }
+        // __push_dl_task(): one push.
+        self.push_dl_task(cpu);
     }
 
     /// Updates `cpu`'s deadline utilisation signal (mirrors
@@ -902,7 +902,7 @@ impl Sim {
     /// Moves `cpu`'s earliest pushable task to a CPU where it would be the
     /// earliest (mirrors push_dl_task() with find_lock_later_rq()); one
     /// earlier than the running deadline task reschedules here instead.
-    fn push_dl_task(&mut self, cpu: CpuId) -> bool {
+    pub(crate) fn push_dl_task(&mut self, cpu: CpuId) -> bool {
         let Some((_, &next)) = self.rqs[cpu as usize].dl.pushable.first_key_value() else {
             return false;
         };
@@ -1022,7 +1022,6 @@ impl Sim {
         let old_dl = self.tasks[t as usize].dl.is_some();
         let new_dl = policy.is_deadline();
         let old_bw = self.tasks[t as usize].dl.as_ref().map_or(0, |e| e.dl_bw);
-        let old_deadline = self.dl_deadline_of(t);
         let mut fresh = None;
         if let SchedPolicy::Deadline {
             runtime_ns: r,
@@ -1082,6 +1081,12 @@ impl Sim {
             self.tasks[t as usize].se.on_rq
         };
         self.update_rq_clock(cpu);
+        // get_prio_dl(): the running task is charged before its deadline is
+        // noted.
+        if old_dl && running {
+            self.update_curr_dl(cpu);
+        }
+        let old_deadline = self.dl_deadline_of(t);
         if queued {
             self.dequeue_task(cpu, t, false);
         }
@@ -1091,7 +1096,8 @@ impl Sim {
             } else if old_rt.is_some() {
                 self.put_prev_task_rt(cpu, t);
             }
-            self.hrtick_cancel(cpu);
+            // A pending HRTICK stays armed (sched_change_begin()/end() leave
+            // it; it fires into the new class's task_tick()).
         }
         let was_fair = !old_dl && old_rt.is_none();
         if new_dl {

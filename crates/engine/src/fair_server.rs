@@ -113,7 +113,8 @@ impl Sim {
 
     /// The server runs (enqueued, not throttled): it outranks an RT task
     /// running on `cpu`, and a deadline task of later deadline, which are
-    /// rescheduled.
+    /// rescheduled; so is a fair task (the server's pick is EEVDF's again).
+    /// An idle CPU is left alone (the pick would find no fair task).
     fn fair_server_run(&mut self, cpu: CpuId) {
         self.fair_server_set_running(cpu, true);
         let fs = &mut self.rqs[cpu as usize].fair_server;
@@ -133,6 +134,9 @@ impl Sim {
                 self.update_curr_dl(cpu);
                 self.resched_cpu(cpu, cpu);
             }
+        } else if rq.curr.is_some() {
+            self.update_curr(cpu);
+            self.resched_cpu(cpu, cpu);
         }
     }
 
@@ -251,8 +255,9 @@ impl Sim {
         fs.armed = false;
         let at = fs.deadline_ns;
         self.fair_server_arm(cpu, at);
-        let rq = &self.rqs[cpu as usize];
-        if rq.rt.nr_running > 0 || rq.dl.nr_running > 0 {
+        // Out of the tree, the server is not first: reschedule (an RT or
+        // deadline task may run, or EEVDF picks again).
+        if self.rqs[cpu as usize].curr.is_some() {
             self.resched_cpu(cpu, cpu);
         }
     }
@@ -301,9 +306,7 @@ impl Sim {
         }
         self.counters.fair_server_runs += 1;
         self.fair_server_run(cpu);
-        // __push_dl_task(): deadline tasks the server now outranks move on.
-        if !self.rqs[cpu as usize].dl.pushable.is_empty() {
-            self.push_dl_tasks(cpu);
-        }
+        // __push_dl_task(): a deadline task the server now outranks moves on.
+        self.push_dl_task(cpu);
     }
 }

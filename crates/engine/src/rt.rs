@@ -830,11 +830,10 @@ impl Sim {
         if queued {
             self.dequeue_task(cpu, t, false);
         }
-        if running {
-            if old.is_some() {
-                self.put_prev_task_rt(cpu, t);
-            }
-            self.hrtick_cancel(cpu);
+        // (A pending HRTICK stays armed: sched_change_begin()/end() leave
+        // it, and it fires into the new class's task_tick().)
+        if running && old.is_some() {
+            self.put_prev_task_rt(cpu, t);
         }
         let slice_ticks = self.rr_timeslice_ticks();
         match (old, new_prio) {

@@ -1433,10 +1433,12 @@ impl Sim {
 
     /// The time from now to `cpu`'s next timer event, what the idle governor
     /// reads (tick_nohz_get_sleep_length() without the tick): the earliest
-    /// sleep timer still armed there, its kthread's next wakeup, or, once
-    /// the RT or deadline class is in use, its fair server's timer or a
-    /// deadline task's replenishment armed there; `NO_TIMER_NS` when there
-    /// is none. Drops the entries of tasks that woke.
+    /// sleep timer still armed there, its kthread's next wakeup, or the
+    /// replenishment of a throttled deadline task queued there; `NO_TIMER_NS`
+    /// when there is none. Drops the entries of tasks that woke. (Timers
+    /// whose expiry wakes no task here, a fair server's or a blocked
+    /// deadline task's, do not wake an idle CPU in this model, so they do
+    /// not count either.)
     pub(crate) fn next_timer_in(&mut self, cpu: CpuId) -> u64 {
         let now = self.now;
         self.prune_timers(cpu);
@@ -1447,9 +1449,8 @@ impl Sim {
             .chain(rq.noise_next_ns.filter(|&n| n >= now))
             .min();
         if self.rt_dl_in_use {
-            let server = rq.fair_server.timer.expires_ns();
             let dl = self.next_dl_timer(cpu);
-            next = next.into_iter().chain(server).chain(dl).min();
+            next = next.into_iter().chain(dl).min();
         }
         match next {
             None => crate::idle_gov::NO_TIMER_NS,
@@ -1457,16 +1458,32 @@ impl Sim {
         }
     }
 
-    /// The earliest replenishment timer armed on `cpu`, dropping the
-    /// entries of timers that fired, were cancelled or re-armed since.
+    /// The earliest replenishment timer armed on `cpu` that will queue its
+    /// task here (a throttled task queued on `cpu`).
     fn next_dl_timer(&mut self, cpu: CpuId) -> Option<u64> {
+        self.prune_dl_timers(cpu);
+        self.rqs[cpu as usize]
+            .dl_timers
+            .iter()
+            .find(|&&(at, t)| {
+                let tk = &self.tasks[t as usize];
+                tk.dl_timers().replenish.expires_ns() == Some(at)
+                    && tk.cpu == cpu
+                    && tk.dl.as_ref().is_some_and(|e| e.on_rq && e.throttled)
+            })
+            .map(|&(at, _)| at)
+    }
+
+    /// Drops the leading entries of `cpu`'s replenishment-timer set whose
+    /// timers fired, were cancelled or re-armed since (the set stays as
+    /// large as the timers still armed there).
+    pub(crate) fn prune_dl_timers(&mut self, cpu: CpuId) {
         while let Some(&(at, t)) = self.rqs[cpu as usize].dl_timers.first() {
             if self.tasks[t as usize].dl_timers().replenish.expires_ns() == Some(at) {
-                return Some(at);
+                return;
             }
             self.rqs[cpu as usize].dl_timers.pop_first();
         }
-        None
     }
 
     /// An hrtimer interrupt on `cpu` (its tick, its HRTICK, a sleep timer's
@@ -1558,6 +1575,13 @@ impl Sim {
             self.update_rq_clock(cpu);
             self.task_tick_dl(cpu);
             self.hrtick_start_dl(cpu, t);
+            return;
+        }
+        if self.task_is_rt(t) {
+            // A timer armed for a fair slice, still pending when an RT task
+            // took the CPU: task_tick_rt() (a SCHED_RR slice loses a tick).
+            self.update_rq_clock(cpu);
+            self.task_tick_rt(cpu, t);
             return;
         }
         self.update_rq_clock(cpu);
@@ -1767,9 +1791,10 @@ impl Sim {
             self.idle_exit(cpu);
         }
         if rt || dl {
-            // __schedule()'s hrtick_clear(): no fair slice to end; a
-            // deadline task's budget may have its own timer.
-            self.hrtick_cancel(cpu);
+            // No fair slice to arm a timer for. 7.3 leaves a pending HRTICK
+            // armed across the switch (hrtick_schedule_exit() cancels it only
+            // on an idle CPU): it fires into the class's task_tick(). A
+            // deadline task's budget may have its own timer (HRTICK_DL).
             if dl {
                 self.hrtick_start_dl(cpu, n);
             }

@@ -696,14 +696,15 @@ impl Sim {
         self.hrtick_start(cpu, delay_ns);
     }
 
-    /// After an enqueue: a running task that had the CPU to itself gets its
-    /// HRTICK timer now that another task waits (mirrors hrtick_update()).
+    /// After an enqueue: a running fair task that had the CPU to itself
+    /// gets its HRTICK timer now that another task waits (mirrors
+    /// hrtick_update(); an RT or deadline task running gets none).
     fn hrtick_update(&mut self, cpu: CpuId) {
         let rq = &self.rqs[cpu as usize];
         if rq.hrtick.expires_ns().is_some() {
             return;
         }
-        if let Some(c) = rq.curr {
+        if let Some(c) = rq.curr.filter(|&c| self.task_is_fair(c)) {
             self.hrtick_start_fair(cpu, c, true);
         }
     }
