@@ -663,11 +663,7 @@ impl Sim {
     /// update_dl_rq_load_avg()): 1 while a deadline task runs.
     pub(crate) fn update_dl_rq_load_avg(&mut self, cpu: CpuId, running: bool) {
         let rq = &mut self.rqs[cpu as usize];
-        let now = rq.clock_pelt;
-        let r = u64::from(running);
-        if rq.avg_dl.update_sum(now, r, r, running) {
-            rq.avg_dl.update_avg(1);
-        }
+        rq.avg_dl.update_running(rq.clock_pelt, running);
     }
 
     /// The running deadline task stops running but stays queued (mirrors
@@ -692,10 +688,7 @@ impl Sim {
         }
         self.dl_dequeue_pushable(cpu, t);
         self.rqs[cpu as usize].dl.curr = Some(t);
-        let now = self.now;
-        let se = &mut self.tasks[t as usize].se;
-        se.exec_start = now;
-        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        self.start_exec(t);
     }
 
     /// With HRTICK_DL, arms `cpu`'s HRTICK for the budget running deadline
@@ -1021,6 +1014,17 @@ impl Sim {
     ) -> Result<(), String> {
         let old_dl = self.tasks[t as usize].dl.is_some();
         let new_dl = policy.is_deadline();
+        // Leaving the class, the clamps are checked first: invalid ones fail
+        // the call (EINVAL) and change nothing, as for the other classes.
+        // (Under SCHED_DEADLINE they are kept but have no effect.)
+        let clamps = if new_dl {
+            None
+        } else {
+            match self.uclamp_request(t, uclamp) {
+                Some(c) => Some(c),
+                None => return Ok(()),
+            }
+        };
         let old_bw = self.tasks[t as usize].dl.as_ref().map_or(0, |e| e.dl_bw);
         let mut fresh = None;
         if let SchedPolicy::Deadline {
@@ -1148,33 +1152,10 @@ impl Sim {
                         on_rq: false,
                     });
                 }
-                None => {
-                    let tk = &mut self.tasks[t as usize];
-                    tk.idle_policy = policy == SchedPolicy::Idle;
-                    tk.batch_policy = policy == SchedPolicy::Batch;
-                    if let Some(n) = nice {
-                        tk.nice = n;
-                    }
-                    tk.se.weight = crate::fair::policy_weight(tk.idle_policy, tk.nice);
-                    if let Some(ns) = runtime_ns {
-                        let (custom, slice) = crate::fair::requested_slice(ns, self.base_slice_ns);
-                        (tk.se.custom_slice, tk.se.slice) = (custom, slice);
-                        self.custom_slices |= custom;
-                    }
-                    self.attach_entity_load(cpu, t);
-                }
+                None => self.become_fair(cpu, t, policy, nice, runtime_ns),
             }
-            // __setscheduler_uclamp(): a minimum the user never set takes its
-            // new class's default.
-            if let Some((umin, umax)) = self.uclamp_request(t, uclamp) {
-                let rt = self.tasks[t as usize].rt.is_some();
-                let tk = &mut self.tasks[t as usize];
-                tk.uclamp_min = match (tk.uclamp_min_user, rt) {
-                    (true, _) => umin,
-                    (false, true) => 1024,
-                    (false, false) => 0,
-                };
-                tk.uclamp_max = umax;
+            if let Some((umin, umax)) = clamps {
+                self.setscheduler_uclamp(t, umin, umax);
             }
         }
         if queued {

@@ -334,11 +334,7 @@ impl Sim {
     /// PELT clock.
     pub(crate) fn update_rt_rq_load_avg(&mut self, cpu: CpuId, running: bool) {
         let rq = &mut self.rqs[cpu as usize];
-        let now = rq.clock_pelt;
-        let r = u64::from(running);
-        if rq.avg_rt.update_sum(now, r, r, running) {
-            rq.avg_rt.update_avg(1);
-        }
+        rq.avg_rt.update_running(rq.clock_pelt, running);
     }
 
     /// The capacity left to the fair class on `cpu` (mirrors
@@ -392,10 +388,7 @@ impl Sim {
         }
         self.dequeue_pushable(cpu, t);
         self.rqs[cpu as usize].rt.curr = Some(t);
-        let now = self.now;
-        let se = &mut self.tasks[t as usize].se;
-        se.exec_start = now;
-        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        self.start_exec(t);
     }
 
     /// The tick of a CPU running an RT task (mirrors task_tick_rt()):
@@ -759,6 +752,54 @@ impl Sim {
 
     // ----- sched_setattr() across classes --------------------------------------------
 
+    /// `t`, out of the RT or deadline class, takes fair `policy` with its
+    /// nice value and requested slice, and its load joins `cpu`'s fair
+    /// runqueue again (__setparam_fair(), switched_to_fair()).
+    pub(crate) fn become_fair(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        policy: SchedPolicy,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+    ) {
+        let tk = &mut self.tasks[t as usize];
+        tk.idle_policy = policy == SchedPolicy::Idle;
+        tk.batch_policy = policy == SchedPolicy::Batch;
+        if let Some(n) = nice {
+            tk.nice = n;
+        }
+        tk.se.weight = crate::fair::policy_weight(tk.idle_policy, tk.nice);
+        if let Some(ns) = runtime_ns {
+            let (custom, slice) = crate::fair::requested_slice(ns, self.base_slice_ns);
+            (tk.se.custom_slice, tk.se.slice) = (custom, slice);
+            self.custom_slices |= custom;
+        }
+        self.attach_entity_load(cpu, t);
+    }
+
+    /// The clamps after a change of class (mirrors __setscheduler_uclamp()):
+    /// a minimum the user never set takes its class's default (1024 for an
+    /// RT task, 0 for a fair one).
+    pub(crate) fn setscheduler_uclamp(&mut self, t: TaskId, umin: u16, umax: u16) {
+        let tk = &mut self.tasks[t as usize];
+        tk.uclamp_min = match (tk.uclamp_min_user, tk.rt.is_some()) {
+            (true, _) => umin,
+            (false, true) => 1024,
+            (false, false) => 0,
+        };
+        tk.uclamp_max = umax;
+    }
+
+    /// `t` starts running: its execution is charged from now
+    /// (set_next_task_*()'s `exec_start`).
+    pub(crate) fn start_exec(&mut self, t: TaskId) {
+        let now = self.now;
+        let se = &mut self.tasks[t as usize].se;
+        se.exec_start = now;
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+    }
+
     /// sched_setattr() of `t` on itself (mirrors __sched_setscheduler()):
     /// within the fair class [`Sim::sched_setattr_fair`]; to, from or
     /// within the RT class the task leaves its runqueue, changes class or
@@ -852,21 +893,8 @@ impl Sim {
                 tk.batch_policy = false;
             }
             (Some(_), None) => {
-                let tk = &mut self.tasks[t as usize];
-                tk.rt = None;
-                tk.idle_policy = policy == SchedPolicy::Idle;
-                tk.batch_policy = policy == SchedPolicy::Batch;
-                if let Some(n) = nice {
-                    tk.nice = n;
-                }
-                tk.se.weight = crate::fair::policy_weight(tk.idle_policy, tk.nice);
-                if let Some(ns) = runtime_ns {
-                    let (custom, slice) = crate::fair::requested_slice(ns, self.base_slice_ns);
-                    (tk.se.custom_slice, tk.se.slice) = (custom, slice);
-                    self.custom_slices |= custom;
-                }
-                // switched_to_fair(): its load joins the fair runqueue again.
-                self.attach_entity_load(cpu, t);
+                self.tasks[t as usize].rt = None;
+                self.become_fair(cpu, t, policy, nice, runtime_ns);
             }
             (Some(o), Some(p)) => {
                 let tk = &mut self.tasks[t as usize];
@@ -879,17 +907,7 @@ impl Sim {
             }
             (None, None) => unreachable!(),
         }
-        // __setscheduler_uclamp(): a minimum the user never set returns to
-        // its class's default (1024 for an RT task, 0 for a fair one).
-        {
-            let tk = &mut self.tasks[t as usize];
-            tk.uclamp_min = match (tk.uclamp_min_user, tk.rt.is_some()) {
-                (true, _) => umin,
-                (false, true) => 1024,
-                (false, false) => 0,
-            };
-            tk.uclamp_max = umax;
-        }
+        self.setscheduler_uclamp(t, umin, umax);
         let new = self.tasks[t as usize].rt;
         // ENQUEUE_HEAD when an RT priority was lowered (a larger number).
         let head = matches!((old, new), (Some(o), Some(n)) if n.prio > o.prio);

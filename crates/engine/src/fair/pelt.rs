@@ -105,6 +105,16 @@ impl SchedAvg {
         periods > 0
     }
 
+    /// A runqueue's signal of one class's running time up to `now` on its
+    /// PELT clock: 1 while a task of the class runs (mirrors
+    /// update_rt_rq_load_avg() and update_dl_rq_load_avg()).
+    pub fn update_running(&mut self, now: u64, running: bool) {
+        let r = u64::from(running);
+        if self.update_sum(now, r, r, running) {
+            self.update_avg(1);
+        }
+    }
+
     /// Recomputes the averages from the sums (mirrors ___update_load_avg()).
     pub fn update_avg(&mut self, load: u64) {
         let divider = LOAD_AVG_MAX - 1024 + self.period_contrib as u64;
