@@ -13,9 +13,11 @@
 //!
 //! The server starts when a CPU's first fair task is queued
 //! (dl_server_start() from enqueue_task_fair()) and stops when its pick
-//! finds no fair task, or when its timer finds none queued. It is kept only
-//! while the RT class is in use ([`Sim::rt_dl_in_use`]): without RT tasks it
-//! never changes a pick, and runs without RT stay as they were.
+//! finds no fair task, or when its timer finds none queued. While it runs
+//! it is an entity of the CPU's deadline tree (dl.rs), ordered by its
+//! deadline among deadline tasks. It is kept only once the RT or deadline
+//! class is in use ([`Sim::rt_dl_in_use`]): without such tasks it never
+//! changes a pick, and fair-only runs stay as they were.
 
 use crate::event::EventKind;
 use crate::sim::Sim;

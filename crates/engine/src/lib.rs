@@ -4,6 +4,7 @@
 //! (runqueues, `schedule()`, the tick, wakeups, fork, context switches),
 //! [`fair`] is the fair class (EEVDF, PELT, wakeup placement, load balancing),
 //! [`rt`] the RT class (SCHED_FIFO/SCHED_RR) and the class dispatch,
+//! [`dl`] the deadline class (SCHED_DEADLINE),
 //! [`fair_server`] the deadline server that keeps fair tasks from starving,
 //! [`features`] is the switchable features table, [`tunables`] the numeric
 //! knobs of the kernel's debugfs, [`exec`] interprets task

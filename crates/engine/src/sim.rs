@@ -151,8 +151,9 @@ pub enum StopReason {
     /// ([`Sim::livelock_task`]).
     Livelock,
     /// The workload's process exited on a failed system call, as rt-app
-    /// exits when sched_setattr() to SCHED_DEADLINE is refused (admission
-    /// control) or a SCHED_DEADLINE thread cannot fork
+    /// exits when the kernel refuses a SCHED_DEADLINE thread's
+    /// sched_setattr() (admission control, an affinity narrower than the
+    /// root domain), its sched_setaffinity() to such a mask, or its fork
     /// ([`Sim::exit_reason`] says which).
     Exited,
 }
