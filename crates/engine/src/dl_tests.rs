@@ -1,22 +1,12 @@
 //! Deadline class scenarios, invariants checked after every event (the
 //! checker also accounts the admitted bandwidth entity by entity).
 
-use crate::scenarios::{quiet_sim, thread};
+use crate::scenarios::{quiet_sim, set_policy as set, template_cpu_ns as cpu_ns, TestThread};
 use crate::sim::{Sim, StopReason};
 use schedlab_topo::CpuMask;
 use schedlab_workload::{SchedPolicy, Step, WorkloadSpec};
 
 const MS: u64 = 1_000_000;
-
-fn set(policy: SchedPolicy) -> Step {
-    Step::SetAttr(Box::new(schedlab_workload::Attrs {
-        policy,
-        nice: None,
-        runtime_ns: None,
-        util_min: None,
-        util_max: None,
-    }))
-}
 
 /// SCHED_DEADLINE with runtime/period in ms (implicit deadline).
 fn dl(runtime_ms: u64, period_ms: u64) -> SchedPolicy {
@@ -27,29 +17,10 @@ fn dl(runtime_ms: u64, period_ms: u64) -> SchedPolicy {
     }
 }
 
-type Thread<'a> = (&'a str, Option<Vec<u16>>, Vec<Step>);
+type Thread<'a> = TestThread<'a>;
 
 fn spec(threads: Vec<Thread>, max_time_ns: u64) -> WorkloadSpec {
-    let n = threads.len() as u32;
-    WorkloadSpec {
-        name: "dl".into(),
-        templates: threads
-            .into_iter()
-            .map(|(name, cpus, steps)| thread(name, cpus.map(CpuMask::from_cpus), steps))
-            .collect(),
-        initial: (0..n).collect(),
-        sync: vec![],
-        mem_node: None,
-        max_time_ns,
-    }
-}
-
-fn cpu_ns(s: &Sim, tpl: u32) -> u64 {
-    s.tasks
-        .iter()
-        .filter(|t| t.template == tpl)
-        .map(|t| t.stats.cpu_time_ns)
-        .sum()
+    crate::scenarios::threads_spec("dl", threads, max_time_ns)
 }
 
 fn hog() -> Step {
@@ -363,6 +334,49 @@ fn an_rt_wakee_behind_a_deadline_task_is_pushed() {
     assert!(s.counters.rt_pushes > 0);
 }
 
+/// A checked, traced simulator of `spec` on x86 machine `m` with the
+/// architecture's features (HRTICK on), HRTICK_DL as given.
+fn traced_x86_sim(m: schedlab_topo::Machine, spec: WorkloadSpec, hrtick_dl: bool) -> Sim {
+    let d =
+        schedlab_topo::build_domains(&m, &schedlab_topo::DomainConfig::default()).expect("domains");
+    let mut features = crate::features::Features::for_arch(m.arch);
+    features.set("HRTICK_DL", hrtick_dl).expect("a feature");
+    let cfg = crate::sim::SimConfig {
+        seed: 1,
+        noise: false,
+        checked: true,
+        features,
+        ..crate::sim::SimConfig::default()
+    };
+    let mut s = Sim::new(m, d, spec, cfg);
+    s.enable_trace(100_000);
+    s
+}
+
+/// The lengths of thread `comm`'s turns on a CPU, ms to 0.1, from the trace.
+fn turns_ms(s: &Sim, comm: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    crate::trace::write_ftrace_text(s, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let (next, prev) = (format!("next_comm={comm} "), format!("prev_comm={comm} "));
+    let mut runs = Vec::new();
+    let mut since = None;
+    for line in text.lines().filter(|l| l.contains("sched_switch")) {
+        let ts: f64 = line
+            .split_whitespace()
+            .find_map(|w| w.strip_suffix(':').and_then(|w| w.parse().ok()))
+            .unwrap();
+        if line.contains(&next) {
+            since = Some(ts);
+        } else if line.contains(&prev) {
+            if let Some(t0) = since.take() {
+                runs.push(((ts - t0) * 1e3 * 10.0).round() / 10.0);
+            }
+        }
+    }
+    runs
+}
+
 /// With HRTICK_DL (x86's default) the budget ends at its own timer: a
 /// 5 ms / 20 ms hog on sapphirerapids runs 5 ms per period, not up to the
 /// next 4 ms tick with the overrun paid back in the next one.
@@ -370,59 +384,10 @@ fn an_rt_wakee_behind_a_deadline_task_is_pushed() {
 fn hrtick_dl_ends_the_budget_on_time() {
     let run = |hrtick_dl: bool| {
         let m = schedlab_topo::preset("sapphirerapids").unwrap();
-        let d = schedlab_topo::build_domains(&m, &schedlab_topo::DomainConfig::default())
-            .expect("domains");
-        let mut features = crate::features::Features::for_arch(m.arch);
-        features.set("HRTICK_DL", hrtick_dl).expect("a feature");
-        let cfg = crate::sim::SimConfig {
-            seed: 1,
-            noise: false,
-            checked: true,
-            features,
-            ..crate::sim::SimConfig::default()
-        };
-        let mut s = Sim::new(
-            m,
-            d,
-            spec(
-                vec![(
-                    "dl",
-                    None,
-                    vec![
-                        set(SchedPolicy::Deadline {
-                            runtime_ns: 5 * MS,
-                            deadline_ns: 20 * MS,
-                            period_ns: 20 * MS,
-                        }),
-                        hog(),
-                    ],
-                )],
-                201 * MS,
-            ),
-            cfg,
-        );
-        s.enable_trace(100_000);
+        let steps = vec![set(dl(5, 20)), hog()];
+        let mut s = traced_x86_sim(m, spec(vec![("dl", None, steps)], 201 * MS), hrtick_dl);
         assert_eq!(s.run(), StopReason::TimeLimit);
-        let mut out = Vec::new();
-        crate::trace::write_ftrace_text(&s, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        // The lengths of the deadline task's turns, ms.
-        let mut runs = Vec::new();
-        let mut since = None;
-        for line in text.lines().filter(|l| l.contains("sched_switch")) {
-            let ts: f64 = line
-                .split_whitespace()
-                .find_map(|w| w.strip_suffix(':').and_then(|w| w.parse().ok()))
-                .unwrap();
-            if line.contains("next_comm=dl ") {
-                since = Some(ts);
-            } else if line.contains("prev_comm=dl ") {
-                if let Some(t0) = since.take() {
-                    runs.push(((ts - t0) * 1e3 * 10.0).round() / 10.0);
-                }
-            }
-        }
-        runs
+        turns_ms(&s, "dl")
     };
     // The first period began as the running task set its policy, with no
     // switch to arm the timer (set_next_task_dl() arms it on a pick): it
@@ -444,15 +409,6 @@ fn hrtick_dl_ends_the_budget_on_time() {
 #[test]
 fn a_parameter_change_keeps_the_budget_timer() {
     let m = schedlab_topo::resolve_machine("sapphirerapids:online=0").unwrap();
-    let d = schedlab_topo::build_domains(&m, &schedlab_topo::DomainConfig::default()).unwrap();
-    let features = crate::features::Features::for_arch(m.arch);
-    let cfg = crate::sim::SimConfig {
-        seed: 1,
-        noise: false,
-        checked: true,
-        features,
-        ..crate::sim::SimConfig::default()
-    };
     let ms = |r: u64, dl: u64| SchedPolicy::Deadline {
         runtime_ns: r * MS,
         deadline_ns: dl * MS,
@@ -465,27 +421,9 @@ fn a_parameter_change_keeps_the_budget_timer() {
         set(ms(5, 19)),
         hog(),
     ];
-    let mut s = Sim::new(m, d, spec(vec![("dl", None, steps)], 200 * MS), cfg);
-    s.enable_trace(100_000);
+    let mut s = traced_x86_sim(m, spec(vec![("dl", None, steps)], 200 * MS), true);
     assert_eq!(s.run(), StopReason::TimeLimit);
-    let mut out = Vec::new();
-    crate::trace::write_ftrace_text(&s, &mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
-    let mut runs = Vec::new();
-    let mut since = None;
-    for line in text.lines().filter(|l| l.contains("sched_switch")) {
-        let ts: f64 = line
-            .split_whitespace()
-            .find_map(|w| w.strip_suffix(':').and_then(|w| w.parse().ok()))
-            .unwrap();
-        if line.contains("next_comm=dl ") {
-            since = Some(ts);
-        } else if line.contains("prev_comm=dl ") {
-            if let Some(t0) = since.take() {
-                runs.push(((ts - t0) * 1e3 * 10.0).round() / 10.0);
-            }
-        }
-    }
+    let runs = turns_ms(&s, "dl");
     // The turn after the sleep holds the change; every later one is 5 ms.
     assert!(runs.len() >= 5, "{runs:?}");
     assert!(

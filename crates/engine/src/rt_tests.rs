@@ -1,26 +1,17 @@
 //! RT class and fair server scenarios, invariants checked after every event.
 
-use crate::scenarios::{quiet_sim, thread};
-use crate::sim::{Sim, StopReason};
+use crate::scenarios::{
+    quiet_sim, set_policy as set, template_cpu_ns as cpu_ns, thread, TestThread,
+};
+use crate::sim::StopReason;
 use schedlab_topo::CpuMask;
 use schedlab_workload::{SchedPolicy, Step, WorkloadSpec};
 
 const MS: u64 = 1_000_000;
 
-/// sched_setattr() to `policy` as a thread's first step. (Threads start in
-/// the fair class, as rt-app's do: the tests let every thread set its
-/// policy, sleeping 1 ms with [`set_then`], before the RT ones hog a CPU.)
-fn set(policy: SchedPolicy) -> Step {
-    Step::SetAttr(Box::new(schedlab_workload::Attrs {
-        policy,
-        nice: None,
-        runtime_ns: None,
-        util_min: None,
-        util_max: None,
-    }))
-}
-
-/// `policy`, a 1 ms sleep, then `steps`.
+/// `policy`, a 1 ms sleep, then `steps`. (Threads start in the fair
+/// class, as rt-app's do: the tests let every thread set its policy this
+/// way before the RT ones hog a CPU.)
 fn set_then(policy: SchedPolicy, steps: Vec<Step>) -> Vec<Step> {
     let mut v = vec![set(policy), Step::Sleep { ns: MS }];
     v.extend(steps);
@@ -28,31 +19,11 @@ fn set_then(policy: SchedPolicy, steps: Vec<Step>) -> Vec<Step> {
 }
 
 /// A thread of a test: name, allowed CPUs, program.
-type Thread<'a> = (&'a str, Option<Vec<u16>>, Vec<Step>);
+type Thread<'a> = TestThread<'a>;
 
 /// A workload of the given threads, all started at 0.
 fn spec(threads: Vec<Thread>, max_time_ns: u64) -> WorkloadSpec {
-    let n = threads.len() as u32;
-    WorkloadSpec {
-        name: "rt".into(),
-        templates: threads
-            .into_iter()
-            .map(|(name, cpus, steps)| thread(name, cpus.map(CpuMask::from_cpus), steps))
-            .collect(),
-        initial: (0..n).collect(),
-        sync: vec![],
-        mem_node: None,
-        max_time_ns,
-    }
-}
-
-/// CPU time of the task made from template `tpl`, ns.
-fn cpu_ns(s: &Sim, tpl: u32) -> u64 {
-    s.tasks
-        .iter()
-        .filter(|t| t.template == tpl)
-        .map(|t| t.stats.cpu_time_ns)
-        .sum()
+    crate::scenarios::threads_spec("rt", threads, max_time_ns)
 }
 
 /// A SCHED_FIFO hog and a fair hog on one CPU: without RT throttling the

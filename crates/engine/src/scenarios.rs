@@ -4,7 +4,7 @@
 use crate::sim::{Sim, SimConfig, StopReason};
 use crate::task::TaskState;
 use schedlab_topo::{build_domains, preset, CpuMask, DomainConfig};
-use schedlab_workload::{Step, SyncObject, ThreadTemplate, WorkloadSpec};
+use schedlab_workload::{SchedPolicy, Step, SyncObject, ThreadTemplate, WorkloadSpec};
 
 pub(crate) fn thread(name: &str, affinity: Option<CpuMask>, steps: Vec<Step>) -> ThreadTemplate {
     ThreadTemplate {
@@ -74,6 +74,46 @@ fn sleep_rounds(work: Step, sleep_ns: u64, count: u32) -> Vec<Step> {
             slot: 0,
         },
     ]
+}
+
+/// sched_setattr() of a thread on itself to `policy`, nothing else
+/// changed.
+pub(crate) fn set_policy(policy: SchedPolicy) -> Step {
+    Step::SetAttr(Box::new(schedlab_workload::Attrs {
+        policy,
+        nice: None,
+        runtime_ns: None,
+        util_min: None,
+        util_max: None,
+    }))
+}
+
+/// A thread of a test: name, allowed CPUs, program.
+pub(crate) type TestThread<'a> = (&'a str, Option<Vec<u16>>, Vec<Step>);
+
+/// A workload `name` of the given threads, all started at 0.
+pub(crate) fn threads_spec(name: &str, threads: Vec<TestThread>, max_time_ns: u64) -> WorkloadSpec {
+    let n = threads.len() as u32;
+    WorkloadSpec {
+        name: name.into(),
+        templates: threads
+            .into_iter()
+            .map(|(name, cpus, steps)| thread(name, cpus.map(CpuMask::from_cpus), steps))
+            .collect(),
+        initial: (0..n).collect(),
+        sync: vec![],
+        mem_node: None,
+        max_time_ns,
+    }
+}
+
+/// CPU time of the tasks made from template `tpl`, ns.
+pub(crate) fn template_cpu_ns(s: &Sim, tpl: u32) -> u64 {
+    s.tasks
+        .iter()
+        .filter(|t| t.template == tpl)
+        .map(|t| t.stats.cpu_time_ns)
+        .sum()
 }
 
 /// A checked simulator on a preset with the default topology and the named

@@ -1774,20 +1774,13 @@ fn a_feature_switch_that_changes_nothing_is_named() {
     assert!(!run("HRTICK=off").contains("changes nothing"));
 }
 
-/// An rt-app file with a SCHED_FIFO hog and a fair hog on one CPU: the RT
-/// task runs, the fair one gets the fair server's 50 ms a second, and the
-/// trace shows the RT priority (99 − 60 = 39).
-#[test]
-fn run_takes_rtapp_fifo_tasks() {
-    let dir = tempdir("rtapp-fifo");
-    let wl = dir.join("fifo.json");
-    std::fs::write(
-        &wl,
-        r#"{"global": {"duration": 2, "calibration": 100},
-            "tasks": {"rt": {"policy": "SCHED_FIFO", "priority": 60, "cpus": [5], "run": 5000000},
-                      "fair": {"cpus": [5], "run": 5000000}}}"#,
-    )
-    .unwrap();
+/// Runs the rt-app document `doc` on exynos5422 in checked mode (written
+/// to a file in a temporary directory named after `name`), and returns its
+/// `--json` report and its ftrace text trace.
+fn run_rtapp_traced(name: &str, doc: &str) -> (serde_json::Value, String) {
+    let dir = tempdir(name);
+    let wl = dir.join("workload.json");
+    std::fs::write(&wl, doc).unwrap();
     let (json, trace) = (dir.join("run.json"), dir.join("t.txt"));
     let o = schedlab(&[
         "run",
@@ -1802,8 +1795,21 @@ fn run_takes_rtapp_fifo_tasks() {
         trace.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (v, std::fs::read_to_string(&trace).unwrap())
+}
+
+/// An rt-app file with a SCHED_FIFO hog and a fair hog on one CPU: the RT
+/// task runs, the fair one gets the fair server's 50 ms a second, and the
+/// trace shows the RT priority (99 − 60 = 39).
+#[test]
+fn run_takes_rtapp_fifo_tasks() {
+    let (v, text) = run_rtapp_traced(
+        "rtapp-fifo",
+        r#"{"global": {"duration": 2, "calibration": 100},
+            "tasks": {"rt": {"policy": "SCHED_FIFO", "priority": 60, "cpus": [5], "run": 5000000},
+                      "fair": {"cpus": [5], "run": 5000000}}}"#,
+    );
     let cpu = |name: &str| {
         v["tasks"]
             .as_array()
@@ -1819,7 +1825,6 @@ fn run_takes_rtapp_fifo_tasks() {
         "rt {rt} fair {fair}"
     );
     assert!(v["counters"]["fair_server_runs"].as_u64().unwrap() >= 1);
-    let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("next_comm=rt-0") && text.contains("next_prio=39"));
 }
 
@@ -1829,39 +1834,19 @@ fn run_takes_rtapp_fifo_tasks() {
 /// exit, and `run` with it: exit status 2, one line naming EBUSY.
 #[test]
 fn run_takes_rtapp_deadline_tasks() {
-    let dir = tempdir("rtapp-dl");
-    let wl = dir.join("dl.json");
-    std::fs::write(
-        &wl,
+    let (v, text) = run_rtapp_traced(
+        "rtapp-dl",
         r#"{"global": {"duration": 1, "calibration": "CPU4"},
             "tasks": {"dl": {"policy": "SCHED_DEADLINE", "dl-runtime": 10000, "dl-period": 100000, "run": 5000000},
                       "fair": {"run": 5000000}}}"#,
-    )
-    .unwrap();
-    let (json, trace) = (dir.join("run.json"), dir.join("t.txt"));
-    let o = schedlab(&[
-        "run",
-        "--machine",
-        "exynos5422",
-        "--workload",
-        wl.to_str().unwrap(),
-        "--checked",
-        "--json",
-        json.to_str().unwrap(),
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    );
     assert!(
         v["counters"]["dl_throttles"].as_u64().unwrap() >= 9,
         "{}",
         v["counters"]
     );
-    let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("next_comm=dl-0") && text.contains("next_prio=-1"));
-    let over = dir.join("over.json");
+    let over = tempdir("rtapp-dl-over").join("over.json");
     std::fs::write(
         &over,
         r#"{"tasks": {"dl": {"instance": 9, "policy": "SCHED_DEADLINE", "dl-runtime": 90000, "dl-period": 100000, "run": 1000}}}"#,
