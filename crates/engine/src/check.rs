@@ -23,6 +23,7 @@ impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_rt()?;
         self.check_dl()?;
+        self.check_pi()?;
         let n = self.nr_cpus();
         let mut nr = vec![0u32; n];
         let mut weight = vec![0u64; n];

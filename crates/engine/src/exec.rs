@@ -33,11 +33,15 @@ enum Obj {
     Other,
     Mutex {
         owner: Option<TaskId>,
+        /// Futex waiters by priority (pi.rs); for a PI mutex the rt_mutex's
+        /// waiters, by their queued keys.
         waiters: VecDeque<TaskId>,
         /// Tasks busy-waiting in a trylock loop (`Step::SpinLock`).
         spinners: Vec<TaskId>,
         /// The CPU that released it last: its cache line is there.
         last_cpu: Option<schedlab_topo::CpuId>,
+        /// Priority inheritance (`PTHREAD_PRIO_INHERIT`, pi.rs).
+        pi: bool,
     },
     Cond {
         waiters: VecDeque<TaskId>,
@@ -107,11 +111,12 @@ impl Ipc {
             .iter()
             .map(|s| match *s {
                 SyncObject::Barrier { .. } | SyncObject::Shared { .. } => Obj::Other,
-                SyncObject::Mutex => Obj::Mutex {
+                SyncObject::Mutex | SyncObject::PiMutex => Obj::Mutex {
                     owner: None,
                     waiters: VecDeque::new(),
                     spinners: Vec::new(),
                     last_cpu: None,
+                    pi: matches!(s, SyncObject::PiMutex),
                 },
                 SyncObject::Cond => Obj::Cond {
                     waiters: VecDeque::new(),
@@ -153,6 +158,81 @@ impl Ipc {
             })
             .collect();
         Ipc { objs }
+    }
+
+    /// The waiters of PI mutex `id`, first first.
+    pub(crate) fn pi_waiters(&self, id: u32) -> Option<&VecDeque<TaskId>> {
+        match self.objs.get(id as usize) {
+            Some(Obj::Mutex {
+                pi: true, waiters, ..
+            }) => Some(waiters),
+            _ => None,
+        }
+    }
+
+    /// PI mutex `id`'s owner and its waiters, taken out to be reordered.
+    pub(crate) fn take_pi_waiters(
+        &mut self,
+        id: u32,
+    ) -> Option<(Option<TaskId>, VecDeque<TaskId>)> {
+        match self.objs.get_mut(id as usize) {
+            Some(Obj::Mutex {
+                pi: true,
+                owner,
+                waiters,
+                ..
+            }) => Some((*owner, std::mem::take(waiters))),
+            _ => None,
+        }
+    }
+
+    /// Puts back the waiters [`Ipc::take_pi_waiters`] took.
+    pub(crate) fn put_pi_waiters(&mut self, id: u32, q: VecDeque<TaskId>) {
+        if let Some(Obj::Mutex { waiters, .. }) = self.objs.get_mut(id as usize) {
+            *waiters = q;
+        }
+    }
+
+    /// The wait lists of plain futexes (mutexes without PI, condition
+    /// variables, semaphores), for the invariant checks.
+    pub(crate) fn futex_lists(&self) -> Vec<&VecDeque<TaskId>> {
+        self.objs
+            .iter()
+            .filter_map(|o| match o {
+                Obj::Mutex {
+                    pi: false, waiters, ..
+                }
+                | Obj::Cond { waiters }
+                | Obj::Sem { waiters, .. } => Some(waiters),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every PI mutex: (id, owner, waiters), for the invariant checks.
+    pub(crate) fn pi_mutexes(&self) -> Vec<(u32, Option<TaskId>, Vec<TaskId>)> {
+        self.objs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| match o {
+                Obj::Mutex {
+                    pi: true,
+                    owner,
+                    waiters,
+                    ..
+                } => Some((i as u32, *owner, waiters.iter().copied().collect())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A mutex's owner (for tests).
+    #[cfg(test)]
+    pub fn mutex_owner(&self, id: u32) -> Option<TaskId> {
+        match self.objs.get(id as usize) {
+            Some(Obj::Mutex { owner, .. }) => *owner,
+            _ => None,
+        }
     }
 
     /// A counter's value (for tests).
@@ -267,7 +347,8 @@ impl Sim {
     /// deadline policy (7.3's __setscheduler_params() sets it so), otherwise its default,
     /// which it returns to when it goes back to a fair policy.
     pub(crate) fn timer_slack_ns(&self, t: TaskId) -> u64 {
-        if !self.task_is_fair(t) {
+        // By policy (__setscheduler_params()): a boost leaves it.
+        if !self.normal_is_fair(t) {
             0
         } else {
             self.tasks[t as usize].default_timer_slack_ns
@@ -580,6 +661,15 @@ impl Sim {
     }
 
     fn exit_task(&mut self, t: TaskId) {
+        // futex_exit_release() → exit_pi_state_list(): each PI mutex the
+        // task still owns passes to its first waiter, if any.
+        while let Some(m) = self.tasks[t as usize]
+            .pi
+            .as_deref()
+            .and_then(|p| p.owned.first().copied())
+        {
+            self.mutex_unlock(t, m);
+        }
         self.tasks[t as usize].activity = Activity::Idle;
         self.block_current(t, true);
     }
@@ -1144,48 +1234,79 @@ impl Sim {
     /// mutex is not recursive (glibc's default type): its owner locking it
     /// again waits for itself forever.
     fn mutex_lock(&mut self, t: TaskId, m: u32) -> Flow {
-        let Some(Obj::Mutex {
+        let Some(&Obj::Mutex {
             owner,
-            waiters,
             last_cpu,
+            pi,
             ..
-        }) = self.obj(m)
+        }) = self.ipc.objs.get(m as usize)
         else {
             return Flow::Next;
         };
-        match *owner {
+        match owner {
             None => {
-                *owner = Some(t);
-                let from = *last_cpu;
-                self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, from);
+                if let Some(Obj::Mutex { owner, .. }) = self.obj(m) {
+                    *owner = Some(t);
+                }
+                self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, last_cpu);
+                if pi {
+                    self.pi_took(t, m);
+                }
                 Flow::Next
             }
-            Some(_) => {
-                waiters.push_back(t);
+            // Woken by an unlock that handed it the PI mutex: the futex
+            // word names it, and only the lock's cache line is to move.
+            Some(o) if o == t && pi && self.pi_take_handed(t, m) => {
+                let cpu = self.tasks[t as usize].cpu;
+                self.tasks[t as usize].lock_xfer_ns = last_cpu
+                    .filter(|&f| f != cpu)
+                    .map_or(0, |f| u64::from(self.machine.c2c_ns(f, cpu)));
+                Flow::Next
+            }
+            Some(o) => {
+                if pi {
+                    let cpu = self.tasks[t as usize].cpu;
+                    self.pi_block(t, m, o, cpu);
+                } else if let Some(Obj::Mutex { waiters, .. }) = self.ipc.objs.get_mut(m as usize) {
+                    crate::pi::futex_enqueue(&self.tasks, waiters, t);
+                }
                 self.sleep_on_step(t)
             }
         }
     }
 
-    /// pthread_mutex_unlock(): release and futex-wake one waiter (FIFO). A
-    /// task spinning on the lock on a CPU right now takes it first (the one
-    /// the lock's cache line reaches soonest); the woken waiter then finds it
-    /// taken and queues again, as a futex waiter does.
+    /// pthread_mutex_unlock(): release and futex-wake the first waiter (by
+    /// priority, pi.rs). A task spinning on the lock on a CPU right now
+    /// takes it first (the one the lock's cache line reaches soonest); the
+    /// woken waiter then finds it taken and queues again, as a futex waiter
+    /// does. A PI mutex with waiters passes to the first of them instead,
+    /// and its old owner's boost ends (wake_futex_pi()); only its owner can
+    /// unlock it.
     fn mutex_unlock(&mut self, t: TaskId, m: u32) {
         let from = self.tasks[t as usize].cpu;
+        let (pi, handoff) = match self.ipc.objs.get(m as usize) {
+            // FUTEX_UNLOCK_PI by a task that does not own the PI mutex
+            // fails (EPERM), and the program goes on.
+            Some(Obj::Mutex {
+                pi: true, owner, ..
+            }) if *owner != Some(t) => return,
+            Some(Obj::Mutex { pi, waiters, .. }) => (*pi, *pi && !waiters.is_empty()),
+            _ => return,
+        };
         let taker = match self.ipc.objs.get(m as usize) {
-            Some(Obj::Mutex { spinners, .. }) => spinners
+            Some(Obj::Mutex { spinners, .. }) if !handoff => spinners
                 .iter()
                 .copied()
                 .filter(|&s| self.rqs[self.tasks[s as usize].cpu as usize].curr == Some(s))
                 .min_by_key(|&s| self.machine.c2c_ns(from, self.tasks[s as usize].cpu)),
-            _ => return,
+            _ => None,
         };
         let Some(Obj::Mutex {
             owner,
             waiters,
             spinners,
             last_cpu,
+            ..
         }) = self.obj(m)
         else {
             return;
@@ -1194,11 +1315,12 @@ impl Sim {
         // The owner loses the lock (an unlock by another thread, which a
         // program may do, releases it all the same).
         let released = owner.take();
-        *owner = taker;
+        let woken = waiters.pop_front();
+        let next = if handoff { woken } else { taker };
+        *owner = next;
         if let Some(s) = taker {
             spinners.retain(|&x| x != s);
         }
-        let woken = waiters.pop_front();
         if taker.is_some() && woken.is_some() {
             self.counters.lock_steals += 1;
         }
@@ -1206,8 +1328,16 @@ impl Sim {
             let held = &mut self.tasks[o as usize].locks_held;
             *held = held.saturating_sub(1);
         }
+        if let Some(n) = next {
+            self.tasks[n as usize].locks_held += 1;
+        }
+        if pi {
+            if let Some(s) = taker {
+                self.pi_took(s, m);
+            }
+            self.pi_release(released, m, woken.filter(|_| handoff), from);
+        }
         if let Some(s) = taker {
-            self.tasks[s as usize].locks_held += 1;
             self.release_spinner(s, from);
         }
         if let Some(w) = woken {
@@ -1234,6 +1364,7 @@ impl Sim {
                 *owner = Some(t);
                 let from = *last_cpu;
                 self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, from);
+                self.pi_took_if(t, m);
                 Flow::Next
             }
             Some(o) if o == t => Flow::Next,
@@ -1303,6 +1434,7 @@ impl Sim {
         *owner = Some(t);
         spinners.retain(|&x| x != t);
         let from = *last_cpu;
+        self.pi_took_if(t, m);
         self.tasks[t as usize].spin_wait = None;
         let xfer = self.take_lock_line(t, from);
         let tk = &mut self.tasks[t as usize];
@@ -1385,8 +1517,26 @@ impl Sim {
         };
         let first = waiters.pop_front();
         let rest: Vec<TaskId> = waiters.drain(..).collect();
-        if let Some(Obj::Mutex { waiters, .. }) = self.obj(m) {
-            waiters.extend(rest);
+        // futex_requeue() keeps each waiter's key; onto a PI mutex
+        // (FUTEX_CMP_REQUEUE_PI) they become its rt_mutex waiters.
+        match self.ipc.objs.get_mut(m as usize) {
+            Some(Obj::Mutex {
+                pi: true,
+                owner: Some(o),
+                ..
+            }) => {
+                let o = *o;
+                let cpu = self.tasks[t as usize].cpu;
+                for w in rest {
+                    self.pi_block(w, m, o, cpu);
+                }
+            }
+            Some(Obj::Mutex { waiters, .. }) => {
+                for w in rest {
+                    crate::pi::futex_enqueue(&self.tasks, waiters, w);
+                }
+            }
+            _ => {}
         }
         let Some(w) = first else {
             return false;
@@ -1413,8 +1563,8 @@ impl Sim {
         if let Some(m) = mutex {
             self.mutex_unlock(t, m);
         }
-        if let Some(Obj::Cond { waiters }) = self.obj(cond) {
-            waiters.push_back(t);
+        if let Some(Obj::Cond { waiters }) = self.ipc.objs.get_mut(cond as usize) {
+            crate::pi::futex_enqueue(&self.tasks, waiters, t);
         }
         self.tasks[t as usize].step_phase = 1;
         self.sleep_on_step(t)
@@ -1452,7 +1602,7 @@ impl Sim {
 
     /// sem_wait().
     fn sem_wait(&mut self, t: TaskId, sem: u32) -> Flow {
-        let Some(Obj::Sem { count, waiters }) = self.obj(sem) else {
+        let Some(Obj::Sem { count, waiters }) = self.ipc.objs.get_mut(sem as usize) else {
             return Flow::Next;
         };
         if *count > 0 {
@@ -1468,7 +1618,7 @@ impl Sim {
             }
             return Flow::Next;
         }
-        waiters.push_back(t);
+        crate::pi::futex_enqueue(&self.tasks, waiters, t);
         self.sleep_on_step(t)
     }
 

@@ -21,6 +21,7 @@ pub mod fair_server;
 pub mod features;
 pub mod hwcost;
 pub mod idle_gov;
+pub mod pi;
 pub mod rng;
 pub mod rq;
 pub mod rt;

@@ -15,7 +15,9 @@
 //! capacity less its RT utilisation (`avg_rt`, scale_rt_capacity()), so it
 //! moves fair tasks off CPUs busy with RT work.
 //!
-//! Not modelled: SCHED_DEADLINE, priority inheritance, RT group scheduling,
+//! Priority inheritance (pi.rs) moves tasks between the fair class and RT
+//! priorities through the same class change as sched_setattr()
+//! ([`Sim::change_rt_state`]). Not modelled: RT group scheduling,
 //! `RT_PUSH_IPI` (off by default outside PREEMPT_RT).
 
 use crate::event::TaskId;
@@ -763,6 +765,19 @@ impl Sim {
         nice: Option<i8>,
         runtime_ns: Option<u64>,
     ) {
+        self.setparam_fair(t, policy, nice, runtime_ns);
+        self.attach_entity_load(cpu, t);
+    }
+
+    /// A fair `policy`'s parameters, outside the fair class (mirrors
+    /// __setparam_fair() and set_load_weight() on a task not queued there).
+    pub(crate) fn setparam_fair(
+        &mut self,
+        t: TaskId,
+        policy: SchedPolicy,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+    ) {
         let tk = &mut self.tasks[t as usize];
         tk.idle_policy = policy == SchedPolicy::Idle;
         tk.batch_policy = policy == SchedPolicy::Batch;
@@ -775,7 +790,6 @@ impl Sim {
             (tk.se.custom_slice, tk.se.slice) = (custom, slice);
             self.custom_slices |= custom;
         }
-        self.attach_entity_load(cpu, t);
     }
 
     /// The clamps after a change of class (mirrors __setscheduler_uclamp()):
@@ -804,8 +818,29 @@ impl Sim {
     /// within the fair class [`Sim::sched_setattr_fair`]; to, from or
     /// within the RT class the task leaves its runqueue, changes class or
     /// priority and is queued again, and the classes' switched_from/to and
-    /// prio_changed hooks move load, preempt, push and pull.
+    /// prio_changed hooks move load, preempt, push and pull. A task that
+    /// owns PI mutexes keeps the priority its waiters lend it (pi.rs).
     pub(crate) fn sched_setattr(
+        &mut self,
+        t: TaskId,
+        policy: SchedPolicy,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+        uclamp: (Option<u16>, Option<u16>),
+    ) {
+        if self.pi_boosted(t) {
+            self.sched_setattr_boosted(t, policy, nice, runtime_ns, uclamp);
+            return;
+        }
+        self.sched_setattr_unboosted(t, policy, nice, runtime_ns, uclamp);
+        // A lower priority may now be below a waiter's (rt_mutex_adjust_pi()).
+        if self.pi_owns_any(t) {
+            let cpu = self.tasks[t as usize].cpu;
+            self.pi_adjust_chain(t, cpu);
+        }
+    }
+
+    fn sched_setattr_unboosted(
         &mut self,
         t: TaskId,
         policy: SchedPolicy,
@@ -848,26 +883,66 @@ impl Sim {
                 // The priority stays: no requeue, the task keeps its place
                 // in its list (__sched_setscheduler() drops DEQUEUE_MOVE);
                 // only the policy (FIFO or RR) and the clamps change.
-                let cpu = self.tasks[t as usize].cpu;
-                if o.rr != rr && o.on_rq {
-                    let rq = &mut self.rqs[cpu as usize].rt;
-                    rq.rr_nr_running = rq.rr_nr_running + u32::from(rr) - u32::from(o.rr);
-                }
+                self.set_rr_in_place(t, rr);
                 let tk = &mut self.tasks[t as usize];
-                if let Some(e) = tk.rt.as_mut() {
-                    e.rr = rr;
-                }
                 (tk.uclamp_min, tk.uclamp_max) = (umin, umax);
                 return;
             }
         }
+        let new = new_prio.map(|p| RtEntity {
+            prio: RT_PRIO_NONE - p,
+            rr,
+            time_slice_ticks: old.map_or(self.rr_timeslice_ticks(), |o| o.time_slice_ticks),
+            on_rq: false,
+        });
+        self.change_rt_state(
+            t,
+            new,
+            PrioChange::SetAttr {
+                policy,
+                nice,
+                runtime_ns,
+                umin,
+                umax,
+            },
+        );
+    }
+
+    /// SCHED_FIFO and SCHED_RR share an RT priority: switches `t`'s
+    /// policy between them without requeueing it.
+    pub(crate) fn set_rr_in_place(&mut self, t: TaskId, rr: bool) {
+        let Some(o) = self.tasks[t as usize].rt else {
+            return;
+        };
+        let cpu = self.tasks[t as usize].cpu;
+        if o.rr != rr && o.on_rq {
+            let rq = &mut self.rqs[cpu as usize].rt;
+            rq.rr_nr_running = rq.rr_nr_running + u32::from(rr) - u32::from(o.rr);
+        }
+        if let Some(e) = self.tasks[t as usize].rt.as_mut() {
+            e.rr = rr;
+        }
+    }
+
+    /// Moves `t` into the RT class at `new`'s priority, within it, or (with
+    /// `new` `None`) back to the fair class (the sched_change guard of
+    /// __sched_setscheduler() and rt_mutex_setprio(), then
+    /// check_class_changed()): the task leaves its runqueue, changes, is
+    /// queued again, and the classes' switched_from/to and prio_changed
+    /// hooks move load, preempt, push and pull.
+    pub(crate) fn change_rt_state(&mut self, t: TaskId, new: Option<RtEntity>, how: PrioChange) {
+        let old = self.tasks[t as usize].rt;
         let cpu = self.tasks[t as usize].cpu;
         let running = self.rqs[cpu as usize].curr == Some(t);
+        self.update_rq_clock(cpu);
+        // switching_from_fair(): a delayed task completes its dequeue first.
+        if old.is_none() && self.tasks[t as usize].se.sched_delayed {
+            self.dequeue_task(cpu, t, true);
+        }
         let queued = match old {
             Some(r) => r.on_rq,
             None => self.tasks[t as usize].se.on_rq,
         };
-        self.update_rq_clock(cpu);
         if queued {
             self.dequeue_task(cpu, t, false);
         }
@@ -876,38 +951,37 @@ impl Sim {
         if running && old.is_some() {
             self.put_prev_task_rt(cpu, t);
         }
-        let slice_ticks = self.rr_timeslice_ticks();
-        match (old, new_prio) {
-            (None, Some(p)) => {
+        match (old, new) {
+            (None, Some(n)) => {
                 self.rt_class_used();
                 // switched_from_fair(): the task's load leaves the fair runqueue.
                 self.detach_entity_load(cpu, t);
                 let tk = &mut self.tasks[t as usize];
-                tk.rt = Some(RtEntity {
-                    prio: RT_PRIO_NONE - p,
-                    rr,
-                    time_slice_ticks: slice_ticks,
-                    on_rq: false,
-                });
-                tk.idle_policy = false;
-                tk.batch_policy = false;
+                tk.rt = Some(n);
+                if let PrioChange::SetAttr { .. } = how {
+                    tk.idle_policy = false;
+                    tk.batch_policy = false;
+                }
             }
             (Some(_), None) => {
                 self.tasks[t as usize].rt = None;
-                self.become_fair(cpu, t, policy, nice, runtime_ns);
+                match how {
+                    PrioChange::SetAttr {
+                        policy,
+                        nice,
+                        runtime_ns,
+                        ..
+                    } => self.become_fair(cpu, t, policy, nice, runtime_ns),
+                    // switched_to_fair() alone: the policy never changed.
+                    PrioChange::Pi => self.attach_entity_load(cpu, t),
+                }
             }
-            (Some(o), Some(p)) => {
-                let tk = &mut self.tasks[t as usize];
-                tk.rt = Some(RtEntity {
-                    prio: RT_PRIO_NONE - p,
-                    rr,
-                    time_slice_ticks: o.time_slice_ticks,
-                    on_rq: false,
-                });
-            }
-            (None, None) => unreachable!(),
+            (Some(_), Some(n)) => self.tasks[t as usize].rt = Some(n),
+            (None, None) => {}
         }
-        self.setscheduler_uclamp(t, umin, umax);
+        if let PrioChange::SetAttr { umin, umax, .. } = how {
+            self.setscheduler_uclamp(t, umin, umax);
+        }
         let new = self.tasks[t as usize].rt;
         // ENQUEUE_HEAD when an RT priority was lowered (a larger number).
         let head = matches!((old, new), (Some(o), Some(n)) if n.prio > o.prio);
@@ -969,6 +1043,21 @@ impl Sim {
             _ => {}
         }
     }
+}
+
+/// Who changes a task's class or RT priority.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PrioChange {
+    /// sched_setattr(): a new policy, with its fair parameters and clamps.
+    SetAttr {
+        policy: SchedPolicy,
+        nice: Option<i8>,
+        runtime_ns: Option<u64>,
+        umin: u16,
+        umax: u16,
+    },
+    /// rt_mutex_setprio(): a boost or its end; policy and clamps stay.
+    Pi,
 }
 
 #[cfg(test)]

@@ -2230,12 +2230,14 @@ impl Sim {
             // copy_process(): the child's default slack is the parent's
             // current one.
             t.default_timer_slack_ns = self.timer_slack_ns(p);
-            // sched_fork(): an RT parent's child is RT at its priority, with
-            // a full SCHED_RR slice (sched_reset_on_fork is not modelled).
-            t.rt = pt.rt.map(|r| crate::task::RtEntity {
+            // sched_fork(): an RT parent's child is RT at its priority
+            // (`normal_prio`: a boost is not inherited), with a full
+            // SCHED_RR slice (sched_reset_on_fork is not modelled).
+            t.rt = self.normal_rt(p).map(|n| crate::task::RtEntity {
+                prio: n.prio,
+                rr: n.rr,
                 time_slice_ticks: self.rr_timeslice_ticks(),
                 on_rq: false,
-                ..r
             });
             if pt.se.custom_slice {
                 t.se.slice = pt.se.slice;

@@ -75,6 +75,9 @@ pub struct Counters {
     pub dl_throttles: u64,
     pub dl_pushes: u64,
     pub dl_pulls: u64,
+    /// Priority inheritance (pi.rs): an owner of a PI mutex raised to the
+    /// RT priority of a task waiting for it, or to a better one.
+    pub pi_boosts: u64,
     /// big.LITTLE (S5): HMP up/down migrations, HPERF swaps and balance
     /// steps, task time on big and little CPUs (ns).
     pub hmp_up: u64,

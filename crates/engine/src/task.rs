@@ -218,6 +218,9 @@ pub struct Task {
     /// (switched_from_dl() → task_non_contending()), and it is taken back,
     /// deadline and runtime kept, if the task returns before that.
     pub dl_left: Option<Box<crate::dl::DlEntity>>,
+    /// Priority-inheritance state (pi.rs), from its first PI mutex on
+    /// (boxed: most tasks never take one).
+    pub pi: Option<Box<crate::pi::PiState>>,
     /// Its deadline timers (replenishment and 0-lag), from its first
     /// SCHED_DEADLINE on (boxed: most tasks never have them).
     dl_timers: Option<Box<crate::dl::DlTimers>>,
@@ -343,6 +346,7 @@ impl Task {
             dl: None,
             dl_left: None,
             dl_timers: None,
+            pi: None,
             uclamp_min_user: false,
             default_timer_slack_ns: crate::exec::TIMER_SLACK_NS,
         }

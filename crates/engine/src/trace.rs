@@ -65,6 +65,9 @@ pub enum TraceKind {
     },
     /// sched_process_exit.
     Exit { task: TaskId },
+    /// sched_pi_setprio: a priority-inheritance boost of `task` or its end;
+    /// the record's `prio` holds the old and the new priority.
+    PiSetprio { task: TaskId },
     /// power:cpu_idle (recorded only with [`Trace::cpu_idle`]): the CPU enters
     /// idle state `state` (its index in the machine's table), or leaves it
     /// (`state` = [`PWR_EVENT_EXIT`]).
@@ -192,7 +195,6 @@ impl Sim {
     }
 
     fn trace_push(&mut self, cpu: CpuId, kind: TraceKind) {
-        let now = self.now;
         let prio_of =
             |t: Option<TaskId>| t.map_or(120, |t| self.tasks[t as usize].kernel_prio() as i16);
         let prio = match kind {
@@ -202,8 +204,13 @@ impl Sim {
             | TraceKind::WakeupNew { task, .. }
             | TraceKind::Migrate { task, .. }
             | TraceKind::Exit { task } => [prio_of(Some(task)), 120],
-            TraceKind::CpuIdle { .. } => [120, 120],
+            TraceKind::CpuIdle { .. } | TraceKind::PiSetprio { .. } => [120, 120],
         };
+        self.trace_push_prio(cpu, kind, prio);
+    }
+
+    fn trace_push_prio(&mut self, cpu: CpuId, kind: TraceKind, prio: [i16; 2]) {
+        let now = self.now;
         if let Some(tr) = self.trace.as_deref_mut() {
             let current = tr.shown[cpu as usize];
             tr.push(TraceRecord {
@@ -286,6 +293,17 @@ impl Sim {
             }
         }
         self.trace_push(from, TraceKind::Migrate { task, from, to });
+    }
+
+    /// sched_pi_setprio on `cpu`: `task`'s RT priority becomes `new` (`None`:
+    /// back to its fair one).
+    pub(crate) fn trace_pi_setprio(&mut self, cpu: CpuId, task: TaskId, new: Option<u8>) {
+        if self.trace.is_some() {
+            let tk = &self.tasks[task as usize];
+            let old = tk.kernel_prio() as i16;
+            let new = new.map_or(120 + i16::from(tk.nice), i16::from);
+            self.trace_push_prio(cpu, TraceKind::PiSetprio { task }, [old, new]);
+        }
     }
 
     /// sched_process_exit, on the exiting task's CPU.
@@ -432,6 +450,14 @@ pub fn write_ftrace_text(sim: &Sim, out: &mut impl Write) -> io::Result<()> {
                 trace_pid(Some(task)),
                 prio(r, 0)
             )?,
+            TraceKind::PiSetprio { task } => writeln!(
+                out,
+                "sched_pi_setprio: comm={} pid={} oldprio={} newprio={}",
+                comm(sim, Some(task), r.cpu),
+                trace_pid(Some(task)),
+                prio(r, 0),
+                prio(r, 1)
+            )?,
             TraceKind::CpuIdle { state } => {
                 writeln!(out, "cpu_idle: state={state} cpu_id={}", r.cpu)?
             }
@@ -499,6 +525,7 @@ const EVENT_SCHED_WAKEUP: u32 = 17;
 const EVENT_SCHED_WAKING: u32 = 20;
 const EVENT_SCHED_WAKEUP_NEW: u32 = 114;
 const EVENT_SCHED_PROCESS_EXIT: u32 = 238;
+const EVENT_SCHED_PI_SETPRIO: u32 = 353;
 const EVENT_SCHED_MIGRATE_TASK: u32 = 491;
 const TREE_PROCESSES: u32 = 1;
 const TREE_THREADS: u32 = 2;
@@ -637,6 +664,14 @@ fn ftrace_event(sim: &Sim, tgids: &[u32], r: &TraceRecord) -> Pb {
             m.uint(4, prio(r, 0) as u64);
             ev.msg(EVENT_SCHED_PROCESS_EXIT, &m);
         }
+        TraceKind::PiSetprio { task } => {
+            let mut m = Pb::default();
+            m.bytes(1, comm(sim, Some(task), r.cpu).as_bytes());
+            m.uint(2, prio(r, 1) as u64); // newprio
+            m.uint(3, prio(r, 0) as u64); // oldprio
+            m.uint(4, u64::from(trace_pid(Some(task))));
+            ev.msg(EVENT_SCHED_PI_SETPRIO, &m);
+        }
         TraceKind::CpuIdle { state } => {
             let mut m = Pb::default();
             m.uint(1, u64::from(state)); // state
@@ -761,6 +796,11 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
             TraceKind::Exit { task } => {
                 if seen[task as usize] != Seen::Running {
                     return fail("a task not running exits", r);
+                }
+            }
+            TraceKind::PiSetprio { task } => {
+                if seen[task as usize] == Seen::Dead {
+                    return fail("a dead task's priority changes", r);
                 }
             }
             TraceKind::CpuIdle { state } => {

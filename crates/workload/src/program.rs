@@ -390,6 +390,11 @@ pub enum SyncObject {
     Barrier { parties: u32 },
     /// A futex-based mutex.
     Mutex,
+    /// A futex-based mutex with priority inheritance (glibc's
+    /// `PTHREAD_PRIO_INHERIT`: FUTEX_LOCK_PI and FUTEX_UNLOCK_PI over a
+    /// kernel rt_mutex): its owner runs at the priority of its best RT
+    /// waiter, and an unlock hands it to the first waiter.
+    PiMutex,
     /// A condition variable (or a bare futex wait queue).
     Cond,
     /// A byte stream with a bounded buffer of `capacity` bytes: a writer

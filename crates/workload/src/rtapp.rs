@@ -37,11 +37,13 @@
 //!   name a policy or a priority, as its set_thread_param() makes;
 //!   `util_min`/`util_max` (task or phase): utilisation clamps, applied
 //!   whether or not the phase changes the rest.
+//! - `global.pi_enabled`: every mutex is a [`SyncObject::PiMutex`], as
+//!   rt-app gives its mutexes `PTHREAD_PRIO_INHERIT`.
 //! - Accepted and recorded as notes, without effect: `taskgroup` (no
-//!   cgroups), `nodes_membind`, the global
-//!   keys other than `duration`, a fair task's `dl-period`/`dl-deadline`,
-//!   and keys rt-app does not read (it passes over them too).
-//! - Rejected: real-time and deadline policies.
+//!   cgroups), `nodes_membind`, the global keys other than `duration`,
+//!   `calibration`, `default_policy` and `pi_enabled`, a fair task's
+//!   `dl-period`/`dl-deadline`, and keys rt-app does not read (it passes
+//!   over them too).
 
 use crate::hist::Hist;
 use crate::marks::{MarkFold, PerTask};
@@ -624,6 +626,8 @@ struct Names {
     timers: BTreeMap<String, u32>,
     /// Barrier id → thread instances referencing it.
     barrier_refs: BTreeMap<SyncId, u32>,
+    /// `global.pi_enabled`: mutexes take priority inheritance.
+    pi: bool,
 }
 
 const K_MUTEX: u8 = 0;
@@ -638,6 +642,7 @@ impl Names {
         }
         let id = self.sync.len() as SyncId;
         self.sync.push(match kind {
+            K_MUTEX if self.pi => SyncObject::PiMutex,
             K_MUTEX => SyncObject::Mutex,
             K_COND => SyncObject::Cond,
             K_BARRIER => SyncObject::Barrier { parties: 0 },
@@ -686,6 +691,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     let mut notes = Vec::new();
     let mut max_time_ns = None;
     let mut default_policy = "SCHED_OTHER".to_string();
+    let mut pi_enabled = false;
     let mut run_cap = 1024;
     let mut calibration_set = false;
     for (k, v) in top {
@@ -720,9 +726,18 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                             calibration_set = true;
                             run_cap = calibration(gv, &path, nr_cpus, capacities, &mut notes)?;
                         }
-                        "pi_enabled" | "lock_pages" | "logdir" | "log_basename" | "log_size"
-                        | "ftrace" | "gnuplot" | "io_device" | "mem_buffer_size"
-                        | "cumulative_slack" => {
+                        "pi_enabled" => match gv {
+                            Json::Bool(b) => pi_enabled = *b,
+                            Json::Null => {}
+                            other => {
+                                return err(
+                                    &path,
+                                    format!("expected a boolean, found {}", other.kind()),
+                                )
+                            }
+                        },
+                        "lock_pages" | "logdir" | "log_basename" | "log_size" | "ftrace"
+                        | "gnuplot" | "io_device" | "mem_buffer_size" | "cumulative_slack" => {
                             notes.push(format!("{path} accepted and ignored"));
                         }
                         // rt-app reads the keys it knows and passes over
@@ -756,7 +771,10 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     if tasks.is_empty() {
         return err("tasks", "no task defined");
     }
-    let mut names = Names::default();
+    let mut names = Names {
+        pi: pi_enabled,
+        ..Names::default()
+    };
     let mut defs: Vec<TaskDef> = Vec::new();
     let mut cpu_lists = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

@@ -639,3 +639,40 @@ fn suspend_shares_names_with_lock_and_signal() {
     assert_eq!(count(&SyncObject::Mutex), 1);
     assert_eq!(count(&SyncObject::Cond), 1);
 }
+
+#[test]
+fn pi_enabled_gives_every_mutex_priority_inheritance() {
+    let file = |pi: &str| {
+        format!(
+            r#"{{"global": {{{pi}}}, "tasks": {{"a": {{"lock": "m", "run": 10, "unlock": "m",
+                "wait": {{"ref": "c", "mutex": "m2"}}}}}}}}"#
+        )
+    };
+    let mutexes = |r: &rtapp::RtApp| -> Vec<SyncObject> {
+        r.spec
+            .sync
+            .iter()
+            .filter(|s| matches!(s, SyncObject::Mutex | SyncObject::PiMutex))
+            .cloned()
+            .collect()
+    };
+    let on = rtapp::parse(&file(r#""pi_enabled": true"#), 4).unwrap();
+    assert_eq!(mutexes(&on), [SyncObject::PiMutex, SyncObject::PiMutex]);
+    assert!(
+        !on.notes.iter().any(|n| n.contains("pi_enabled")),
+        "{:?}",
+        on.notes
+    );
+    for off in [
+        r#""pi_enabled": false"#,
+        r#""pi_enabled": null"#,
+        r#""duration": 1"#,
+    ] {
+        let r = rtapp::parse(&file(off), 4).unwrap();
+        assert_eq!(mutexes(&r), [SyncObject::Mutex, SyncObject::Mutex], "{off}");
+    }
+    // rt-app's get_bool_value_from() exits on another type.
+    let e = rtapp::parse(&file(r#""pi_enabled": 1"#), 4).unwrap_err();
+    assert_eq!(e.path, "global.pi_enabled");
+    assert!(e.msg.contains("boolean"), "{}", e.msg);
+}
