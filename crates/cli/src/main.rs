@@ -1946,6 +1946,12 @@ fn run(
             c.dl_pulls
         );
     }
+    if c.pi_boosts > 0 {
+        outln!(
+            "  priority inheritance: {} boosts (an owner of a PI mutex raised to a waiter's RT priority)",
+            c.pi_boosts
+        );
+    }
     if c.timers_early > 0 {
         outln!(
             "  sleep timers expired inside their slack range by another hrtimer interrupt on their CPU: {}",

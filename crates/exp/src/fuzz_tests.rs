@@ -67,11 +67,22 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
         } else {
             doc.push_str("\"loop\": -1, ");
         }
-        match rng.gen_range(0..6) {
+        let policy_draw = rng.gen_range(0..6);
+        match policy_draw {
             0 => doc.push_str("\"policy\": \"SCHED_IDLE\", "),
             1 => doc.push_str("\"policy\": \"SCHED_BATCH\", "),
             2 => {
                 let _ = write!(doc, "\"priority\": {}, ", rng.gen_range(-20..=19));
+            }
+            // RT threads: with `pi_enabled` they lend their priority to the
+            // owners of the mutexes they wait for.
+            3 => {
+                let policy = ["SCHED_FIFO", "SCHED_RR"][rng.gen_range(0..2)];
+                let _ = write!(
+                    doc,
+                    "\"policy\": \"{policy}\", \"priority\": {}, ",
+                    rng.gen_range(1..=99)
+                );
             }
             _ => {}
         }
@@ -103,7 +114,8 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
                 let policy = ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"][rng.gen_range(0..3)];
                 let _ = write!(doc, ", \"policy\": \"{policy}\"");
             }
-            if rng.gen_bool(0.15) {
+            // (A nice value, so not under an RT policy.)
+            if rng.gen_bool(0.15) && policy_draw != 3 {
                 let _ = write!(doc, ", \"priority\": {}", rng.gen_range(-20..=19));
             }
             if rng.gen_bool(0.1) {
@@ -129,6 +141,14 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
         doc.push_str(if t + 1 < total { ",\n" } else { "\n" });
     }
     doc.push_str("  }\n}\n");
+    // Drawn last, so that the rest of a case stays what it was.
+    if rng.gen_bool(0.5) {
+        doc = doc.replacen(
+            "\"calibration\": \"CPU0\"}",
+            "\"calibration\": \"CPU0\", \"pi_enabled\": true}",
+            1,
+        );
+    }
     doc
 }
 
@@ -769,7 +789,9 @@ fn step_workload(rng: &mut Pcg64, nr_cpus: usize, max_time_ns: u64) -> WorkloadS
             parties: rng.gen_range(1..=threads),
         },
         SyncObject::Mutex,
-        SyncObject::Mutex,
+        // With priority inheritance: RT threads of the programs boost its
+        // owners, and its unlocks hand it over.
+        SyncObject::PiMutex,
         SyncObject::Cond,
         // The channel is a plain byte buffer, a pipe or a unix socket.
         match rng.gen_range(0..3) {

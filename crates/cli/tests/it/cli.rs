@@ -1864,6 +1864,48 @@ fn run_takes_rtapp_deadline_tasks() {
     );
 }
 
+/// rt-app's `pi_enabled`: a fair thread holding the lock an RT thread
+/// (FIFO 90) waits for runs at that priority (kernel prio 9 in the trace)
+/// and finishes before an RT hog of middle priority; without it the hog
+/// runs first and the holder keeps its fair priority.
+#[test]
+fn run_takes_rtapp_priority_inheritance() {
+    let doc = |pi: bool| {
+        format!(
+            r#"{{"global": {{"duration": 1, "calibration": 100, "pi_enabled": {pi}}},
+            "tasks": {{"low": {{"cpus": [5], "delay": 1000, "loop": 1, "lock": "m", "run": 5000, "unlock": "m"}},
+                      "high": {{"policy": "SCHED_FIFO", "priority": 90, "cpus": [5], "delay": 2000, "loop": 1,
+                               "lock": "m", "run": 1000, "unlock": "m"}},
+                      "mid": {{"policy": "SCHED_FIFO", "priority": 50, "cpus": [5], "delay": 2500, "loop": 1,
+                              "run": 50000}}}}}}"#
+        )
+    };
+    // Whether low-0 ever ran at high's priority, and which of high and mid
+    // exited first.
+    let boosted_low = |text: &str| {
+        text.lines()
+            .any(|l| l.contains("next_comm=low-0 ") && l.ends_with("next_prio=9"))
+    };
+    let high_first = |text: &str| {
+        let exit = |c: &str| {
+            text.find(&format!("sched_process_exit: comm={c}-0"))
+                .unwrap()
+        };
+        exit("high") < exit("mid")
+    };
+    let (v, text) = run_rtapp_traced("rtapp-pi", &doc(true));
+    assert_eq!(
+        v["counters"]["pi_boosts"].as_u64(),
+        Some(1),
+        "{}",
+        v["counters"]
+    );
+    assert!(boosted_low(&text) && high_first(&text), "{text}");
+    let (v, text) = run_rtapp_traced("rtapp-nopi", &doc(false));
+    assert_eq!(v["counters"]["pi_boosts"].as_u64(), Some(0));
+    assert!(!boosted_low(&text) && !high_first(&text), "{text}");
+}
+
 /// A `--feature` switch that changes none of compare's configurations is
 /// named in a note (as `run` does), one that changes any is not.
 #[test]
