@@ -284,3 +284,138 @@ fn an_exiting_owner_passes_its_pi_mutex_on() {
     assert!(one_ms(waiter_ns));
     assert_eq!(run(SyncObject::Mutex).1, 0);
 }
+
+/// A deadline waiter queues first (rt_mutex order) but lends nothing
+/// (deadline inheritance is not modelled); the RT waiter behind it boosts
+/// the owner, and the unlock hands the mutex to the deadline task.
+#[test]
+fn a_deadline_waiter_queues_first_and_an_rt_one_behind_it_boosts() {
+    let dl = SchedPolicy::Deadline {
+        runtime_ns: 2 * MS,
+        deadline_ns: 10 * MS,
+        period_ns: 10 * MS,
+    };
+    let mut s = sim(
+        vec![
+            (
+                "owner",
+                Some(vec![5]),
+                vec![lock(0), work(4 * MS), unlock(0)],
+            ),
+            (
+                "rt",
+                Some(vec![6]),
+                vec![set(SchedPolicy::Fifo(30)), sleep(MS), lock(0), unlock(0)],
+            ),
+            // (A deadline task's CPUs must span the root domain.)
+            (
+                "dl",
+                None,
+                vec![set(dl), sleep(2 * MS), lock(0), work(MS / 2), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        100 * MS,
+    );
+    assert_eq!(s.run_until(3 * MS), StopReason::TimeLimit);
+    let (owner, rt, dl) = (task(&s, 0), task(&s, 1), task(&s, 2));
+    assert_eq!(s.tasks[owner as usize].rt.map(|r| r.prio), Some(99 - 30));
+    assert_eq!(
+        s.ipc
+            .pi_waiters(0)
+            .map(|q| q.iter().copied().collect::<Vec<_>>()),
+        Some(vec![dl, rt])
+    );
+    // The owner's section ends at 4 ms; the deadline task holds the mutex
+    // for its half millisecond.
+    assert_eq!(s.run_until(4 * MS + MS / 4), StopReason::TimeLimit);
+    assert_eq!(s.ipc.mutex_owner(0), Some(dl));
+    assert!(!s.pi_boosted(owner));
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+/// A thread forked by a boosted owner takes its parent's own policy
+/// (sched_fork() copies `normal_prio`), not the lent priority.
+#[test]
+fn a_thread_forked_under_a_boost_takes_its_parents_own_policy() {
+    let mut spec = WorkloadSpec {
+        sync: vec![SyncObject::PiMutex],
+        ..threads_spec(
+            "pi",
+            vec![
+                (
+                    "owner",
+                    Some(vec![5]),
+                    vec![
+                        lock(0),
+                        work(2 * MS),
+                        Step::Spawn { template: 2 },
+                        work(MS),
+                        unlock(0),
+                    ],
+                ),
+                (
+                    "rt",
+                    Some(vec![6]),
+                    vec![set(SchedPolicy::Fifo(60)), sleep(MS), lock(0), unlock(0)],
+                ),
+                ("child", Some(vec![4]), vec![work(10 * MS)]),
+            ],
+            4 * MS,
+        )
+    };
+    spec.initial = vec![0, 1];
+    let mut s = quiet_sim("exynos5422", spec);
+    s.run();
+    let child = task(&s, 2);
+    assert!(s.counters.pi_boosts >= 1);
+    assert!(s.tasks[child as usize].rt.is_none(), "the child is fair");
+}
+
+/// pthread_cond_broadcast() with the PI mutex held requeues the waiters
+/// onto the mutex (FUTEX_CMP_REQUEUE_PI): they become its rt_mutex waiters
+/// and boost the broadcaster until it unlocks; each then gets the mutex in
+/// priority order.
+#[test]
+fn a_broadcast_requeues_onto_a_pi_mutex_as_its_waiters() {
+    let waiter = |prio: u8| {
+        vec![
+            set(SchedPolicy::Fifo(prio)),
+            lock(0),
+            Step::Wait {
+                cond: 1,
+                mutex: Some(0),
+            },
+            work(MS / 10),
+            unlock(0),
+        ]
+    };
+    let mut s = sim(
+        vec![
+            (
+                "caster",
+                Some(vec![5]),
+                vec![
+                    sleep(MS),
+                    lock(0),
+                    Step::BroadcastRequeue {
+                        cond: 1,
+                        mutex: 0,
+                        syscall_ns: 0,
+                    },
+                    work(2 * MS),
+                    unlock(0),
+                ],
+            ),
+            ("w20", Some(vec![6]), waiter(20)),
+            ("w40", Some(vec![7]), waiter(40)),
+        ],
+        vec![SyncObject::PiMutex, SyncObject::Cond],
+        100 * MS,
+    );
+    assert_eq!(s.run_until(2 * MS), StopReason::TimeLimit);
+    let caster = task(&s, 0);
+    assert_eq!(s.tasks[caster as usize].rt.map(|r| r.prio), Some(99 - 40));
+    assert_eq!(s.run(), StopReason::Finished);
+    assert!(!s.pi_boosted(caster));
+}
