@@ -662,12 +662,19 @@ impl Sim {
 
     fn exit_task(&mut self, t: TaskId) {
         // futex_exit_release() → exit_pi_state_list(): each PI mutex the
-        // task still owns passes to its first waiter, if any.
-        while let Some(m) = self.tasks[t as usize]
+        // task still owns with waiters (a kernel pi_state) passes to its
+        // first waiter. One without waiters was taken in user space: its
+        // futex word keeps the dead owner's TID, and a later locker waits
+        // forever (FUTEX_LOCK_PI fails with ESRCH, glibc then sleeps).
+        let with_waiters: Vec<u32> = self.tasks[t as usize]
             .pi
             .as_deref()
-            .and_then(|p| p.owned.first().copied())
-        {
+            .map(|p| p.owned.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&m| self.ipc.pi_waiters(m).is_some_and(|q| !q.is_empty()))
+            .collect();
+        for m in with_waiters {
             self.mutex_unlock(t, m);
         }
         self.tasks[t as usize].activity = Activity::Idle;

@@ -274,8 +274,10 @@ impl Sim {
 
     /// Recomputes `t`'s priority from its own and its waiters' (mirrors
     /// rt_mutex_adjust_prio() → rt_mutex_setprio()), on `cpu`, whose trace
-    /// records sched_pi_setprio. Returns whether the priority changed.
-    fn rt_mutex_setprio(&mut self, t: TaskId, cpu: CpuId) -> bool {
+    /// records sched_pi_setprio; with `cpu` `None`, as sched_setattr()
+    /// sets `p->prio` itself (no tracepoint). Returns whether the priority
+    /// changed.
+    fn rt_mutex_setprio(&mut self, t: TaskId, cpu: Option<CpuId>) -> bool {
         let tk = &self.tasks[t as usize];
         if tk.dl.is_some() || tk.state == crate::task::TaskState::Dead {
             return false;
@@ -308,7 +310,9 @@ impl Sim {
             on_rq: false,
         });
         self.counters.pi_boosts += u64::from(boosted);
-        self.trace_pi_setprio(cpu, t, eff);
+        if let Some(cpu) = cpu {
+            self.trace_pi_setprio(cpu, t, eff);
+        }
         self.change_rt_state(t, new, PrioChange::Pi);
         true
     }
@@ -320,7 +324,7 @@ impl Sim {
     pub(crate) fn pi_adjust_chain(&mut self, t: TaskId, cpu: CpuId) {
         let mut cur = t;
         for _ in 0..MAX_LOCK_DEPTH {
-            if !self.rt_mutex_setprio(cur, cpu) {
+            if !self.rt_mutex_setprio(cur, Some(cpu)) {
                 return;
             }
             let Some((m, _)) = self.tasks[cur as usize]
@@ -347,11 +351,43 @@ impl Sim {
         }
     }
 
-    /// sched_setattr() by a boosted task (__sched_setscheduler() with
-    /// `pi`): its own policy changes, and it keeps running at the better of
-    /// that and what its waiters lend. A switch to SCHED_DEADLINE ends the
-    /// boost first (boosting within the deadline class is not modelled).
-    pub(crate) fn sched_setattr_boosted(
+    /// `t` owns PI mutexes whose waiters lend it an RT priority.
+    pub(crate) fn pi_lent(&self, t: TaskId) -> bool {
+        self.pi_owns_any(t) && self.pi_donor_prio(t).is_some()
+    }
+
+    /// After a sched_setattr() that moved `t` into or out of the deadline
+    /// class, its priority follows what its waiters lend (no tracepoint).
+    pub(crate) fn pi_setprio_after_setattr(&mut self, t: TaskId) {
+        self.rt_mutex_setprio(t, None);
+    }
+
+    /// Ends `t`'s boost before a sched_setattr() to SCHED_DEADLINE
+    /// (boosting within the deadline class is not modelled; no tracepoint).
+    pub(crate) fn pi_unboost_for_setattr(&mut self, t: TaskId) {
+        let normal = self.normal_rt(t);
+        let pi = self.pi_mut(t);
+        pi.boosted = false;
+        pi.normal_rt = None;
+        let cur = self.tasks[t as usize].rt;
+        if cur.map(|r| r.prio) == normal.map(|n| n.prio) {
+            return;
+        }
+        let new = normal.map(|n| RtEntity {
+            prio: n.prio,
+            rr: n.rr,
+            time_slice_ticks: cur.map_or(self.rr_timeslice_ticks(), |c| c.time_slice_ticks),
+            on_rq: false,
+        });
+        self.change_rt_state(t, new, PrioChange::Pi);
+    }
+
+    /// sched_setattr() to a fair or RT policy by a task that is boosted or
+    /// whose waiters lend it a priority (__sched_setscheduler() with `pi`):
+    /// its own policy changes, and it runs at the better of that and what
+    /// its waiters lend, in one change of priority (no tracepoint: the
+    /// call sets `p->prio` itself).
+    pub(crate) fn sched_setattr_pi(
         &mut self,
         t: TaskId,
         policy: SchedPolicy,
@@ -359,22 +395,6 @@ impl Sim {
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
     ) {
-        if policy.is_deadline() {
-            let normal = self.normal_rt(t);
-            let pi = self.pi_mut(t);
-            pi.boosted = false;
-            pi.normal_rt = None;
-            let cur = self.tasks[t as usize].rt;
-            let new = normal.map(|n| RtEntity {
-                prio: n.prio,
-                rr: n.rr,
-                time_slice_ticks: cur.map_or(self.rr_timeslice_ticks(), |c| c.time_slice_ticks),
-                on_rq: false,
-            });
-            self.change_rt_state(t, new, PrioChange::Pi);
-            self.sched_setattr(t, policy, nice, runtime_ns, uclamp);
-            return;
-        }
         let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
             return;
         };
@@ -391,7 +411,11 @@ impl Sim {
                 tk.batch_policy = false;
             }
         }
-        self.pi_mut(t).normal_rt = normal;
+        // Stored as under a boost, so that rt_mutex_setprio() reads the new
+        // policy as the task's own; it then settles whether it is boosted.
+        let pi = self.pi_mut(t);
+        pi.boosted = true;
+        pi.normal_rt = normal;
         // __setscheduler_uclamp() by the policy, not the boosted class.
         let tk = &mut self.tasks[t as usize];
         tk.uclamp_min = match (tk.uclamp_min_user, normal.is_some()) {
@@ -400,8 +424,7 @@ impl Sim {
             (false, false) => 0,
         };
         tk.uclamp_max = umax;
-        let cpu = self.tasks[t as usize].cpu;
-        self.pi_adjust_chain(t, cpu);
+        self.rt_mutex_setprio(t, None);
     }
 }
 

@@ -285,6 +285,79 @@ fn an_exiting_owner_passes_its_pi_mutex_on() {
     assert_eq!(run(SyncObject::Mutex).1, 0);
 }
 
+/// A PI mutex its owner took uncontended has no kernel state: when the
+/// owner exits, the futex word keeps its TID, and a later locker waits
+/// forever (FUTEX_LOCK_PI fails with ESRCH; glibc then sleeps).
+#[test]
+fn a_pi_mutex_left_by_an_owner_without_waiters_stays_taken() {
+    let mut s = sim(
+        vec![
+            ("owner", Some(vec![4]), vec![lock(0), work(MS)]),
+            (
+                "late",
+                Some(vec![5]),
+                vec![sleep(3 * MS), lock(0), work(MS), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        10 * MS,
+    );
+    assert_eq!(s.run(), StopReason::Stalled);
+    assert_eq!(cpu_ns(&s, 1), 0);
+}
+
+/// sched_setattr() by an owner whose waiter lends it priority 9 (FIFO 90):
+/// FIFO 95 (prio 4) is better and applies; SCHED_OTHER then leaves the lent
+/// 9, in one change each, without sched_pi_setprio (the call sets the
+/// priority itself).
+#[test]
+fn setattr_by_an_owner_with_a_lending_waiter_changes_its_priority_once() {
+    let mut s = sim(
+        vec![
+            (
+                "owner",
+                Some(vec![5]),
+                vec![
+                    lock(0),
+                    work(2 * MS),
+                    set(SchedPolicy::Fifo(95)),
+                    work(MS),
+                    set(SchedPolicy::Normal),
+                    work(MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "high",
+                Some(vec![4]),
+                vec![set(SchedPolicy::Fifo(90)), sleep(MS), lock(0), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        100 * MS,
+    );
+    s.enable_trace(1 << 20);
+    assert_eq!(s.run_until(2 * MS + MS / 2), StopReason::TimeLimit);
+    let owner = task(&s, 0);
+    assert_eq!(s.tasks[owner as usize].rt.map(|r| r.prio), Some(4));
+    assert!(!s.pi_boosted(owner));
+    assert_eq!(s.run_until(3 * MS + MS / 2), StopReason::TimeLimit);
+    assert_eq!(s.tasks[owner as usize].rt.map(|r| r.prio), Some(9));
+    assert!(s.pi_boosted(owner));
+    assert_eq!(s.run(), StopReason::Finished);
+    let setprios: Vec<[i16; 2]> = s
+        .trace
+        .as_deref()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind, crate::trace::TraceKind::PiSetprio { .. }))
+        .map(|r| r.prio)
+        .collect();
+    // The boost at the block (120 → 9) and its end at the unlock (9 → 120).
+    assert_eq!(setprios, [[120, 9], [9, 120]]);
+}
+
 /// A deadline waiter queues first (rt_mutex order) but lends nothing
 /// (deadline inheritance is not modelled); the RT waiter behind it boosts
 /// the owner, and the unlock hands the mutex to the deadline task.

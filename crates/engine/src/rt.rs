@@ -828,15 +828,18 @@ impl Sim {
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
     ) {
-        if self.pi_boosted(t) {
-            self.sched_setattr_boosted(t, policy, nice, runtime_ns, uclamp);
+        let to_dl = policy.is_deadline() || self.tasks[t as usize].dl.is_some();
+        if !to_dl && (self.pi_boosted(t) || self.pi_lent(t)) {
+            self.sched_setattr_pi(t, policy, nice, runtime_ns, uclamp);
             return;
         }
+        if self.pi_boosted(t) {
+            self.pi_unboost_for_setattr(t);
+        }
         self.sched_setattr_unboosted(t, policy, nice, runtime_ns, uclamp);
-        // A lower priority may now be below a waiter's (rt_mutex_adjust_pi()).
+        // Out of the deadline class, a priority its waiters lend applies.
         if self.pi_owns_any(t) {
-            let cpu = self.tasks[t as usize].cpu;
-            self.pi_adjust_chain(t, cpu);
+            self.pi_setprio_after_setattr(t);
         }
     }
 
