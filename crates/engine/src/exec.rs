@@ -1512,6 +1512,9 @@ impl Sim {
     /// queue, so that each unlock wakes one of them. With the mutex not held
     /// (the requeue would strand them) every waiter is woken.
     fn cond_broadcast_requeue(&mut self, t: TaskId, cond: u32, m: u32) -> bool {
+        if self.ipc.pi_waiters(m).is_some() {
+            return self.cond_broadcast_requeue_pi(t, cond, m);
+        }
         let held = matches!(
             self.ipc.objs.get(m as usize),
             Some(Obj::Mutex { owner: Some(_), .. })
@@ -1524,31 +1527,50 @@ impl Sim {
         };
         let first = waiters.pop_front();
         let rest: Vec<TaskId> = waiters.drain(..).collect();
-        // futex_requeue() keeps each waiter's key; onto a PI mutex
-        // (FUTEX_CMP_REQUEUE_PI) they become its rt_mutex waiters.
-        match self.ipc.objs.get_mut(m as usize) {
-            Some(Obj::Mutex {
-                pi: true,
-                owner: Some(o),
-                ..
-            }) => {
-                let o = *o;
-                let cpu = self.tasks[t as usize].cpu;
-                for w in rest {
-                    self.pi_block(w, m, o, cpu);
-                }
+        // futex_requeue() keeps each waiter's key.
+        if let Some(Obj::Mutex { waiters, .. }) = self.ipc.objs.get_mut(m as usize) {
+            for w in rest {
+                crate::pi::futex_enqueue(&self.tasks, waiters, w);
             }
-            Some(Obj::Mutex { waiters, .. }) => {
-                for w in rest {
-                    crate::pi::futex_enqueue(&self.tasks, waiters, w);
-                }
-            }
-            _ => {}
         }
         let Some(w) = first else {
             return false;
         };
         self.wake_waiter(w, t, 0);
+        true
+    }
+
+    /// The same broadcast onto a PI mutex (FUTEX_CMP_REQUEUE_PI): while the
+    /// mutex is held no waiter is woken, every one becomes a waiter of its
+    /// rt_mutex (futex_proxy_trylock_atomic() fails, then
+    /// rt_mutex_start_proxy_lock() for each) and lends the owner its
+    /// priority; a free mutex goes at once to the first waiter, which is
+    /// woken, and the others queue behind it.
+    fn cond_broadcast_requeue_pi(&mut self, t: TaskId, cond: u32, m: u32) -> bool {
+        let Some(Obj::Cond { waiters }) = self.obj(cond) else {
+            return false;
+        };
+        let all: Vec<TaskId> = waiters.drain(..).collect();
+        let Some(&first) = all.first() else {
+            return false;
+        };
+        let cpu = self.tasks[t as usize].cpu;
+        let (owner, queued) = match self.ipc.objs.get_mut(m as usize) {
+            Some(Obj::Mutex { owner: Some(o), .. }) => (*o, &all[..]),
+            Some(Obj::Mutex { owner, .. }) => {
+                *owner = Some(first);
+                self.tasks[first as usize].locks_held += 1;
+                self.pi_handed_to(first, m);
+                (first, &all[1..])
+            }
+            _ => return false,
+        };
+        for &w in queued {
+            self.pi_block(w, m, owner, cpu);
+        }
+        if owner == first {
+            self.wake_waiter(first, t, 0);
+        }
         true
     }
 

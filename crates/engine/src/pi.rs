@@ -227,10 +227,7 @@ impl Sim {
             }
         }
         if let Some(w) = next {
-            let pi = self.pi_mut(w);
-            pi.blocked_on = None;
-            pi.handed = Some(m);
-            pi.owned.push(m);
+            self.pi_handed_to(w, m);
         }
         if let Some(o) = owner {
             self.pi_adjust_chain(o, cpu);
@@ -238,6 +235,15 @@ impl Sim {
         if let Some(w) = next {
             self.pi_adjust_chain(w, cpu);
         }
+    }
+
+    /// PI mutex `m` was given to the sleeping `w`: it owns it, and its lock
+    /// step returns with it when it runs.
+    pub(crate) fn pi_handed_to(&mut self, w: TaskId, m: u32) {
+        let pi = self.pi_mut(w);
+        pi.blocked_on = None;
+        pi.handed = Some(m);
+        pi.owned.push(m);
     }
 
     /// The lock step of `t` on PI mutex `m` finds `m` handed to it.
@@ -309,8 +315,8 @@ impl Sim {
             time_slice_ticks: cur.map_or(self.rr_timeslice_ticks(), |c| c.time_slice_ticks),
             on_rq: false,
         });
-        self.counters.pi_boosts += u64::from(boosted);
         if let Some(cpu) = cpu {
+            self.counters.pi_boosts += u64::from(boosted);
             self.trace_pi_setprio(cpu, t, eff);
         }
         self.change_rt_state(t, new, PrioChange::Pi);
@@ -416,15 +422,11 @@ impl Sim {
         let pi = self.pi_mut(t);
         pi.boosted = true;
         pi.normal_rt = normal;
-        // __setscheduler_uclamp() by the policy, not the boosted class.
-        let tk = &mut self.tasks[t as usize];
-        tk.uclamp_min = match (tk.uclamp_min_user, normal.is_some()) {
-            (true, _) => umin,
-            (false, true) => 1024,
-            (false, false) => 0,
-        };
-        tk.uclamp_max = umax;
         self.rt_mutex_setprio(t, None);
+        // __setscheduler_uclamp() after `p->prio` is set: the default
+        // minimum follows the class the task now runs in (rt_task()), lent
+        // priority included.
+        self.setscheduler_uclamp(t, umin, umax);
     }
 }
 

@@ -492,3 +492,260 @@ fn a_broadcast_requeues_onto_a_pi_mutex_as_its_waiters() {
     assert_eq!(s.run(), StopReason::Finished);
     assert!(!s.pi_boosted(caster));
 }
+
+/// An RT owner of a PI mutex with a lower-priority RT waiter switches
+/// itself to SCHED_OTHER. __sched_setscheduler() computes newprio =
+/// rt_effective_prio() = the waiter's 49 and, the priority lowered, enqueues
+/// it at the HEAD of that list (syscalls.c:671, 697): it keeps running ahead
+/// of `c`, a FIFO 50 task queued on its CPU, and unlocks at 5 ms.
+#[test]
+fn setattr_to_fair_by_an_owner_keeps_the_lent_priority_at_the_head() {
+    let mut s = sim(
+        vec![
+            (
+                "a",
+                Some(vec![5]),
+                vec![
+                    sleep(MS / 4),
+                    set(SchedPolicy::Fifo(90)),
+                    lock(0),
+                    work(2 * MS),
+                    set(SchedPolicy::Normal),
+                    work(3 * MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "b",
+                Some(vec![6]),
+                vec![
+                    set(SchedPolicy::Fifo(50)),
+                    sleep(MS),
+                    lock(0),
+                    work(MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "c",
+                Some(vec![5]),
+                vec![set(SchedPolicy::Fifo(50)), sleep(3 * MS / 2), work(10 * MS)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        7 * MS,
+    );
+    s.run();
+    assert!(
+        one_ms(cpu_ns(&s, 1)),
+        "b got the lock by 6 ms: {}",
+        cpu_ns(&s, 1)
+    );
+}
+
+/// A boosted fair task calls sched_setattr(SCHED_OTHER). p->prio is
+/// still the lent RT priority when __setscheduler_uclamp() runs
+/// (syscalls.c:687 then :395, rt_task() reads p->prio), so its default
+/// UCLAMP_MIN becomes sysctl_sched_uclamp_util_min_rt_default (1024), and
+/// stays so after the deboost (rt_mutex_setprio() leaves uclamp alone).
+#[test]
+fn the_uclamp_default_after_setattr_follows_the_lent_class() {
+    let mut s = sim(
+        vec![
+            (
+                "low",
+                Some(vec![5]),
+                vec![
+                    lock(0),
+                    work(2 * MS),
+                    set(SchedPolicy::Normal),
+                    work(MS),
+                    unlock(0),
+                    work(5 * MS),
+                ],
+            ),
+            (
+                "high",
+                Some(vec![4]),
+                vec![set(SchedPolicy::Fifo(80)), sleep(MS), lock(0), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        5 * MS,
+    );
+    s.run();
+    let low = task(&s, 0);
+    assert!(s.tasks[low as usize].rt.is_none());
+    assert_eq!(s.tasks[low as usize].uclamp_min, 1024);
+}
+
+/// pthread_cond_broadcast() with a PI mutex (glibc < 2.25,
+/// FUTEX_CMP_REQUEUE_PI): with the mutex held, futex_proxy_trylock_atomic()
+/// fails and *every* waiter, the first included, is requeued onto the
+/// rt_mutex (requeue.c); nobody is woken. Two equal-priority waiters keep
+/// their order: w1 (first to wait) gets the mutex first.
+#[test]
+fn a_requeue_onto_a_held_pi_mutex_wakes_nobody() {
+    let wait = Step::Wait {
+        cond: 1,
+        mutex: Some(0),
+    };
+    let mut s = sim(
+        vec![
+            (
+                "w1",
+                Some(vec![5]),
+                vec![
+                    set(SchedPolicy::Fifo(50)),
+                    lock(0),
+                    wait.clone(),
+                    work(MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "w2",
+                Some(vec![6]),
+                vec![
+                    set(SchedPolicy::Fifo(50)),
+                    sleep(MS / 2),
+                    lock(0),
+                    wait,
+                    work(MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "bc",
+                Some(vec![4]),
+                vec![
+                    sleep(MS),
+                    lock(0),
+                    Step::BroadcastRequeue {
+                        cond: 1,
+                        mutex: 0,
+                        syscall_ns: 0,
+                    },
+                    work(MS),
+                    unlock(0),
+                    work(5 * MS),
+                ],
+            ),
+        ],
+        vec![SyncObject::PiMutex, SyncObject::Cond],
+        2 * MS + MS / 2,
+    );
+    s.run();
+    let w1 = task(&s, 0);
+    // w1 was not woken by the broadcast: only by the hand-off at 2 ms.
+    assert_eq!(
+        s.ipc.mutex_owner(0),
+        Some(w1),
+        "w1 (first waiter) owns the mutex"
+    );
+}
+
+/// boosts of owners that sleep with a delayed dequeue, or
+/// are on a wake list, at many offsets; invariants checked.
+#[test]
+fn boosts_of_owners_asleep_with_a_delayed_dequeue_keep_the_invariants() {
+    for off in 0..40u64 {
+        let mut s = sim(
+            vec![
+                (
+                    "owner",
+                    Some(vec![5]),
+                    vec![
+                        lock(0),
+                        work(3 * MS),
+                        sleep(MS / 3),
+                        work(MS / 2),
+                        sleep(MS / 5),
+                        work(MS),
+                        unlock(0),
+                        work(MS),
+                    ],
+                ),
+                ("hog", Some(vec![5]), vec![work(20 * MS)]),
+                ("hog2", Some(vec![5]), vec![sleep(MS), work(20 * MS)]),
+                (
+                    "rt",
+                    Some(vec![0, 6]),
+                    vec![
+                        set(SchedPolicy::Rr(30)),
+                        sleep(2 * MS + off * 100_000),
+                        lock(0),
+                        work(MS),
+                        unlock(0),
+                    ],
+                ),
+                (
+                    "rt2",
+                    Some(vec![1, 7]),
+                    vec![
+                        set(SchedPolicy::Fifo(60)),
+                        sleep(3 * MS + off * 77_000),
+                        lock(0),
+                        work(MS),
+                        unlock(0),
+                    ],
+                ),
+            ],
+            vec![SyncObject::PiMutex],
+            40 * MS,
+        );
+        let stop = s.run();
+        assert_eq!(stop, StopReason::TimeLimit, "off {off}");
+        assert!(
+            cpu_ns(&s, 3) >= MS && cpu_ns(&s, 4) >= MS,
+            "off {off}: {} {}",
+            cpu_ns(&s, 3),
+            cpu_ns(&s, 4)
+        );
+    }
+}
+
+/// the boost of an owner on a remote wake list.
+#[test]
+fn boosts_of_owners_on_a_wake_list_keep_the_invariants() {
+    for off in 0..40u64 {
+        let mut s = sim(
+            vec![
+                (
+                    "owner",
+                    Some(vec![5]),
+                    vec![
+                        lock(0),
+                        Step::Wait {
+                            cond: 1,
+                            mutex: None,
+                        },
+                        work(MS),
+                        unlock(0),
+                        work(MS),
+                    ],
+                ),
+                (
+                    "sig",
+                    Some(vec![0]),
+                    vec![sleep(MS), Step::Signal { cond: 1 }, work(MS)],
+                ),
+                (
+                    "rt",
+                    Some(vec![6]),
+                    vec![
+                        set(SchedPolicy::Fifo(30)),
+                        sleep(MS - 100_000 + off * 5_000),
+                        lock(0),
+                        work(MS),
+                        unlock(0),
+                    ],
+                ),
+            ],
+            vec![SyncObject::PiMutex, SyncObject::Cond],
+            10 * MS,
+        );
+        let stop = s.run();
+        assert_eq!(stop, StopReason::Finished, "off {off}");
+    }
+}
