@@ -1862,7 +1862,19 @@ fn run(
             .iter()
             .take(8)
             .map(|(name, pc, step)| match step {
-                Some(s) => format!("{name} at step {pc} ({s:?})"),
+                Some(s) => {
+                    // The objects as the workload's file names them.
+                    let named: Vec<&str> = s
+                        .sync_refs()
+                        .into_iter()
+                        .filter_map(|id| w.object_name(id))
+                        .collect();
+                    if named.is_empty() {
+                        format!("{name} at step {pc} ({s:?})")
+                    } else {
+                        format!("{name} at step {pc} ({s:?}: {})", named.join(", "))
+                    }
+                }
                 None => format!("{name} at step {pc}"),
             })
             .collect();

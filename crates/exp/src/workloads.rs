@@ -210,6 +210,15 @@ impl Builtin {
         }
     }
 
+    /// The name the workload's file gives synchronisation object `id` (rt-app
+    /// files name theirs; the built-ins' objects have none).
+    pub fn object_name(&self, id: u32) -> Option<&str> {
+        match self {
+            Builtin::RtApp(r) => r.objects.get(id as usize).map(String::as_str),
+            _ => None,
+        }
+    }
+
     /// Imports rt-app JSON text for a machine of `nr_cpus` CPUs of unknown
     /// speeds (`run` is work on a capacity-1024 CPU).
     pub fn from_rtapp(text: &str, nr_cpus: usize) -> Result<Builtin, RtAppError> {

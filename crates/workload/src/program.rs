@@ -249,6 +249,24 @@ pub enum Step {
     },
 }
 
+impl Step {
+    /// The synchronisation objects of the lock, condition, semaphore and
+    /// barrier steps (for messages that name them).
+    pub fn sync_refs(&self) -> Vec<SyncId> {
+        match *self {
+            Step::Lock { mutex } | Step::Unlock { mutex } | Step::SpinLock { mutex } => vec![mutex],
+            Step::Wait { cond, mutex } => std::iter::once(cond).chain(mutex).collect(),
+            Step::Signal { cond } | Step::Broadcast { cond } | Step::BroadcastSync { cond } => {
+                vec![cond]
+            }
+            Step::BroadcastRequeue { cond, mutex, .. } => vec![cond, mutex],
+            Step::SemPost { sem } | Step::SemWait { sem } | Step::SemReset { sem } => vec![sem],
+            Step::Barrier { id, .. } => vec![id],
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The attributes of a [`Step::SetAttr`] (boxed there: a thread sets them
 /// rarely, and inline they would make every step of every program larger).
 #[derive(Clone, Debug, PartialEq)]

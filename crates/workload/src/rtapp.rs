@@ -417,6 +417,9 @@ pub struct RtApp {
     /// document order: the CPU sets its threads give themselves with
     /// sched_setaffinity(), which a run's `--cpus` restricts.
     pub cpus: Vec<(String, CpuMask)>,
+    /// Each synchronisation object as the file names it, by id (`mutex
+    /// "m"`, `cond "c"`, `barrier "b"`, `sem "s"`), for messages.
+    pub objects: Vec<String>,
 }
 
 /// Scheduling policies rt-app knows. `prio` is the task's `priority` with
@@ -886,6 +889,16 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
     for (id, parties) in &names.barrier_refs {
         names.sync[*id as usize] = SyncObject::Barrier { parties: *parties };
     }
+    let mut objects = vec![String::new(); names.sync.len()];
+    for ((kind, name), &id) in &names.by_name {
+        let kind = match *kind {
+            K_MUTEX => "mutex",
+            K_COND => "cond",
+            K_BARRIER => "barrier",
+            _ => "sem",
+        };
+        objects[id as usize] = format!("{kind} {name:?}");
+    }
     if max_time_ns.is_none() {
         notes.push(format!(
             "no global.duration: simulation limited to {} s",
@@ -903,6 +916,7 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
         },
         notes,
         cpus: cpu_lists,
+        objects,
     })
 }
 

@@ -1906,6 +1906,34 @@ fn run_takes_rtapp_priority_inheritance() {
     assert!(!boosted_low(&text) && !high_first(&text), "{text}");
 }
 
+/// A deadlock in an rt-app file (two threads taking two mutexes in
+/// opposite orders) stops the run as stalled, naming each waiting thread,
+/// its step and the mutex by the file's own name.
+#[test]
+fn a_stalled_rtapp_run_names_the_mutexes_as_the_file_does() {
+    let wl = tempdir("rtapp-abba").join("abba.json");
+    std::fs::write(
+        &wl,
+        r#"{"global": {"calibration": 100, "pi_enabled": true},
+            "tasks": {"a": {"loop": 1, "lock": "x", "run": 1000, "lock2": "y", "unlock": "y", "unlock2": "x"},
+                      "b": {"loop": 1, "lock": "y", "run": 1000, "lock2": "x", "unlock": "x", "unlock2": "y"}}}"#,
+    )
+    .unwrap();
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        wl.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(
+        out.contains(r#"a-0 at step 4 (Lock { mutex: 1 }: mutex "y")"#)
+            && out.contains(r#"b-0 at step 4 (Lock { mutex: 0 }: mutex "x")"#),
+        "{out}"
+    );
+}
+
 /// A `--feature` switch that changes none of compare's configurations is
 /// named in a note (as `run` does), one that changes any is not.
 #[test]
