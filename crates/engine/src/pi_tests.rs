@@ -24,6 +24,21 @@ fn sleep(ns: u64) -> Step {
     Step::Sleep { ns }
 }
 
+/// A thread that takes `policy` (if any), sleeps `after_ns` (if any), then
+/// holds mutex 0 for `hold_ns` of work.
+fn locker(policy: Option<SchedPolicy>, after_ns: u64, hold_ns: u64) -> Vec<Step> {
+    let mut v: Vec<Step> = policy.map(set).into_iter().collect();
+    if after_ns > 0 {
+        v.push(sleep(after_ns));
+    }
+    v.push(lock(0));
+    if hold_ns > 0 {
+        v.push(work(hold_ns));
+    }
+    v.push(unlock(0));
+    v
+}
+
 /// The threads with `sync` objects, on exynos5422 (CPUs 4-7 are the A15s).
 fn sim(threads: Vec<crate::scenarios::TestThread>, sync: Vec<SyncObject>, max_ns: u64) -> Sim {
     let spec = WorkloadSpec {
@@ -57,21 +72,11 @@ fn inheritance_bounds_a_priority_inversion() {
     let run = |kind: SyncObject| {
         let mut s = sim(
             vec![
-                (
-                    "low",
-                    Some(vec![5]),
-                    vec![sleep(MS), lock(0), work(5 * MS), unlock(0)],
-                ),
+                ("low", Some(vec![5]), locker(None, MS, 5 * MS)),
                 (
                     "high",
                     Some(vec![5]),
-                    vec![
-                        set(SchedPolicy::Fifo(90)),
-                        sleep(2 * MS),
-                        lock(0),
-                        work(MS),
-                        unlock(0),
-                    ],
+                    locker(Some(SchedPolicy::Fifo(90)), 2 * MS, MS),
                 ),
                 (
                     "mid",
@@ -111,11 +116,7 @@ fn inheritance_bounds_a_priority_inversion() {
 fn a_boost_passes_along_a_chain_of_locks() {
     let threads = || {
         vec![
-            (
-                "low",
-                Some(vec![5]),
-                vec![lock(0), work(10 * MS), unlock(0)],
-            ),
+            ("low", Some(vec![5]), locker(None, 0, 10 * MS)),
             (
                 "mid",
                 Some(vec![6]),
@@ -155,26 +156,12 @@ fn a_boost_passes_along_a_chain_of_locks() {
 fn a_futex_wakes_its_best_priority_waiter_first() {
     let mut s = sim(
         vec![
-            (
-                "holder",
-                Some(vec![4]),
-                vec![lock(0), work(5 * MS), unlock(0)],
-            ),
-            (
-                "fair",
-                Some(vec![5]),
-                vec![sleep(MS), lock(0), work(5 * MS), unlock(0)],
-            ),
+            ("holder", Some(vec![4]), locker(None, 0, 5 * MS)),
+            ("fair", Some(vec![5]), locker(None, MS, 5 * MS)),
             (
                 "rt",
                 Some(vec![6]),
-                vec![
-                    set(SchedPolicy::Fifo(10)),
-                    sleep(2 * MS),
-                    lock(0),
-                    work(5 * MS),
-                    unlock(0),
-                ],
+                locker(Some(SchedPolicy::Fifo(10)), 2 * MS, 5 * MS),
             ),
         ],
         vec![SyncObject::Mutex],
@@ -207,11 +194,7 @@ fn an_unlock_hands_a_pi_mutex_to_its_waiter() {
                         },
                     ],
                 ),
-                (
-                    "waiter",
-                    Some(vec![5]),
-                    vec![sleep(MS / 2), lock(0), work(MS), unlock(0)],
-                ),
+                ("waiter", Some(vec![5]), locker(None, MS / 2, MS)),
             ],
             vec![kind],
             5 * MS,
@@ -244,7 +227,7 @@ fn setattr_under_a_boost_keeps_the_lent_priority() {
             (
                 "high",
                 Some(vec![4]),
-                vec![set(SchedPolicy::Fifo(80)), sleep(MS), lock(0), unlock(0)],
+                locker(Some(SchedPolicy::Fifo(80)), MS, 0),
             ),
         ]
     };
@@ -267,11 +250,7 @@ fn an_exiting_owner_passes_its_pi_mutex_on() {
         let mut s = sim(
             vec![
                 ("owner", Some(vec![4]), vec![lock(0), work(MS)]),
-                (
-                    "waiter",
-                    Some(vec![5]),
-                    vec![sleep(MS / 2), lock(0), work(MS), unlock(0)],
-                ),
+                ("waiter", Some(vec![5]), locker(None, MS / 2, MS)),
             ],
             vec![kind],
             10 * MS,
@@ -293,11 +272,7 @@ fn a_pi_mutex_left_by_an_owner_without_waiters_stays_taken() {
     let mut s = sim(
         vec![
             ("owner", Some(vec![4]), vec![lock(0), work(MS)]),
-            (
-                "late",
-                Some(vec![5]),
-                vec![sleep(3 * MS), lock(0), work(MS), unlock(0)],
-            ),
+            ("late", Some(vec![5]), locker(None, 3 * MS, MS)),
         ],
         vec![SyncObject::PiMutex],
         10 * MS,
@@ -330,7 +305,7 @@ fn setattr_by_an_owner_with_a_lending_waiter_changes_its_priority_once() {
             (
                 "high",
                 Some(vec![4]),
-                vec![set(SchedPolicy::Fifo(90)), sleep(MS), lock(0), unlock(0)],
+                locker(Some(SchedPolicy::Fifo(90)), MS, 0),
             ),
         ],
         vec![SyncObject::PiMutex],
@@ -370,22 +345,14 @@ fn a_deadline_waiter_queues_first_and_an_rt_one_behind_it_boosts() {
     };
     let mut s = sim(
         vec![
-            (
-                "owner",
-                Some(vec![5]),
-                vec![lock(0), work(4 * MS), unlock(0)],
-            ),
+            ("owner", Some(vec![5]), locker(None, 0, 4 * MS)),
             (
                 "rt",
                 Some(vec![6]),
-                vec![set(SchedPolicy::Fifo(30)), sleep(MS), lock(0), unlock(0)],
+                locker(Some(SchedPolicy::Fifo(30)), MS, 0),
             ),
             // (A deadline task's CPUs must span the root domain.)
-            (
-                "dl",
-                None,
-                vec![set(dl), sleep(2 * MS), lock(0), work(MS / 2), unlock(0)],
-            ),
+            ("dl", None, locker(Some(dl), 2 * MS, MS / 2)),
         ],
         vec![SyncObject::PiMutex],
         100 * MS,
@@ -430,7 +397,7 @@ fn a_thread_forked_under_a_boost_takes_its_parents_own_policy() {
                 (
                     "rt",
                     Some(vec![6]),
-                    vec![set(SchedPolicy::Fifo(60)), sleep(MS), lock(0), unlock(0)],
+                    locker(Some(SchedPolicy::Fifo(60)), MS, 0),
                 ),
                 ("child", Some(vec![4]), vec![work(10 * MS)]),
             ],
@@ -518,13 +485,7 @@ fn setattr_to_fair_by_an_owner_keeps_the_lent_priority_at_the_head() {
             (
                 "b",
                 Some(vec![6]),
-                vec![
-                    set(SchedPolicy::Fifo(50)),
-                    sleep(MS),
-                    lock(0),
-                    work(MS),
-                    unlock(0),
-                ],
+                locker(Some(SchedPolicy::Fifo(50)), MS, MS),
             ),
             (
                 "c",
@@ -567,7 +528,7 @@ fn the_uclamp_default_after_setattr_follows_the_lent_class() {
             (
                 "high",
                 Some(vec![4]),
-                vec![set(SchedPolicy::Fifo(80)), sleep(MS), lock(0), unlock(0)],
+                locker(Some(SchedPolicy::Fifo(80)), MS, 0),
             ),
         ],
         vec![SyncObject::PiMutex],
@@ -645,8 +606,8 @@ fn a_requeue_onto_a_held_pi_mutex_wakes_nobody() {
     );
 }
 
-/// boosts of owners that sleep with a delayed dequeue, or
-/// are on a wake list, at many offsets; invariants checked.
+/// Boosts of an owner that sleeps with a delayed dequeue, or is on a
+/// wake list, at many offsets; invariants checked after every event.
 #[test]
 fn boosts_of_owners_asleep_with_a_delayed_dequeue_keep_the_invariants() {
     for off in 0..40u64 {
@@ -671,24 +632,12 @@ fn boosts_of_owners_asleep_with_a_delayed_dequeue_keep_the_invariants() {
                 (
                     "rt",
                     Some(vec![0, 6]),
-                    vec![
-                        set(SchedPolicy::Rr(30)),
-                        sleep(2 * MS + off * 100_000),
-                        lock(0),
-                        work(MS),
-                        unlock(0),
-                    ],
+                    locker(Some(SchedPolicy::Rr(30)), 2 * MS + off * 100_000, MS),
                 ),
                 (
                     "rt2",
                     Some(vec![1, 7]),
-                    vec![
-                        set(SchedPolicy::Fifo(60)),
-                        sleep(3 * MS + off * 77_000),
-                        lock(0),
-                        work(MS),
-                        unlock(0),
-                    ],
+                    locker(Some(SchedPolicy::Fifo(60)), 3 * MS + off * 77_000, MS),
                 ),
             ],
             vec![SyncObject::PiMutex],
@@ -705,7 +654,7 @@ fn boosts_of_owners_asleep_with_a_delayed_dequeue_keep_the_invariants() {
     }
 }
 
-/// the boost of an owner on a remote wake list.
+/// The boost of an owner on a remote wake list, at many offsets.
 #[test]
 fn boosts_of_owners_on_a_wake_list_keep_the_invariants() {
     for off in 0..40u64 {
@@ -733,13 +682,7 @@ fn boosts_of_owners_on_a_wake_list_keep_the_invariants() {
                 (
                     "rt",
                     Some(vec![6]),
-                    vec![
-                        set(SchedPolicy::Fifo(30)),
-                        sleep(MS - 100_000 + off * 5_000),
-                        lock(0),
-                        work(MS),
-                        unlock(0),
-                    ],
+                    locker(Some(SchedPolicy::Fifo(30)), MS - 100_000 + off * 5_000, MS),
                 ),
             ],
             vec![SyncObject::PiMutex, SyncObject::Cond],
