@@ -1960,8 +1960,8 @@ fn run(
     }
     if c.pi_boosts > 0 {
         outln!(
-            "  priority inheritance: {} boosts (an owner of a PI mutex raised to a waiter's RT priority)",
-            c.pi_boosts
+            "  priority inheritance: {} (an owner of a PI mutex raised to a waiter's RT priority)",
+            counted(c.pi_boosts as usize, "boost")
         );
     }
     if c.timers_early > 0 {
