@@ -528,6 +528,15 @@ impl Sim {
                     if self.stop == Some(StopReason::Exited) {
                         return;
                     }
+                    // Back to user space with the CPU to reschedule (a
+                    // lower priority, a better task queued): schedule()
+                    // runs before the next step, which continues from an
+                    // event at this instant.
+                    let cpu = self.tasks[t as usize].cpu;
+                    if self.rqs[cpu as usize].need_resched {
+                        self.start_activity(t, Activity::Compute, 0.0);
+                        return;
+                    }
                 }
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus.map(|m| *m)) {
