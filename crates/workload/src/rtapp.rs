@@ -1339,6 +1339,16 @@ fn parse_task(
             slot: 0,
         });
     }
+    // thread_body()'s end: pthread_setschedparam(SCHED_OTHER, 0) before the
+    // thread exits (sched_setscheduler() keeps the nice value and a custom
+    // slice; clamps not set by the user return to their defaults).
+    def.steps.push(Step::SetAttr(Box::new(Attrs {
+        policy: SchedPolicy::Normal,
+        nice: None,
+        runtime_ns: None,
+        util_min: None,
+        util_max: None,
+    })));
     def.steps.push(Step::Exit);
     Ok(def)
 }
@@ -1917,7 +1927,14 @@ mod tests {
             4,
         )
         .unwrap();
-        assert_eq!(attrs(&r), vec![(SchedPolicy::Fifo(50), None, None)]);
+        // (The last is SCHED_OTHER at the thread's end, nice and slice kept.)
+        assert_eq!(
+            attrs(&r),
+            vec![
+                (SchedPolicy::Fifo(50), None, None),
+                (SchedPolicy::Normal, None, None)
+            ]
+        );
         assert!(
             r.notes.iter().any(|n| n.contains("dl-runtime ignored")),
             "{:?}",
@@ -1941,6 +1958,7 @@ mod tests {
                 (SchedPolicy::Rr(70), None, None),
                 (SchedPolicy::Fifo(10), None, None),
                 (SchedPolicy::Normal, Some(0), Some(0)),
+                (SchedPolicy::Normal, None, None),
             ]
         );
         let e = parse(
@@ -2061,6 +2079,14 @@ mod tests {
                     count: 3,
                     slot: 0
                 },
+                // SCHED_OTHER before the thread exits, as rt-app sets it.
+                Step::SetAttr(Box::new(Attrs {
+                    policy: SchedPolicy::Normal,
+                    nice: None,
+                    runtime_ns: None,
+                    util_min: None,
+                    util_max: None,
+                })),
                 Step::Exit
             ]
         );

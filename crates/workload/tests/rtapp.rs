@@ -191,6 +191,9 @@ fn dl_runtime_on_a_fair_task_is_a_custom_slice() {
             // "back" names no policy: the one in force, SCHED_IDLE, stays,
             // and its priority is ignored as under SCHED_IDLE.
             attr(Idle, None, None),
+            // rt-app's SCHED_OTHER before the thread exits: nice value and
+            // slice kept (sched_setscheduler()).
+            attr(Normal, None, None),
         ]
     );
     assert_eq!(r.spec.templates[0].nice, 0);
@@ -244,6 +247,8 @@ fn utilisation_clamps_are_set_at_start_and_per_phase() {
             (Normal, Some(0), Some(0), Some(512), None),
             (Normal, None, None, None, Some(800)),
             (Normal, Some(1), Some(0), Some(0), None),
+            // SCHED_OTHER at the thread's end keeps the clamps the file set.
+            (Normal, None, None, None, None),
         ]
     );
     assert!(matches!(r.spec.templates[0].steps[1], Step::SetAttr(_)));

@@ -1881,17 +1881,22 @@ fn run_takes_rtapp_priority_inheritance() {
         )
     };
     // Whether low-0 ever ran at high's priority, and which of high and mid
-    // exited first.
+    // ran first on CPU 5 after the mutex was handed on.
     let boosted_low = |text: &str| {
         text.lines()
             .any(|l| l.contains("next_comm=low-0 ") && l.ends_with("next_prio=9"))
     };
+    // high-0's return to CPU 5 with the mutex (its second switch-in there)
+    // against the hog's first.
     let high_first = |text: &str| {
-        let exit = |c: &str| {
-            text.find(&format!("sched_process_exit: comm={c}-0"))
-                .unwrap()
+        let ins = |c: &str| -> Vec<usize> {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains("[005]") && l.contains(&format!("next_comm={c}-0 ")))
+                .map(|(i, _)| i)
+                .collect()
         };
-        exit("high") < exit("mid")
+        ins("high")[1] < ins("mid")[0]
     };
     let (v, text) = run_rtapp_traced("rtapp-pi", &doc(true));
     assert_eq!(
