@@ -569,3 +569,41 @@ fn a_child_of_an_rt_task_inherits_its_zero_timer_slack() {
         crate::exec::TIMER_SLACK_NS
     );
 }
+
+/// sched_setattr() that lowers the running task below a queued one
+/// switches it out before its next step, even one that takes no time (here
+/// its exit): the return to user space runs schedule().
+#[test]
+fn lowering_itself_switches_a_task_out_before_its_next_step() {
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                (
+                    "a",
+                    Some(vec![5]),
+                    set_then(
+                        SchedPolicy::Fifo(50),
+                        vec![Step::Compute { work_ns: 2 * MS }, set(SchedPolicy::Normal)],
+                    ),
+                ),
+                (
+                    "b",
+                    Some(vec![5]),
+                    vec![
+                        set(SchedPolicy::Fifo(10)),
+                        Step::Sleep { ns: 2 * MS },
+                        Step::Compute { work_ns: 5 * MS },
+                    ],
+                ),
+            ],
+            100 * MS,
+        ),
+    );
+    assert_eq!(s.run_until(4 * MS), StopReason::TimeLimit);
+    let a = s.tasks.iter().position(|t| t.template == 0).unwrap();
+    assert_ne!(s.tasks[a].state, crate::task::TaskState::Dead);
+    assert!(s.tasks[a].rt.is_none(), "a is a fair task again");
+    assert_eq!(s.run(), StopReason::Finished);
+    assert!(s.now >= 8 * MS, "a exited after b's work: {} ns", s.now);
+}
