@@ -529,10 +529,11 @@ impl Sim {
                         return;
                     }
                     // Back to user space with the CPU to reschedule (a
-                    // lower priority, a better task queued): schedule()
-                    // runs before the next step, which continues from an
-                    // event at this instant.
+                    // lower priority, a better task queued; a lazy request
+                    // applies there too): schedule() runs before the next
+                    // step, which continues from an event at this instant.
                     let cpu = self.tasks[t as usize].cpu;
+                    self.resched_lazy_honour(cpu);
                     if self.rqs[cpu as usize].need_resched {
                         self.start_activity(t, Activity::Compute, 0.0);
                         return;
