@@ -843,6 +843,8 @@ impl Sim {
         }
     }
 
+    /// sched_setattr() of a task that runs at its own priority and whose
+    /// waiters lend it none (or that moves into or out of SCHED_DEADLINE).
     fn sched_setattr_unboosted(
         &mut self,
         t: TaskId,
