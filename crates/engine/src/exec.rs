@@ -1274,10 +1274,7 @@ impl Sim {
             // Woken by an unlock that handed it the PI mutex: the futex
             // word names it, and only the lock's cache line is to move.
             Some(o) if o == t && pi && self.pi_take_handed(t, m) => {
-                let cpu = self.tasks[t as usize].cpu;
-                self.tasks[t as usize].lock_xfer_ns = last_cpu
-                    .filter(|&f| f != cpu)
-                    .map_or(0, |f| u64::from(self.machine.c2c_ns(f, cpu)));
+                self.tasks[t as usize].lock_xfer_ns = self.lock_line_ns(t, last_cpu);
                 Flow::Next
             }
             Some(o) => {
@@ -1465,8 +1462,14 @@ impl Sim {
     /// another CPU (core-to-core latency, as a lock handed to a spinner pays
     /// in release_spinner()), time `t` spends holding the lock; else 0.
     fn take_lock_line(&mut self, t: TaskId, from: Option<schedlab_topo::CpuId>) -> u64 {
-        let cpu = self.tasks[t as usize].cpu;
         self.tasks[t as usize].locks_held += 1;
+        self.lock_line_ns(t, from)
+    }
+
+    /// The transfer of a lock's cache line from `from`, the CPU that
+    /// released it last, to `t`'s (core-to-core latency; 0 on the same CPU).
+    fn lock_line_ns(&self, t: TaskId, from: Option<schedlab_topo::CpuId>) -> u64 {
+        let cpu = self.tasks[t as usize].cpu;
         from.filter(|&f| f != cpu)
             .map_or(0, |f| u64::from(self.machine.c2c_ns(f, cpu)))
     }

@@ -123,6 +123,16 @@ fn queued_key(tasks: &[Task], w: TaskId) -> WaiterKey {
         .map_or((DEFAULT_PRIO, 0), |(_, k)| k)
 }
 
+/// The priority a task runs at: the better of its own RT priority (`None`:
+/// a fair policy) and the best one its waiters lend (`__rt_effective_prio()`).
+fn effective_prio(normal: Option<u8>, lent: Option<u8>) -> Option<u8> {
+    match (normal, lent) {
+        (Some(n), Some(d)) => Some(n.min(d)),
+        (n, None) => n,
+        (None, d) => d,
+    }
+}
+
 /// Is `a` before `b` (rt_waiter_node_less())? Deadlines count only between
 /// deadline waiters.
 fn key_less(a: WaiterKey, b: WaiterKey) -> bool {
@@ -289,35 +299,45 @@ impl Sim {
             return false;
         }
         let normal = self.normal_rt(t);
-        let donor = self.pi_donor_prio(t);
-        let eff = match (normal, donor) {
-            (Some(n), Some(d)) => Some(n.prio.min(d)),
-            (Some(n), None) => Some(n.prio),
-            (None, d) => d,
-        };
+        let eff = effective_prio(normal.map(|n| n.prio), self.pi_donor_prio(t));
         let boosted = eff != normal.map(|n| n.prio);
         if boosted || self.tasks[t as usize].pi.is_some() {
             let pi = self.pi_mut(t);
             pi.boosted = boosted;
             pi.normal_rt = if boosted { normal } else { None };
         }
-        let rr = normal.is_some_and(|n| n.rr);
+        let changed = self.set_rt_prio(t, eff, normal.is_some_and(|n| n.rr), cpu);
+        if changed && cpu.is_some() {
+            self.counters.pi_boosts += u64::from(boosted);
+        }
+        changed
+    }
+
+    /// Puts `t` at RT priority `prio` (`None`: its fair policy) with the
+    /// SCHED_RR flag `rr`, keeping its RR slice, through rt.rs's class
+    /// change; with `trace_cpu`, that CPU's trace records sched_pi_setprio.
+    /// An unchanged priority only switches FIFO and RR in place. Returns
+    /// whether the priority changed.
+    fn set_rt_prio(
+        &mut self,
+        t: TaskId,
+        prio: Option<u8>,
+        rr: bool,
+        trace_cpu: Option<CpuId>,
+    ) -> bool {
         let cur = self.tasks[t as usize].rt;
-        if eff == cur.map(|r| r.prio) {
-            // The priority stays; a policy changed under the boost
-            // (SCHED_FIFO and SCHED_RR) applies in place.
+        if prio == cur.map(|r| r.prio) {
             self.set_rr_in_place(t, rr);
             return false;
         }
-        let new = eff.map(|p| RtEntity {
+        let new = prio.map(|p| RtEntity {
             prio: p,
             rr,
             time_slice_ticks: cur.map_or(self.rr_timeslice_ticks(), |c| c.time_slice_ticks),
             on_rq: false,
         });
-        if let Some(cpu) = cpu {
-            self.counters.pi_boosts += u64::from(boosted);
-            self.trace_pi_setprio(cpu, t, eff);
+        if let Some(cpu) = trace_cpu {
+            self.trace_pi_setprio(cpu, t, prio);
         }
         self.change_rt_state(t, new, PrioChange::Pi);
         true
@@ -375,17 +395,12 @@ impl Sim {
         let pi = self.pi_mut(t);
         pi.boosted = false;
         pi.normal_rt = None;
-        let cur = self.tasks[t as usize].rt;
-        if cur.map(|r| r.prio) == normal.map(|n| n.prio) {
-            return;
-        }
-        let new = normal.map(|n| RtEntity {
-            prio: n.prio,
-            rr: n.rr,
-            time_slice_ticks: cur.map_or(self.rr_timeslice_ticks(), |c| c.time_slice_ticks),
-            on_rq: false,
-        });
-        self.change_rt_state(t, new, PrioChange::Pi);
+        self.set_rt_prio(
+            t,
+            normal.map(|n| n.prio),
+            normal.is_some_and(|n| n.rr),
+            None,
+        );
     }
 
     /// sched_setattr() to a fair or RT policy by a task that is boosted or
@@ -446,7 +461,9 @@ impl Sim {
                 ));
             }
         }
-        for (m, owner, waiters) in self.ipc.pi_mutexes() {
+        let mutexes = self.ipc.pi_mutexes();
+        for (m, owner, waiters) in &mutexes {
+            let (m, owner) = (*m, *owner);
             if let Some(o) = owner {
                 let pi = self.tasks[o as usize].pi.as_deref();
                 if !pi.is_some_and(|p| p.owned.contains(&m)) {
@@ -477,12 +494,7 @@ impl Sim {
             };
             let t = t as TaskId;
             for &m in &pi.owned {
-                if !self
-                    .ipc
-                    .pi_mutexes()
-                    .iter()
-                    .any(|(id, o, _)| *id == m && *o == Some(t))
-                {
+                if !mutexes.iter().any(|(id, o, _)| *id == m && *o == Some(t)) {
                     return Err(format!("task {t} lists PI mutex {m} but does not own it"));
                 }
             }
@@ -500,11 +512,7 @@ impl Sim {
                 continue;
             }
             let normal = self.normal_rt(t).map(|n| n.prio);
-            let want = match (normal, self.pi_donor_prio(t)) {
-                (Some(n), Some(d)) => Some(n.min(d)),
-                (n, None) => n,
-                (None, d) => d,
-            };
+            let want = effective_prio(normal, self.pi_donor_prio(t));
             if tk.rt.map(|r| r.prio) != want || pi.boosted != (want != normal) {
                 return Err(format!(
                     "task {t}: RT priority {:?} (boosted {}), but its own is {normal:?} and its waiters lend {:?}",
