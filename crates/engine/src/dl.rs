@@ -33,10 +33,15 @@
 //! - **The fair server** (fair_server.rs) is a deadline entity of the same
 //!   tree while it runs: it competes with deadline tasks by deadline.
 //!
+//! - **Priority inheritance** (pi.rs): an entity may run by another
+//!   task's parameters (`pi_se`); it is then never throttled, and a fair
+//!   or RT task boosted into the class has no parameters and no admitted
+//!   bandwidth of its own.
+//!
 //! Not modelled: GRUB reclaiming (SCHED_FLAG_RECLAIM), the running and
 //! per-runqueue bandwidth it and schedutil use (no frequency scaling
-//! here), SCHED_FLAG_DL_OVERRUN, deadline priority inheritance, cpusets
-//! and hotplug (one root domain over all CPUs).
+//! here), SCHED_FLAG_DL_OVERRUN, cpusets and hotplug (one root domain
+//! over all CPUs).
 
 use crate::event::TaskId;
 use crate::event::{EventKind, LazyTimer};
@@ -94,6 +99,19 @@ pub struct DlEntity {
     pub on_rq: bool,
     /// Its place in its CPU's deadline tree (deadline, insertion number).
     pub key: Option<(u64, u64)>,
+    /// Boosted by priority inheritance: the parameters of the deadline
+    /// task it inherits from (`pi_se` pointing at another entity); `None`
+    /// when they are its own (`pi_se == &p->dl`).
+    pub pi_se: Option<DlParams>,
+}
+
+/// A deadline entity's parameters (`dl_runtime`, `dl_deadline`,
+/// `dl_period`), ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DlParams {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
 }
 
 /// A task's deadline timers (kept on the task, not the entity, so their
@@ -133,6 +151,27 @@ impl DlEntity {
         Some(())
     }
 
+    /// The parameters its budget and deadline follow (mirrors pi_of()):
+    /// inherited while boosted, else its own.
+    pub fn pi_of(&self) -> DlParams {
+        self.pi_se.unwrap_or(DlParams {
+            runtime_ns: self.dl_runtime_ns,
+            deadline_ns: self.dl_deadline_ns,
+            period_ns: self.dl_period_ns,
+        })
+    }
+
+    /// Boosted by priority inheritance (mirrors is_dl_boosted()).
+    pub fn boosted(&self) -> bool {
+        self.pi_se.is_some()
+    }
+
+    /// Its own parameters are set: the task's policy is SCHED_DEADLINE (a
+    /// task boosted into the class from another has none).
+    pub fn own_policy(&self) -> bool {
+        self.dl_runtime_ns > 0
+    }
+
     /// The deadline equals the period (`dl_is_implicit()`).
     pub fn implicit(&self) -> bool {
         self.dl_deadline_ns == self.dl_period_ns
@@ -143,20 +182,23 @@ impl DlEntity {
         (self.deadline_ns + self.dl_period_ns).saturating_sub(self.dl_deadline_ns)
     }
 
-    /// A fresh period from `now` (mirrors replenish_dl_new_period()).
+    /// A fresh period from `now` (mirrors replenish_dl_new_period()), by
+    /// the inherited parameters while boosted.
     fn new_period(&mut self, now: u64) {
-        self.deadline_ns = now + self.dl_deadline_ns;
-        self.runtime_ns = self.dl_runtime_ns as i64;
+        let p = self.pi_of();
+        self.deadline_ns = now + p.deadline_ns;
+        self.runtime_ns = p.runtime_ns as i64;
     }
 
     /// The CBS test: the budget left, run from `now` to the deadline, would
     /// exceed the task's density (mirrors dl_entity_overflow(), its
     /// operands shifted by `DL_SCALE` as the kernel's are).
     fn overflows(&self, now: u64) -> bool {
-        let left = (self.dl_deadline_ns >> DL_SCALE) as u128
+        let p = self.pi_of();
+        let left = (p.deadline_ns >> DL_SCALE) as u128
             * ((self.runtime_ns.max(0) as u64) >> DL_SCALE) as u128;
         let right = (self.deadline_ns.saturating_sub(now) >> DL_SCALE) as u128
-            * (self.dl_runtime_ns >> DL_SCALE) as u128;
+            * (p.runtime_ns >> DL_SCALE) as u128;
         right < left
     }
 }
@@ -244,6 +286,18 @@ pub(crate) enum DlEnqueue {
     Migrating,
 }
 
+/// A change of class or parameters under way (dl_change_begin() to
+/// dl_change_end()): what the task was before it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DlChange {
+    cpu: CpuId,
+    running: bool,
+    queued: bool,
+    old_rt: Option<crate::task::RtEntity>,
+    old_dl: bool,
+    old_deadline: u64,
+}
+
 impl Sim {
     /// Task `t` is in the deadline class.
     #[inline]
@@ -305,6 +359,10 @@ impl Sim {
     /// when the bandwidth is still owed (the timer is armed). Its
     /// replenishment timer runs on, as the kernel's does.
     fn dl_release_bw(&mut self, t: TaskId, e: &DlEntity) -> bool {
+        if !e.own_policy() {
+            // Boosted into the class: it was never admitted.
+            return false;
+        }
         if self.dl_zerolag_passed(e) {
             self.dl_total_bw -= e.dl_bw;
             return false;
@@ -439,19 +497,25 @@ impl Sim {
         true
     }
 
-    /// Replenishes `t`'s budget (mirrors replenish_dl_entity()): a yield
-    /// gives up what was left; one period's runtime is added per period
-    /// until the budget is positive (an overrun is paid back); a deadline
-    /// still in the past then starts a new period from now.
+    /// Replenishes `t`'s budget (mirrors replenish_dl_entity()): a task
+    /// boosted into the class from another (no deadline of its own) starts a
+    /// period of the inherited parameters; a yield gives up what was left;
+    /// one period's runtime is added per period until the budget is
+    /// positive (an overrun is paid back); a deadline still in the past then
+    /// starts a new period from now.
     fn dl_replenish(&mut self, t: TaskId) {
         let now = self.now;
         let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
+        if e.dl_deadline_ns == 0 {
+            e.new_period(now);
+        }
         if e.yielded && e.runtime_ns > 0 {
             e.runtime_ns = 0;
         }
+        let p = e.pi_of();
         while e.runtime_ns <= 0 {
-            e.deadline_ns += e.dl_period_ns;
-            e.runtime_ns += e.dl_runtime_ns as i64;
+            e.deadline_ns += p.period_ns;
+            e.runtime_ns += p.runtime_ns as i64;
         }
         if e.deadline_ns < now {
             e.new_period(now);
@@ -460,12 +524,13 @@ impl Sim {
         e.throttled = false;
     }
 
-    /// The CBS wakeup rule (mirrors update_dl_entity()).
+    /// The CBS wakeup rule (mirrors update_dl_entity()); a boosted task
+    /// never takes the revised rule.
     fn dl_update_entity(&mut self, t: TaskId) {
         let now = self.now;
         let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
         if e.deadline_ns < now || e.overflows(now) {
-            if !e.implicit() && e.deadline_ns >= now {
+            if !e.implicit() && e.deadline_ns >= now && !e.boosted() {
                 // update_dl_revised_wakeup(): the deadline stays, the budget
                 // is what the density allows in the time left.
                 let left = e.deadline_ns - now;
@@ -478,13 +543,19 @@ impl Sim {
 
     /// Queues deadline task `t` on `cpu` (mirrors enqueue_task_dl() →
     /// enqueue_dl_entity()): a throttled task stays off the tree until its
-    /// timer; otherwise its budget and deadline follow `how`, it joins the
-    /// tree and, if it does not run and may run elsewhere, the pushable
-    /// tasks.
+    /// timer, unless a boost overrides the throttle; otherwise its budget
+    /// and deadline follow `how`, it joins the tree and, if it does not run
+    /// and may run elsewhere, the pushable tasks.
     pub(crate) fn enqueue_task_dl(&mut self, cpu: CpuId, t: TaskId, how: DlEnqueue) {
         self.tasks[t as usize].cpu = cpu;
         let now = self.now;
         let was_running = self.rqs[cpu as usize].nr_running();
+        let tk = &mut self.tasks[t as usize];
+        if tk.dl.as_ref().is_some_and(|e| e.boosted() && e.throttled) {
+            // The boost overrides the throttle: the replenishment timer goes.
+            tk.dl_timers_mut().replenish.cancel();
+            tk.dl.as_mut().expect("a deadline task").throttled = false;
+        }
         {
             let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
             debug_assert!(e.key.is_none());
@@ -502,6 +573,7 @@ impl Sim {
             && !e.implicit()
             && e.deadline_ns < now
             && now < e.next_period_ns()
+            && !e.boosted()
             && self.dl_start_timer(t)
         {
             let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
@@ -518,7 +590,7 @@ impl Sim {
             DlEnqueue::Replenish => self.dl_replenish(t),
             DlEnqueue::Restore => {
                 let e = self.tasks[t as usize].dl.as_mut().expect("a deadline task");
-                if e.deadline_ns < now {
+                if e.deadline_ns < now && !e.boosted() {
                     e.new_period(now);
                 }
             }
@@ -606,7 +678,12 @@ impl Sim {
         if let Some(key) = key {
             self.dl_tree_remove(cpu, key);
         }
-        if !self.dl_start_timer(t) {
+        // A boosted task is never throttled: it is replenished at once.
+        let boosted = self.tasks[t as usize]
+            .dl
+            .as_ref()
+            .is_some_and(|e| e.boosted());
+        if boosted || !self.dl_start_timer(t) {
             self.enqueue_task_dl(cpu, t, DlEnqueue::Replenish);
         }
         let first = self.rqs[cpu as usize].dl.earliest().map(|(_, w)| w);
@@ -633,7 +710,7 @@ impl Sim {
         let Some(e) = tk.dl.as_ref() else {
             return;
         };
-        if !e.throttled {
+        if e.boosted() || !e.throttled {
             return;
         }
         let on_rq = e.on_rq;
@@ -1074,36 +1151,9 @@ impl Sim {
             fresh = Some(e);
         }
         // The change proper: off the runqueue, new class or parameters, back.
-        let cpu = self.tasks[t as usize].cpu;
-        let running = self.rqs[cpu as usize].curr == Some(t);
-        let old_rt = self.tasks[t as usize].rt;
-        let queued = if old_dl {
-            self.tasks[t as usize].dl.as_ref().is_some_and(|e| e.on_rq)
-        } else if let Some(r) = old_rt {
-            r.on_rq
-        } else {
-            self.tasks[t as usize].se.on_rq
-        };
-        self.update_rq_clock(cpu);
-        // get_prio_dl(): the running task is charged before its deadline is
-        // noted.
-        if old_dl && running {
-            self.update_curr_dl(cpu);
-        }
-        let old_deadline = self.dl_deadline_of(t);
-        if queued {
-            self.dequeue_task(cpu, t, false);
-        }
-        if running {
-            if old_dl {
-                self.put_prev_task_dl(cpu, t);
-            } else if old_rt.is_some() {
-                self.put_prev_task_rt(cpu, t);
-            }
-            // A pending HRTICK stays armed (sched_change_begin()/end() leave
-            // it; it fires into the new class's task_tick()).
-        }
-        let was_fair = !old_dl && old_rt.is_none();
+        let change = self.dl_change_begin(t);
+        let cpu = change.cpu;
+        let was_fair = !old_dl && change.old_rt.is_none();
         if new_dl {
             self.dl_class_used();
             if was_fair {
@@ -1131,6 +1181,7 @@ impl Sim {
                     ent.set_params(policy).expect("a deadline policy");
                     ent.on_rq = false;
                     ent.key = None;
+                    ent.pi_se = None;
                     tk.dl = Some(ent);
                 }
             }
@@ -1158,11 +1209,80 @@ impl Sim {
                 self.setscheduler_uclamp(t, umin, umax);
             }
         }
+        self.dl_change_end(t, change, DlEnqueue::Restore);
+        Ok(())
+    }
+
+    /// The first half of a change of class or parameters that involves the
+    /// deadline class (mirrors sched_change_begin() with DEQUEUE_SAVE |
+    /// DEQUEUE_MOVE, for sched_setattr() and rt_mutex_setprio()): a
+    /// delayed fair task completes its dequeue (switching_from_fair()), a
+    /// running deadline task is charged before its deadline is noted
+    /// (get_prio_dl()), and the task leaves its runqueue and, if it runs,
+    /// its class's current slot. The caller then changes the class.
+    pub(crate) fn dl_change_begin(&mut self, t: TaskId) -> DlChange {
+        let cpu = self.tasks[t as usize].cpu;
+        let running = self.rqs[cpu as usize].curr == Some(t);
+        let old_rt = self.tasks[t as usize].rt;
+        let old_dl = self.tasks[t as usize].dl.is_some();
+        self.update_rq_clock(cpu);
+        if !old_dl && old_rt.is_none() && self.tasks[t as usize].se.sched_delayed {
+            self.dequeue_task(cpu, t, true);
+        }
+        let queued = if old_dl {
+            self.tasks[t as usize].dl.as_ref().is_some_and(|e| e.on_rq)
+        } else if let Some(r) = old_rt {
+            r.on_rq
+        } else {
+            self.tasks[t as usize].se.on_rq
+        };
+        if old_dl && running {
+            self.update_curr_dl(cpu);
+        }
+        let old_deadline = self.dl_deadline_of(t);
+        if queued {
+            self.dequeue_task(cpu, t, false);
+        }
+        if running {
+            if old_dl {
+                self.put_prev_task_dl(cpu, t);
+            } else if old_rt.is_some() {
+                self.put_prev_task_rt(cpu, t);
+            }
+            // A pending HRTICK stays armed (sched_change_begin()/end() leave
+            // it; it fires into the new class's task_tick()).
+        }
+        DlChange {
+            cpu,
+            running,
+            queued,
+            old_rt,
+            old_dl,
+            old_deadline,
+        }
+    }
+
+    /// The second half (mirrors sched_change_end() and the classes'
+    /// switched_from/switched_to/prio_changed hooks): the task is queued in
+    /// its new class (a deadline task as `how` says; an RT one at the head
+    /// of its list when it comes down from the deadline class, ENQUEUE_HEAD)
+    /// and takes the current slot back if it ran; then preemption, push and
+    /// pull follow the change.
+    pub(crate) fn dl_change_end(&mut self, t: TaskId, change: DlChange, how: DlEnqueue) {
+        let DlChange {
+            cpu,
+            running,
+            queued,
+            old_rt,
+            old_dl,
+            old_deadline,
+        } = change;
+        let new_dl = self.tasks[t as usize].dl.is_some();
         if queued {
             if new_dl {
-                self.enqueue_task_dl(cpu, t, DlEnqueue::Restore);
+                self.enqueue_task_dl(cpu, t, how);
             } else if self.tasks[t as usize].rt.is_some() {
-                self.enqueue_task_rt(cpu, t, false);
+                self.enqueue_task_rt(cpu, t, old_dl);
             } else {
                 self.enqueue_task_fair(cpu, t, EnqueueKind::Restore);
             }
@@ -1229,12 +1349,11 @@ impl Sim {
         if old_rt.is_some() && self.rqs[cpu as usize].rt.nr_running == 0 {
             self.pull_rt_task(cpu);
         }
-        Ok(())
     }
 
     /// The first task enters the deadline class: the fair servers keep their
     /// state from now on, as for the RT class.
-    fn dl_class_used(&mut self) {
+    pub(crate) fn dl_class_used(&mut self) {
         self.rt_class_used();
     }
 

@@ -733,9 +733,10 @@ impl Sim {
             }
             ok
         });
-        if let (Some(_), true) = (spawn, self.task_is_dl(t)) {
+        if let (Some(_), true) = (spawn, self.dl_policy(t)) {
             // sched_fork(): a SCHED_DEADLINE task cannot fork (EAGAIN, no
-            // reset-on-fork), and rt-app exits.
+            // reset-on-fork; its policy's priority counts, not a boost),
+            // and rt-app exits.
             self.workload_exits(
                 t,
                 "clone() failed with EAGAIN: a SCHED_DEADLINE thread cannot fork".to_string(),

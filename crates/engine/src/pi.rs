@@ -22,18 +22,34 @@
 //! waiters first, then RT ones by priority, then everyone else in arrival
 //! order; a wake takes the first. Boosts do not count there.
 //!
-//! Not modelled: boosting into the deadline class (a deadline waiter lends
-//! nothing; its RT followers still do, and a deadline owner is never
-//! boosted), lock stealing by a better waiter arriving between an unlock
-//! and the woken waiter's return (rt_mutex_steal()), deadlock detection
-//! (a chain that loops stops where it started), and the fair-class `prio`
-//! a fair waiter lends a fair owner of lower nice priority, which changes
-//! only the priority trace events print.
+//! A deadline waiter lends more than a priority (rt_mutex_setprio() with a
+//! deadline `pi_task`): a fair or RT owner moves into the deadline class
+//! and runs by the waiter's runtime, deadline and period (`pi_se`),
+//! starting a period of them at each boost; a deadline owner takes them
+//! only from a waiter of earlier deadline. A boosted entity is never
+//! throttled: out of budget, it is replenished at once, its deadline
+//! pushed back by a period. Every priority set in the deadline class
+//! requeues the task, as the kernel's does, even when nothing changed.
+//!
+//! Not modelled: lock stealing by a better waiter arriving between an
+//! unlock and the woken waiter's return (rt_mutex_steal()), deadlock
+//! detection (a chain that loops stops where it started), the fair-class
+//! `prio` a fair waiter lends a fair owner of lower nice priority, which
+//! changes only the priority trace events print, and a sched_setattr()
+//! by an owner with lending waiters into or out of SCHED_DEADLINE, or to
+//! new deadline parameters, which makes two or three class changes here
+//! (the end of its boost, the call, the boost again) where the kernel
+//! makes one. (A task boosted into the class that takes a deadline policy
+//! of its own makes one, as in the kernel.) A fair or RT owner's inherited
+//! parameters are a copy, refreshed at each priority change, not a
+//! pointer to the waiter's.
 
+use crate::dl::{DlEnqueue, DlEntity, DlParams};
 use crate::event::TaskId;
 use crate::rt::{PrioChange, RT_PRIO_NONE};
 use crate::sim::Sim;
 use crate::task::{RtEntity, Task};
+use crate::trace::PrioTo;
 use schedlab_topo::CpuId;
 use schedlab_workload::SchedPolicy;
 use std::collections::VecDeque;
@@ -68,6 +84,26 @@ pub struct PiState {
     pub boosted: bool,
     /// While boosted, its own RT policy (`None`: a fair one).
     pub normal_rt: Option<NormalRt>,
+    /// Boosted into the deadline class from RT: its SCHED_RR slice left
+    /// (`p->rt.time_slice`, untouched meanwhile).
+    pub rt_slice_ticks: Option<u32>,
+    /// A fair or RT task's deadline budget and absolute deadline from its
+    /// last boost into the deadline class (`p->dl.runtime`, `deadline`,
+    /// which the kernel keeps in the task): a wakeup in the class later
+    /// judges them by the CBS rule.
+    pub dl_kept: Option<(i64, u64)>,
+}
+
+/// What rt_mutex_setprio() makes of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PiTarget {
+    /// Its own policy's class and priority (for a deadline task, its own
+    /// parameters: `pi_se == &p->dl`).
+    Own,
+    /// An RT priority lent by a waiter, better than its own.
+    Rt(u8),
+    /// The deadline class with a deadline waiter's parameters.
+    Dl(DlParams),
 }
 
 /// An rt_mutex waiter's sort key (`struct rt_waiter_node`): priority, then,
@@ -77,7 +113,7 @@ pub type WaiterKey = (i32, u64);
 /// The key a task waits on a plain futex with: `min(normal_prio,
 /// MAX_RT_PRIO)` (a boost does not count).
 pub(crate) fn futex_key(tk: &Task) -> i32 {
-    if tk.dl.is_some() {
+    if tk.dl.as_deref().is_some_and(DlEntity::own_policy) {
         return -1;
     }
     let normal = match tk.pi.as_deref() {
@@ -184,7 +220,16 @@ impl Sim {
 
     /// `t`'s policy, boost aside, is fair (`!rt_or_dl_task_policy()`).
     pub(crate) fn normal_is_fair(&self, t: TaskId) -> bool {
-        self.tasks[t as usize].dl.is_none() && self.normal_rt(t).is_none()
+        !self.dl_policy(t) && self.normal_rt(t).is_none()
+    }
+
+    /// `t`'s policy, boost aside, is SCHED_DEADLINE (`dl_policy()`; a task
+    /// boosted into the class is not).
+    pub(crate) fn dl_policy(&self, t: TaskId) -> bool {
+        self.tasks[t as usize]
+            .dl
+            .as_deref()
+            .is_some_and(DlEntity::own_policy)
     }
 
     /// `t` took the free PI mutex `m`.
@@ -200,20 +245,22 @@ impl Sim {
     }
 
     /// `t` blocks on PI mutex `m`, owned by `owner` (mirrors
-    /// task_blocks_on_rt_mutex()): it queues by its key, and the owner's
-    /// priority follows its waiters', along the chain of locks the owner
-    /// itself waits for. `cpu` runs the call (the waiter's, or a requeueing
-    /// broadcaster's).
+    /// task_blocks_on_rt_mutex()): it queues by its key; if it is now the
+    /// lock's first waiter, the owner's priority follows it, and so on
+    /// along the chain of locks the owner itself waits for. `cpu` runs the
+    /// call (the waiter's, or a requeueing broadcaster's).
     pub(crate) fn pi_block(&mut self, t: TaskId, m: u32, owner: TaskId, cpu: CpuId) {
         let key = waiter_key(&self.tasks[t as usize]);
         let Some((_, mut q)) = self.ipc.take_pi_waiters(m) else {
             return;
         };
         pi_enqueue(&self.tasks, &mut q, t, key);
+        let top = q.front() == Some(&t);
         self.ipc.put_pi_waiters(m, q);
         self.pi_mut(t).blocked_on = Some((m, key));
-        if owner != t {
-            self.pi_adjust_chain(owner, cpu);
+        if owner != t && top {
+            self.rt_mutex_setprio(owner, Some(cpu));
+            self.pi_chain_walk(owner, m, t, cpu);
         }
     }
 
@@ -221,7 +268,9 @@ impl Sim {
     /// the first waiter, taken off the queue by the caller, or `None`
     /// (wake_futex_pi() and mark_wakeup_next_waiter()): the lock passes to
     /// `next`, and the old owner's priority drops to what its other waiters
-    /// lend.
+    /// lend. The new owner's priority is left as it is: it was the lock's
+    /// best waiter, and try_to_take_rt_mutex() only notes the waiters
+    /// behind it.
     pub(crate) fn pi_release(
         &mut self,
         owner: Option<TaskId>,
@@ -236,17 +285,15 @@ impl Sim {
                 }
             }
         }
-        if let Some(w) = next {
-            self.pi_handed_to(w, m);
-        }
+        let Some(w) = next else {
+            // No waiter: the unlock stayed in user space.
+            return;
+        };
+        self.pi_handed_to(w, m);
         if let Some(o) = owner {
-            self.pi_adjust_chain(o, cpu);
-        }
-        if let Some(w) = next {
-            self.pi_adjust_chain(w, cpu);
+            self.rt_mutex_setprio(o, Some(cpu));
         }
     }
-
     /// PI mutex `m` was given to the sleeping `w`: it owns it, and its lock
     /// step returns with it when it runs.
     pub(crate) fn pi_handed_to(&mut self, w: TaskId, m: u32) {
@@ -267,50 +314,108 @@ impl Sim {
         }
     }
 
-    /// The best RT priority `t`'s waiters lend it: the first RT waiter of
-    /// each PI mutex it owns (`rt_mutex_top_waiter()` over `pi_waiters`).
-    fn pi_donor_prio(&self, t: TaskId) -> Option<u8> {
+    /// `t`'s top waiter: the best first waiter over the PI mutexes it owns
+    /// (rt_mutex_get_top_task()), with its key; among equal keys the mutex
+    /// taken first.
+    fn pi_top_waiter(&self, t: TaskId) -> Option<(TaskId, WaiterKey)> {
         let pi = self.tasks[t as usize].pi.as_deref()?;
-        let mut best: Option<u8> = None;
+        let mut best: Option<(TaskId, WaiterKey)> = None;
         for &m in &pi.owned {
-            let Some(q) = self.ipc.pi_waiters(m) else {
+            let Some(&w) = self.ipc.pi_waiters(m).and_then(|q| q.front()) else {
                 continue;
             };
-            let first_rt = q
-                .iter()
-                .map(|&w| queued_key(&self.tasks, w).0)
-                .find(|&p| (0..i32::from(RT_PRIO_NONE)).contains(&p));
-            if let Some(p) = first_rt {
-                let p = p as u8;
-                best = Some(best.map_or(p, |b| b.min(p)));
+            let k = queued_key(&self.tasks, w);
+            if best.is_none_or(|(_, b)| key_less(k, b)) {
+                best = Some((w, k));
             }
         }
         best
     }
 
-    /// Recomputes `t`'s priority from its own and its waiters' (mirrors
+    /// What `t`'s priority should be, from its own policy and its top
+    /// waiter's (mirrors __rt_effective_prio() and rt_mutex_setprio()'s
+    /// choice of `pi_se`).
+    fn pi_target(&self, t: TaskId) -> PiTarget {
+        let tk = &self.tasks[t as usize];
+        let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
+        let top = self.pi_top_waiter(t);
+        match top {
+            Some((w, (-1, _))) => {
+                let Some(we) = self.tasks[w as usize].dl.as_deref() else {
+                    return PiTarget::Own;
+                };
+                let mine = tk.dl.as_deref().map(|e| e.deadline_ns);
+                // A deadline owner inherits only from an earlier deadline
+                // (dl_entity_preempt()).
+                if own_dl && mine.is_some_and(|d| we.deadline_ns >= d) {
+                    PiTarget::Own
+                } else {
+                    PiTarget::Dl(we.pi_of())
+                }
+            }
+            Some((_, (p, _))) if !own_dl && (0..i32::from(RT_PRIO_NONE)).contains(&p) => {
+                let normal = self.normal_rt(t).map(|n| n.prio);
+                match effective_prio(normal, Some(p as u8)) {
+                    e if e == normal => PiTarget::Own,
+                    Some(e) => PiTarget::Rt(e),
+                    None => PiTarget::Own,
+                }
+            }
+            _ => PiTarget::Own,
+        }
+    }
+
+    /// Sets `t`'s priority from its own and its top waiter's (mirrors
     /// rt_mutex_adjust_prio() → rt_mutex_setprio()), on `cpu`, whose trace
     /// records sched_pi_setprio; with `cpu` `None`, as sched_setattr()
-    /// sets `p->prio` itself (no tracepoint). Returns whether the priority
-    /// changed.
-    fn rt_mutex_setprio(&mut self, t: TaskId, cpu: Option<CpuId>) -> bool {
+    /// sets `p->prio` itself (no tracepoint). An RT or fair priority that
+    /// stays the same changes nothing; in the deadline class the change is
+    /// always made, as the kernel's is: the task is requeued, and while it
+    /// inherits, replenished by the inherited parameters.
+    fn rt_mutex_setprio(&mut self, t: TaskId, cpu: Option<CpuId>) {
         let tk = &self.tasks[t as usize];
-        if tk.dl.is_some() || tk.state == crate::task::TaskState::Dead {
-            return false;
+        if tk.state == crate::task::TaskState::Dead {
+            return;
         }
+        let target = self.pi_target(t);
         let normal = self.normal_rt(t);
-        let eff = effective_prio(normal.map(|n| n.prio), self.pi_donor_prio(t));
-        let boosted = eff != normal.map(|n| n.prio);
-        if boosted || self.tasks[t as usize].pi.is_some() {
-            let pi = self.pi_mut(t);
-            pi.boosted = boosted;
-            pi.normal_rt = if boosted { normal } else { None };
+        let in_dl = tk.dl.is_some();
+        let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
+        let boost = target != PiTarget::Own;
+        if boost && cpu.is_some() && (in_dl || matches!(target, PiTarget::Dl(_))) {
+            self.counters.pi_boosts += 1;
         }
-        let changed = self.set_rt_prio(t, eff, normal.is_some_and(|n| n.rr), cpu);
-        if changed && cpu.is_some() {
-            self.counters.pi_boosts += u64::from(boosted);
+        if own_dl {
+            let pi_se = match target {
+                PiTarget::Dl(p) => Some(p),
+                _ => None,
+            };
+            self.pi_dl_change(t, pi_se, cpu);
+            return;
         }
-        changed
+        match target {
+            PiTarget::Dl(p) if in_dl => self.pi_dl_change(t, Some(p), cpu),
+            PiTarget::Dl(p) => self.pi_enter_dl(t, p, normal, cpu),
+            PiTarget::Rt(p) if in_dl => self.pi_leave_dl(t, Some(p), true, normal, cpu),
+            PiTarget::Own if in_dl => {
+                self.pi_leave_dl(t, normal.map(|n| n.prio), false, normal, cpu)
+            }
+            PiTarget::Rt(_) | PiTarget::Own => {
+                let eff = match target {
+                    PiTarget::Rt(p) => Some(p),
+                    _ => normal.map(|n| n.prio),
+                };
+                if boost || self.tasks[t as usize].pi.is_some() {
+                    let pi = self.pi_mut(t);
+                    pi.boosted = boost;
+                    pi.normal_rt = if boost { normal } else { None };
+                }
+                let changed = self.set_rt_prio(t, eff, normal.is_some_and(|n| n.rr), cpu);
+                if changed && boost && cpu.is_some() {
+                    self.counters.pi_boosts += 1;
+                }
+            }
+        }
     }
 
     /// Puts `t` at RT priority `prio` (`None`: its fair policy) with the
@@ -337,49 +442,171 @@ impl Sim {
             on_rq: false,
         });
         if let Some(cpu) = trace_cpu {
-            self.trace_pi_setprio(cpu, t, prio);
+            self.trace_pi_setprio(cpu, t, prio.map_or(PrioTo::Fair, PrioTo::Rt));
         }
         self.change_rt_state(t, new, PrioChange::Pi);
         true
     }
 
-    /// `t`'s priority may have changed: recompute it, and while it changes
-    /// and the task waits on a PI mutex, requeue it there and go on to that
-    /// mutex's owner (mirrors rt_mutex_adjust_prio_chain()). `cpu` runs the
-    /// walk.
-    pub(crate) fn pi_adjust_chain(&mut self, t: TaskId, cpu: CpuId) {
-        let mut cur = t;
+    /// `t`, in the deadline class, takes `pi_se` (`None`: its own
+    /// parameters) in one change of the class's state: off its runqueue
+    /// and back, replenished by the inherited parameters while it inherits
+    /// (ENQUEUE_REPLENISH), else as after a change of attributes.
+    fn pi_dl_change(&mut self, t: TaskId, pi_se: Option<DlParams>, trace_cpu: Option<CpuId>) {
+        if let Some(cpu) = trace_cpu {
+            self.trace_pi_setprio(cpu, t, PrioTo::Dl);
+        }
+        let change = self.dl_change_begin(t);
+        if let Some(e) = self.tasks[t as usize].dl.as_deref_mut() {
+            e.pi_se = pi_se;
+        }
+        let how = if pi_se.is_some() {
+            DlEnqueue::Replenish
+        } else {
+            DlEnqueue::Restore
+        };
+        self.dl_change_end(t, change, how);
+    }
+
+    /// Fair or RT task `t` is boosted into the deadline class with a
+    /// deadline waiter's parameters `p` (rt_mutex_setprio() with a deadline
+    /// `pi_task`): it leaves its class (its fair load leaves the runqueue)
+    /// and is queued by deadline with a replenished budget. Its RT state
+    /// and the deadline and budget it had at its last boost are kept for
+    /// later, as the kernel's task keeps `p->rt` and `p->dl`.
+    fn pi_enter_dl(
+        &mut self,
+        t: TaskId,
+        p: DlParams,
+        normal: Option<NormalRt>,
+        trace_cpu: Option<CpuId>,
+    ) {
+        if let Some(cpu) = trace_cpu {
+            self.trace_pi_setprio(cpu, t, PrioTo::Dl);
+        }
+        let change = self.dl_change_begin(t);
+        let cpu = self.tasks[t as usize].cpu;
+        self.dl_class_used();
+        if self.tasks[t as usize].rt.is_none() {
+            // switched_from_fair().
+            self.detach_entity_load(cpu, t);
+        }
+        let rt = self.tasks[t as usize].rt.take();
+        let pi = self.pi_mut(t);
+        pi.boosted = true;
+        pi.normal_rt = normal;
+        pi.rt_slice_ticks = rt.map(|r| r.time_slice_ticks);
+        let mut e = DlEntity {
+            pi_se: Some(p),
+            ..Default::default()
+        };
+        if let Some((runtime_ns, deadline_ns)) = pi.dl_kept {
+            e.runtime_ns = runtime_ns;
+            e.deadline_ns = deadline_ns;
+        }
+        self.tasks[t as usize].dl = Some(Box::new(e));
+        self.dl_change_end(t, change, DlEnqueue::Replenish);
+    }
+
+    /// `t`, boosted into the deadline class, leaves it for RT priority
+    /// `prio` (lent if `boosted`) or, with `prio` `None`, its fair policy
+    /// (rt_mutex_setprio() when its top waiter is no longer a deadline
+    /// task). Its deadline and budget are kept for a later boost.
+    fn pi_leave_dl(
+        &mut self,
+        t: TaskId,
+        prio: Option<u8>,
+        boosted: bool,
+        normal: Option<NormalRt>,
+        trace_cpu: Option<CpuId>,
+    ) {
+        if let Some(cpu) = trace_cpu {
+            self.trace_pi_setprio(cpu, t, prio.map_or(PrioTo::Fair, PrioTo::Rt));
+        }
+        let change = self.dl_change_begin(t);
+        let cpu = self.tasks[t as usize].cpu;
+        let e = self.tasks[t as usize]
+            .dl
+            .take()
+            .expect("in the deadline class");
+        let slice = self.rr_timeslice_ticks();
+        let pi = self.pi_mut(t);
+        pi.dl_kept = Some((e.runtime_ns, e.deadline_ns));
+        pi.boosted = boosted;
+        pi.normal_rt = if boosted { normal } else { None };
+        let kept_slice = pi.rt_slice_ticks.take();
+        match prio {
+            Some(p) => {
+                self.tasks[t as usize].rt = Some(RtEntity {
+                    prio: p,
+                    rr: normal.is_some_and(|n| n.rr),
+                    time_slice_ticks: kept_slice.unwrap_or(slice),
+                    on_rq: false,
+                });
+            }
+            // switched_to_fair().
+            None => self.attach_entity_load(cpu, t),
+        }
+        self.dl_change_end(t, change, DlEnqueue::Restore);
+    }
+
+    /// A boost that changed `task`, the owner of PI mutex `from`, passes on
+    /// along the locks it waits for (mirrors rt_mutex_adjust_prio_chain()
+    /// without deadlock detection): while `from`'s first waiter is also the
+    /// task's top waiter and the task's key changed, the task is requeued
+    /// on the lock it waits for, and if it is or was that lock's first
+    /// waiter, the lock's owner takes its priority, and so on, for at most
+    /// [`MAX_LOCK_DEPTH`] locks. `top_task` started it (a chain back to it
+    /// stops), `cpu` runs it.
+    pub(crate) fn pi_chain_walk(&mut self, task: TaskId, from: u32, top_task: TaskId, cpu: CpuId) {
+        let (mut task, mut from) = (task, from);
         for _ in 0..MAX_LOCK_DEPTH {
-            if !self.rt_mutex_setprio(cur, Some(cpu)) {
+            let lock_top = self.ipc.pi_waiters(from).and_then(|q| q.front().copied());
+            if lock_top.is_none() || self.pi_top_waiter(task).map(|(w, _)| w) != lock_top {
                 return;
             }
-            let Some((m, _)) = self.tasks[cur as usize]
+            let Some((m, queued)) = self.tasks[task as usize]
                 .pi
                 .as_deref()
                 .and_then(|p| p.blocked_on)
             else {
                 return;
             };
-            let key = waiter_key(&self.tasks[cur as usize]);
-            if let Some(pi) = self.tasks[cur as usize].pi.as_deref_mut() {
-                pi.blocked_on = Some((m, key));
+            let key = waiter_key(&self.tasks[task as usize]);
+            if key == queued {
+                return;
             }
             let Some((owner, mut q)) = self.ipc.take_pi_waiters(m) else {
                 return;
             };
-            q.retain(|&w| w != cur);
-            pi_enqueue(&self.tasks, &mut q, cur, key);
-            self.ipc.put_pi_waiters(m, q);
-            match owner {
-                Some(o) if o != t => cur = o,
-                _ => return,
+            if owner == Some(top_task) {
+                self.ipc.put_pi_waiters(m, q);
+                return;
             }
+            let was_top = q.front() == Some(&task);
+            q.retain(|&w| w != task);
+            pi_enqueue(&self.tasks, &mut q, task, key);
+            let is_top = q.front() == Some(&task);
+            self.ipc.put_pi_waiters(m, q);
+            if let Some(pi) = self.tasks[task as usize].pi.as_deref_mut() {
+                pi.blocked_on = Some((m, key));
+            }
+            let Some(o) = owner else {
+                return;
+            };
+            if !(is_top || was_top) {
+                return;
+            }
+            self.rt_mutex_setprio(o, Some(cpu));
+            (task, from) = (o, m);
         }
     }
 
-    /// `t` owns PI mutexes whose waiters lend it an RT priority.
+    /// `t` owns PI mutexes whose first waiters include an RT or deadline
+    /// task: they lend it a priority whenever its own is worse.
     pub(crate) fn pi_lent(&self, t: TaskId) -> bool {
-        self.pi_owns_any(t) && self.pi_donor_prio(t).is_some()
+        self.pi_top_waiter(t)
+            .is_some_and(|(_, k)| k.0 < i32::from(RT_PRIO_NONE))
     }
 
     /// After a sched_setattr() that moved `t` into or out of the deadline
@@ -388,13 +615,27 @@ impl Sim {
         self.rt_mutex_setprio(t, None);
     }
 
-    /// Ends `t`'s boost before a sched_setattr() to SCHED_DEADLINE
-    /// (boosting within the deadline class is not modelled; no tracepoint).
+    /// `t`, boosted into the deadline class, took a deadline policy of its
+    /// own: its priority is its own now, whatever it still inherits.
+    pub(crate) fn pi_own_dl_policy(&mut self, t: TaskId) {
+        let pi = self.pi_mut(t);
+        pi.boosted = false;
+        pi.normal_rt = None;
+        pi.rt_slice_ticks = None;
+    }
+
+    /// Ends the RT boost of `t` before a sched_setattr() to SCHED_DEADLINE
+    /// (no tracepoint); the priority its waiters lend is set again after
+    /// the call.
     pub(crate) fn pi_unboost_for_setattr(&mut self, t: TaskId) {
         let normal = self.normal_rt(t);
         let pi = self.pi_mut(t);
         pi.boosted = false;
         pi.normal_rt = None;
+        if self.tasks[t as usize].dl.is_some() {
+            self.pi_leave_dl(t, normal.map(|n| n.prio), false, normal, None);
+            return;
+        }
         self.set_rt_prio(
             t,
             normal.map(|n| n.prio),
@@ -505,20 +746,33 @@ impl Sim {
                     ));
                 }
             }
-            if tk.dl.is_some() {
-                if pi.boosted {
-                    return Err(format!("deadline task {t} is boosted"));
+            if self.dl_policy(t) {
+                // Its priority is its own; it inherits parameters only from
+                // a deadline waiter (whose deadline was earlier when it
+                // did: deadlines move, so that is not checked again).
+                let dl_top = matches!(self.pi_top_waiter(t), Some((_, (-1, _))));
+                let inherits = tk.dl.as_deref().is_some_and(DlEntity::boosted);
+                if pi.boosted || (inherits && !dl_top) {
+                    return Err(format!(
+                        "deadline task {t}: boosted {}, inheriting {inherits} without a deadline waiter",
+                        pi.boosted
+                    ));
                 }
                 continue;
             }
             let normal = self.normal_rt(t).map(|n| n.prio);
-            let want = effective_prio(normal, self.pi_donor_prio(t));
-            if tk.rt.map(|r| r.prio) != want || pi.boosted != (want != normal) {
+            let target = self.pi_target(t);
+            let rt = tk.rt.map(|r| r.prio);
+            let pi_se = tk.dl.as_deref().map(|e| e.pi_se);
+            let ok = match target {
+                PiTarget::Own => !pi.boosted && pi_se.is_none() && rt == normal,
+                PiTarget::Rt(p) => pi.boosted && pi_se.is_none() && rt == Some(p),
+                PiTarget::Dl(p) => pi.boosted && rt.is_none() && pi_se == Some(Some(p)),
+            };
+            if !ok {
                 return Err(format!(
-                    "task {t}: RT priority {:?} (boosted {}), but its own is {normal:?} and its waiters lend {:?}",
-                    tk.rt.map(|r| r.prio),
-                    pi.boosted,
-                    self.pi_donor_prio(t)
+                    "task {t}: RT priority {rt:?}, deadline inheritance {pi_se:?} (boosted {}), but its own is {normal:?} and its waiters lend {target:?}",
+                    pi.boosted
                 ));
             }
         }

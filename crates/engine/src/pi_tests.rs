@@ -333,16 +333,34 @@ fn setattr_by_an_owner_with_a_lending_waiter_changes_its_priority_once() {
     assert_eq!(setprios, [[120, 9], [9, 120]]);
 }
 
-/// A deadline waiter queues first (rt_mutex order) but lends nothing
-/// (deadline inheritance is not modelled); the RT waiter behind it boosts
-/// the owner, and the unlock hands the mutex to the deadline task.
+fn dl_policy(runtime_ms: u64, period_ms: u64) -> SchedPolicy {
+    SchedPolicy::Deadline {
+        runtime_ns: runtime_ms * MS,
+        deadline_ns: period_ms * MS,
+        period_ns: period_ms * MS,
+    }
+}
+
+/// The sched_pi_setprio events of a traced run, as [oldprio, newprio].
+fn setprios(s: &Sim) -> Vec<[i16; 2]> {
+    s.trace
+        .as_deref()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind, crate::trace::TraceKind::PiSetprio { .. }))
+        .map(|r| r.prio)
+        .collect()
+}
+
+/// A deadline waiter queues first (rt_mutex order) and lends the owner the
+/// deadline class with its own parameters (rt_mutex_setprio() sets `pi_se`
+/// to the waiter's): the owner, RT-boosted by the FIFO 30 waiter at 1 ms,
+/// moves from RT priority 69 to the deadline class (-1) at 2 ms; the unlock
+/// hands the mutex to the deadline task and the owner drops back to its
+/// fair policy.
 #[test]
-fn a_deadline_waiter_queues_first_and_an_rt_one_behind_it_boosts() {
-    let dl = SchedPolicy::Deadline {
-        runtime_ns: 2 * MS,
-        deadline_ns: 10 * MS,
-        period_ns: 10 * MS,
-    };
+fn a_deadline_waiter_queues_first_and_lends_its_parameters() {
     let mut s = sim(
         vec![
             ("owner", Some(vec![5]), locker(None, 0, 4 * MS)),
@@ -352,14 +370,26 @@ fn a_deadline_waiter_queues_first_and_an_rt_one_behind_it_boosts() {
                 locker(Some(SchedPolicy::Fifo(30)), MS, 0),
             ),
             // (A deadline task's CPUs must span the root domain.)
-            ("dl", None, locker(Some(dl), 2 * MS, MS / 2)),
+            ("dl", None, locker(Some(dl_policy(2, 10)), 2 * MS, MS / 2)),
         ],
         vec![SyncObject::PiMutex],
         100 * MS,
     );
+    s.enable_trace(1 << 20);
     assert_eq!(s.run_until(3 * MS), StopReason::TimeLimit);
     let (owner, rt, dl) = (task(&s, 0), task(&s, 1), task(&s, 2));
-    assert_eq!(s.tasks[owner as usize].rt.map(|r| r.prio), Some(99 - 30));
+    let tk = &s.tasks[owner as usize];
+    assert_eq!(tk.rt, None);
+    let inherited = tk.dl.as_deref().and_then(|e| e.pi_se);
+    assert_eq!(
+        inherited,
+        Some(crate::dl::DlParams {
+            runtime_ns: 2 * MS,
+            deadline_ns: 10 * MS,
+            period_ns: 10 * MS,
+        })
+    );
+    assert!(s.pi_boosted(owner));
     assert_eq!(
         s.ipc
             .pi_waiters(0)
@@ -371,7 +401,93 @@ fn a_deadline_waiter_queues_first_and_an_rt_one_behind_it_boosts() {
     assert_eq!(s.run_until(4 * MS + MS / 4), StopReason::TimeLimit);
     assert_eq!(s.ipc.mutex_owner(0), Some(dl));
     assert!(!s.pi_boosted(owner));
+    assert!(s.tasks[owner as usize].dl.is_none());
     assert_eq!(s.run(), StopReason::Finished);
+    // Fair 120 → RT 69 → deadline -1 → back to fair at the unlock; then
+    // the deadline task's own unlock, with the RT task still waiting, sets
+    // its priority again (-1 → -1: in the deadline class the change is
+    // always made).
+    assert_eq!(setprios(&s), [[120, 69], [69, -1], [-1, 120], [-1, -1]]);
+}
+
+/// A fair owner boosted into the deadline class is never throttled
+/// (update_curr_dl_se() replenishes a boosted entity at once): holding the
+/// lock for 20 ms of work on a CPU it shares with a fair hog, it runs its
+/// whole section from the waiter's block at 1 ms on, though the inherited
+/// budget is 2 ms per 10 ms, and the deadline waiter gets the mutex at
+/// about 20 ms. A plain mutex leaves the owner sharing its CPU with the hog.
+#[test]
+fn an_owner_boosted_into_the_deadline_class_is_never_throttled() {
+    let run = |kind: SyncObject| {
+        let mut s = sim(
+            vec![
+                ("owner", Some(vec![5]), locker(None, 0, 20 * MS)),
+                ("hog", Some(vec![5]), vec![work(100 * MS)]),
+                ("dl", None, locker(Some(dl_policy(2, 10)), MS, MS)),
+            ],
+            vec![kind],
+            200 * MS,
+        );
+        let mut got = None;
+        while s.run_until(s.now + MS / 10) == StopReason::TimeLimit {
+            if s.ipc.mutex_owner(0) == Some(task(&s, 2)) {
+                got = Some(s.now);
+                break;
+            }
+        }
+        (
+            got.expect("the deadline task got the mutex"),
+            s.counters.pi_boosts,
+        )
+    };
+    let (pi_ns, boosts) = run(SyncObject::PiMutex);
+    let (plain_ns, _) = run(SyncObject::Mutex);
+    assert!(
+        (20 * MS..22 * MS).contains(&pi_ns),
+        "PI: mutex at {pi_ns} ns"
+    );
+    assert!(plain_ns > 35 * MS, "plain: mutex at {plain_ns} ns");
+    assert_eq!(boosts, 1);
+}
+
+/// A deadline owner inherits from a deadline waiter only if the waiter's
+/// deadline is earlier (dl_entity_preempt()). The owner (2 ms per 100 ms)
+/// holds the lock for 6 ms of work (16 ms on the A7 it is placed on). A
+/// waiter of 1 ms per 5 ms, deadline earlier, lends its parameters: the
+/// owner is never throttled and ends its section without a break. A waiter
+/// of 1 ms per 200 ms, deadline later, lends nothing: the owner runs out of
+/// budget and waits for its next period at 100 ms.
+#[test]
+fn a_deadline_owner_inherits_only_an_earlier_deadline() {
+    let run = |waiter_period_ms: u64| {
+        let mut s = sim(
+            vec![
+                ("owner", None, locker(Some(dl_policy(2, 100)), 0, 6 * MS)),
+                (
+                    "waiter",
+                    None,
+                    locker(Some(dl_policy(1, waiter_period_ms)), MS, MS / 2),
+                ),
+            ],
+            vec![SyncObject::PiMutex],
+            300 * MS,
+        );
+        let mut got = None;
+        while s.run_until(s.now + MS / 10) == StopReason::TimeLimit {
+            if s.ipc.mutex_owner(0) == Some(task(&s, 1)) {
+                got = Some(s.now);
+                break;
+            }
+        }
+        got.expect("the waiter got the mutex")
+    };
+    let earlier = run(5);
+    let later = run(200);
+    assert!(
+        (6 * MS..20 * MS).contains(&earlier),
+        "earlier: {earlier} ns"
+    );
+    assert!(later > 100 * MS, "later: {later} ns");
 }
 
 /// A thread forked by a boosted owner takes its parent's own policy

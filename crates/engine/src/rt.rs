@@ -828,9 +828,20 @@ impl Sim {
         runtime_ns: Option<u64>,
         uclamp: (Option<u16>, Option<u16>),
     ) {
-        let to_dl = policy.is_deadline() || self.tasks[t as usize].dl.is_some();
+        let to_dl = policy.is_deadline() || self.dl_policy(t);
         if !to_dl && (self.pi_boosted(t) || self.pi_lent(t)) {
             self.sched_setattr_pi(t, policy, nice, runtime_ns, uclamp);
+            return;
+        }
+        if policy.is_deadline() && self.pi_boosted(t) && self.tasks[t as usize].dl.is_some() {
+            // Boosted into the deadline class, it takes deadline parameters
+            // of its own in one change and goes on inheriting until its
+            // waiters change (__setscheduler_dl_pi() leaves `pi_se` to a
+            // deadline policy).
+            self.sched_setattr_unboosted(t, policy, nice, runtime_ns, uclamp);
+            if self.dl_policy(t) {
+                self.pi_own_dl_policy(t);
+            }
             return;
         }
         if self.pi_boosted(t) {

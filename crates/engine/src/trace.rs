@@ -78,6 +78,17 @@ pub enum TraceKind {
 pub const PWR_EVENT_EXIT: u32 = u32::MAX;
 
 /// The `prev_state` of a sched_switch.
+/// The priority a sched_pi_setprio event gives a task (`newprio`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrioTo {
+    /// Its fair priority, 120 + nice.
+    Fair,
+    /// An RT kernel priority, 0..=98.
+    Rt(u8),
+    /// The deadline class, -1.
+    Dl,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
     /// The idle task leaving the CPU ("R", TASK_RUNNING).
@@ -297,11 +308,15 @@ impl Sim {
 
     /// sched_pi_setprio on `cpu`: `task`'s RT priority becomes `new` (`None`:
     /// back to its fair one).
-    pub(crate) fn trace_pi_setprio(&mut self, cpu: CpuId, task: TaskId, new: Option<u8>) {
+    pub(crate) fn trace_pi_setprio(&mut self, cpu: CpuId, task: TaskId, new: PrioTo) {
         if self.trace.is_some() {
             let tk = &self.tasks[task as usize];
             let old = tk.kernel_prio() as i16;
-            let new = new.map_or(120 + i16::from(tk.nice), i16::from);
+            let new = match new {
+                PrioTo::Fair => 120 + i16::from(tk.nice),
+                PrioTo::Rt(p) => i16::from(p),
+                PrioTo::Dl => -1,
+            };
             self.trace_push_prio(cpu, TraceKind::PiSetprio { task }, [old, new]);
         }
     }

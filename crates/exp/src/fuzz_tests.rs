@@ -67,7 +67,7 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
         } else {
             doc.push_str("\"loop\": -1, ");
         }
-        let policy_draw = rng.gen_range(0..6);
+        let policy_draw = rng.gen_range(0..7);
         match policy_draw {
             0 => doc.push_str("\"policy\": \"SCHED_IDLE\", "),
             1 => doc.push_str("\"policy\": \"SCHED_BATCH\", "),
@@ -84,6 +84,16 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
                     rng.gen_range(1..=99)
                 );
             }
+            // Deadline threads (their CPUs must span the machine, or rt-app
+            // exits): with `pi_enabled` they lend the deadline class.
+            4 => {
+                let period_us = rng.gen_range(2..=50) * 1000;
+                let _ = write!(
+                    doc,
+                    "\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": {}, \"dl-period\": {period_us}, ",
+                    period_us * rng.gen_range(1..=30) / 100
+                );
+            }
             _ => {}
         }
         if rng.gen_bool(0.3) {
@@ -92,7 +102,7 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
         if rng.gen_bool(0.2) {
             let _ = write!(doc, "\"delay\": {}, ", rng.gen_range(0..3000));
         }
-        if rng.gen_bool(0.15) {
+        if rng.gen_bool(0.15) && policy_draw != 4 {
             let _ = write!(doc, "\"dl-runtime\": {}, ", rng.gen_range(0..20_000));
         }
         let sync = match rng.gen_range(0..20) {
@@ -114,8 +124,8 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
                 let policy = ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"][rng.gen_range(0..3)];
                 let _ = write!(doc, ", \"policy\": \"{policy}\"");
             }
-            // (A nice value, so not under an RT policy.)
-            if rng.gen_bool(0.15) && policy_draw != 3 {
+            // (A nice value, so not under an RT or deadline policy.)
+            if rng.gen_bool(0.15) && policy_draw != 3 && policy_draw != 4 {
                 let _ = write!(doc, ", \"priority\": {}", rng.gen_range(-20..=19));
             }
             if rng.gen_bool(0.1) {
