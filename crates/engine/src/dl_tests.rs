@@ -455,3 +455,38 @@ fn the_replenishment_timer_set_stays_small() {
         s.rqs[0].dl_timers.len()
     );
 }
+
+/// A deadline task that switches itself to SCHED_FIFO 90 where a FIFO 90
+/// hog waits for its CPU is queued at the head of that priority's list
+/// (__sched_setscheduler() adds ENQUEUE_HEAD when the priority number
+/// grows, -1 to 9), so it keeps running without a wait to its end (about
+/// 35 ms on the A7 it is placed on). Queued at the tail, it would wait
+/// behind the endless hog (every CPU has one, so no push helps).
+#[test]
+fn a_deadline_task_coming_down_to_rt_is_queued_at_the_head() {
+    let mut threads = fifo_hogs();
+    threads.push((
+        "dl",
+        None,
+        vec![
+            set(dl(10, 100)),
+            Step::Compute { work_ns: 3 * MS },
+            set(SchedPolicy::Fifo(90)),
+            Step::Compute { work_ns: 10 * MS },
+        ],
+    ));
+    let mut s = quiet_sim("exynos5422", spec(threads, 100 * MS));
+    assert_eq!(s.run_until(60 * MS), StopReason::TimeLimit);
+    let t = s
+        .tasks
+        .iter()
+        .find(|t| t.template == 8)
+        .expect("the dl task");
+    assert!(
+        t.state == crate::task::TaskState::Dead && t.stats.wait_time_ns < MS,
+        "{:?}: it ran {} ns, waited {} ns",
+        t.state,
+        t.stats.cpu_time_ns,
+        t.stats.wait_time_ns
+    );
+}
