@@ -607,3 +607,37 @@ fn lowering_itself_switches_a_task_out_before_its_next_step() {
     assert_eq!(s.run(), StopReason::Finished);
     assert!(s.now >= 8 * MS, "a exited after b's work: {} ns", s.now);
 }
+
+/// A task starved to the end of the run shows its whole wait: a FIFO 10
+/// hog behind a FIFO 90 hog on one CPU never runs in 200 ms, and its
+/// runqueue wait, the part still open when the run stops included, is the
+/// 200 ms less the moment it was queued.
+#[test]
+fn a_wait_still_open_at_the_end_counts() {
+    let hog = |prio| {
+        set_then(
+            SchedPolicy::Fifo(prio),
+            vec![Step::Compute {
+                work_ns: u64::MAX / 4,
+            }],
+        )
+    };
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                ("high", Some(vec![4]), hog(90)),
+                ("low", Some(vec![4]), hog(10)),
+            ],
+            200 * MS,
+        ),
+    );
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let low = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    assert!(
+        low.stats.cpu_time_ns < MS && low.stats.wait_time_ns > 198 * MS,
+        "low ran {} ns and waited {} ns",
+        low.stats.cpu_time_ns,
+        low.stats.wait_time_ns
+    );
+}

@@ -1270,8 +1270,17 @@ impl Sim {
             rq.last_busy_change = now;
         }
         for i in 0..self.tasks.len() {
-            if self.tasks[i].state == TaskState::Running {
-                self.update_curr_any(self.tasks[i].cpu);
+            match self.tasks[i].state {
+                TaskState::Running => self.update_curr_any(self.tasks[i].cpu),
+                // A wait still open counts up to now (the kernel's
+                // run_delay would add it only when the task runs), so that
+                // a task starved to the end shows its wait.
+                TaskState::Runnable => {
+                    let st = &mut self.tasks[i].stats;
+                    st.wait_time_ns += now - st.wait_start_ns;
+                    st.wait_start_ns = now;
+                }
+                _ => {}
             }
         }
     }
