@@ -120,7 +120,8 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
             if rng.gen_bool(0.2) {
                 let _ = write!(doc, ", \"cpus\": [{}]", cpu_list(rng, nr_cpus));
             }
-            if rng.gen_bool(0.15) {
+            let phase_policy = rng.gen_bool(0.15);
+            if phase_policy {
                 let policy = ["SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE"][rng.gen_range(0..3)];
                 let _ = write!(doc, ", \"policy\": \"{policy}\"");
             }
@@ -128,12 +129,16 @@ fn rt_app_doc(rng: &mut Pcg64, nr_cpus: usize) -> String {
             if rng.gen_bool(0.15) && policy_draw != 3 && policy_draw != 4 {
                 let _ = write!(doc, ", \"priority\": {}", rng.gen_range(-20..=19));
             }
-            if rng.gen_bool(0.1) {
+            // (Not on a deadline thread: a phase's runtime alone would give it
+            // a deadline of 0, and rt-app exits.)
+            if rng.gen_bool(0.1) && policy_draw != 4 {
                 let _ = write!(doc, ", \"dl-runtime\": {}", rng.gen_range(0..20_000));
             }
             // Clamps, with the minimum below the maximum when both are set
-            // (otherwise rt-app exits at start).
-            if rng.gen_bool(0.15) {
+            // (otherwise rt-app exits at start); not on a phase of a
+            // deadline thread that keeps its policy (the phase would set
+            // SCHED_DEADLINE without parameters).
+            if rng.gen_bool(0.15) && (policy_draw != 4 || phase_policy) {
                 let lo = rng.gen_range(0..=1024);
                 let _ = write!(doc, ", \"util_min\": {lo}");
                 if rng.gen_bool(0.5) {
