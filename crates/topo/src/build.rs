@@ -192,8 +192,9 @@ pub fn with_itmt_priorities(m: &Machine, cfg: &DomainConfig) -> Machine {
 /// CPUs went offline stays in the table and degenerates, so the levels above
 /// keep their numbers (`sd->level`, which relax_domain_level compares).
 fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
-    // sched_init_numa()'s distances are the nodes', which offline CPUs do
-    // not change; the arch part reads the booted machine.
+    // sched_init_numa()'s distances are those between the nodes that have
+    // (online) CPUs, as this machine's are; the arch part reads the booted
+    // machine.
     let numa = m;
     let m = m.as_booted();
     let smt_flags = SdFlags::SHARE_CPUCAPACITY | SdFlags::SHARE_LLC; // cpu_smt_flags()
@@ -326,11 +327,18 @@ fn topology_levels(m: &Machine, cfg: &DomainConfig, asym: bool) -> Vec<Level> {
     t
 }
 
-/// Sorted distinct node distances (`sched_domains_numa_distance[]`).
+/// Sorted distinct node distances (`sched_domains_numa_distance[]`), between
+/// the nodes that have CPUs: sched_init_numa() walks the N_CPU nodes only
+/// (`for_each_cpu_node_but()`), so a memory-only node adds no distance, nor
+/// does one whose CPUs are all offline (sched_update_numa() rebuilds the
+/// table without it when its last CPU goes).
 fn numa_distances(m: &Machine) -> Vec<u32> {
-    let n = m.nodes.len().max(1) as u32;
-    let mut d: Vec<u32> = (0..n)
-        .flat_map(|a| (0..n).map(move |b| (a, b)))
+    let mut nodes: Vec<u32> = m.cpus.iter().map(|c| c.node).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut d: Vec<u32> = nodes
+        .iter()
+        .flat_map(|&a| nodes.iter().map(move |&b| (a, b)))
         .map(|(a, b)| m.node_distance(a, b))
         .collect();
     d.push(10);

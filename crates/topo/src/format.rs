@@ -122,9 +122,14 @@ pub fn format_machine(m: &Machine) -> String {
     for nd in &m.nodes {
         let _ = writeln!(
             s,
-            "  node {}: CPUs {}, memory {} asymptote, half at {:.2} streams, {} ns",
+            "  node {}: {}, memory {} asymptote, half at {:.2} streams, {} ns",
             nd.id,
-            nd.cpus.to_list_string(),
+            if nd.cpus.is_empty() {
+                // Memory only, or every CPU offline (`:online=`).
+                "no CPUs".to_string()
+            } else {
+                format!("CPUs {}", nd.cpus.to_list_string())
+            },
             gbps(nd.mem_bw_peak_bytes_per_s),
             nd.mem_half_concurrency,
             nd.mem_latency_ns

@@ -34,7 +34,7 @@ pub use machine::{
     Arch, C2cLatency, CacheInfo, CoreType, CpuInfo, IdleState, Machine, NodeInfo, SharedLink,
     WakeupCosts,
 };
-pub use online::{split_online, with_online_cpus};
+pub use online::{split_online, with_online_cpus, with_online_list};
 pub use presets::{
     emit_machine_text, machine_text, preset, preset_text, resolve_machine, resolve_machine_edited,
     HOST_NAMES, PRESET_NAMES,

@@ -1132,7 +1132,7 @@ fn cpus_from_list(
 }
 
 /// Renumbers keys densely in order of first appearance by CPU id.
-fn densify(keys: impl Iterator<Item = u64>) -> Vec<u32> {
+pub(crate) fn densify(keys: impl Iterator<Item = u64>) -> Vec<u32> {
     let mut map: BTreeMap<u64, u32> = BTreeMap::new();
     keys.map(|k| {
         let next = map.len() as u32;
@@ -1292,17 +1292,33 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
         });
     }
 
-    // Nodes must be dense 0..k.
+    // Nodes must be dense 0..k: the nodes of the CPUs, and those a `[[node]]`
+    // entry gives, which may have no CPUs (memory only, as a CXL memory
+    // expander, or a node whose CPUs are all offline).
+    for (i, o) in f.node.iter().enumerate() {
+        int_in(origin, &format!("node[{i}].id"), o.id, 0, MAX_CPUS as i64)?;
+        if f.node.iter().take(i).any(|x| x.id == o.id) {
+            return Err(TopoError::invalid(
+                origin,
+                format!("node[{i}].id"),
+                format!("node {} given twice", o.id),
+            ));
+        }
+    }
     let mut node_ids: Vec<u32> = cpus.iter().map(|c| c.node).collect();
+    node_ids.extend(f.node.iter().map(|o| o.id as u32));
     node_ids.sort_unstable();
     node_ids.dedup();
     let nr_nodes = node_ids.len();
     for (expect, &id) in node_ids.iter().enumerate() {
         if id as usize != expect {
+            let nr = node_ids.last().map_or(0, |&l| l + 1);
             return Err(TopoError::invalid(
                 origin,
                 "node",
-                format!("node {expect} has no CPUs (node ids must be 0..{nr_nodes} without gaps)"),
+                format!(
+                    "node {expect} has neither CPUs nor a [[node]] entry (node ids must be 0..{nr} without gaps)"
+                ),
             ));
         }
     }
@@ -1345,22 +1361,6 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             mem_half_concurrency: float_in(origin, &fld("mem_half_concurrency"), half, 1e-3, 1e6)?,
             mem_latency_ns: u32_in(origin, &fld("mem_latency_ns"), lat, 1, MAX_NS)?,
         });
-    }
-    for (i, o) in f.node.iter().enumerate() {
-        if o.id < 0 || o.id as usize >= nr_nodes {
-            return Err(TopoError::invalid(
-                origin,
-                format!("node[{i}].id"),
-                format!("{} is not a node with CPUs (0..{nr_nodes})", o.id),
-            ));
-        }
-        if f.node.iter().take(i).any(|x| x.id == o.id) {
-            return Err(TopoError::invalid(
-                origin,
-                format!("node[{i}].id"),
-                format!("node {} given twice", o.id),
-            ));
-        }
     }
 
     // Distance table.
@@ -1947,6 +1947,60 @@ wakeup_path_ns = 1000
         let e = err(&huge);
         assert!(e.contains("wakeup.balance_pass_per_cpu_ns"), "{e}");
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    /// A `[[node]]` entry may name a node without CPUs (memory only, or
+    /// every CPU offline); its memory comes from the entry or `[memory]`,
+    /// the distance table covers it, and it adds no NUMA level. Node ids
+    /// stay dense.
+    #[test]
+    fn nodes_without_cpus() {
+        let three = MINI.replace(
+            "[numa]\ndistance = [[10, 21], [21, 10]]",
+            "[[node]]\nid = 2\nmem_latency_ns = 300\n\
+                 [numa]\ndistance = [[10, 21, 15], [21, 10, 15], [15, 15, 10]]",
+        );
+        let m = load_machine_str(&three, "f.toml").unwrap();
+        assert_eq!(m.nodes.len(), 3);
+        assert!(m.nodes[2].cpus.is_empty());
+        assert_eq!(m.nodes[2].mem_latency_ns, 300);
+        assert_eq!(m.nodes[1].mem_latency_ns, 100);
+        assert_eq!(m.distance[2][0], 15);
+        assert_eq!(
+            crate::sysfs::machine_to_toml(&m)
+                .matches("[[node]]")
+                .count(),
+            3
+        );
+        let d = crate::build_domains(&m, &crate::DomainConfig::default()).unwrap();
+        let top = d.cpus[0].domains.last().unwrap();
+        // SMT, MC, PKG, NODE, then NUMA at 21 alone (no level for 15).
+        let top = (top.name.as_str(), top.numa_distance, top.level);
+        assert_eq!(top, ("NUMA", 21, 4));
+        // Still 2x2: the table misses node 2.
+        let e = err(&three.replace(
+            "[[10, 21, 15], [21, 10, 15], [15, 15, 10]]",
+            "[[10, 21], [21, 10]]",
+        ));
+        assert!(
+            e.contains("field `numa.distance`") && e.contains("3 nodes"),
+            "{e}"
+        );
+        // A gap: node 2 is neither a CPU's nor an entry's.
+        let e = err(&three.replace("id = 2", "id = 3"));
+        assert!(
+            e.contains("field `node`: node 2 has neither CPUs nor a [[node]] entry (node ids must be 0..4 without gaps)"),
+            "{e}"
+        );
+        for (id, why) in [
+            ("-1", "-1 is out of range 0..="),
+            ("9999", "9999 is out of range"),
+        ] {
+            let e = err(&three.replace("id = 2", &format!("id = {id}")));
+            assert!(e.contains("field `node[0].id`: ") && e.contains(why), "{e}");
+        }
+        let e = err(&three.replace("[[node]]\nid = 2", "[[node]]\nid = 2\n[[node]]\nid = 2"));
+        assert!(e.contains("field `node[1].id`: node 2 given twice"), "{e}");
     }
 
     #[test]

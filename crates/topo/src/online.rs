@@ -11,33 +11,48 @@
 //! online (the arch's topology table, ITMT, hybrid capacity scaling), which
 //! it reads from the machine as booted (`Machine::booted`). Offline CPUs are
 //! removed and the remaining ones renumbered in order (with a prefix `0-N`
-//! nothing is renumbered).
+//! nothing is renumbered); so are the cores, clusters, LLCs, dies and
+//! packages, densely in order of their lowest online CPU, as a machine file
+//! numbers them, so that the machine `topo --emit-machine` writes loads
+//! back equal. NUMA nodes keep their ids, and a node whose CPUs are all
+//! offline stays as a node without CPUs (its memory is still there: Linux
+//! keeps it in N_MEMORY, only N_CPU loses it, and sched_update_numa() takes
+//! it out of the sched domains' NUMA distances).
 //!
 //! Name syntax: `MACHINE:online=LIST` (e.g. `power10:online=0-63`), accepted
 //! wherever a machine name is (`resolve_machine`).
 
 use crate::cpumask::{CpuId, CpuMask};
 use crate::error::TopoError;
-use crate::machine::Machine;
+use crate::load::densify;
+use crate::machine::{CpuInfo, Machine};
 
 /// The suffix that restricts a machine to its online CPUs.
 pub const ONLINE_KEY: &str = ":online=";
 
-/// `m` with only the CPUs of `online` (renumbered densely in CPU order):
-/// caches, nodes and shared links keep their online CPUs and disappear when
-/// none is left; node memory parameters, latencies and costs are unchanged.
+/// The error for an online list that is not a non-empty subset of `m`'s CPUs.
+fn not_a_subset(m: &Machine, list: &str) -> TopoError {
+    TopoError::invalid(
+        &format!("{}{ONLINE_KEY}{list}", m.name),
+        "online",
+        format!(
+            "the online CPUs must be a non-empty subset of {}",
+            m.all_cpus().to_list_string()
+        ),
+    )
+}
+
+/// `m` with only the CPUs of `online` (renumbered densely in CPU order, and
+/// their cores, clusters, LLCs, dies and packages in order of their lowest
+/// online CPU): caches and shared links keep their online CPUs and disappear
+/// when none is left; nodes keep their ids, and their memory when none of
+/// their CPUs is left; node memory parameters, latencies and costs are
+/// unchanged.
 pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoError> {
     let origin = format!("{}{ONLINE_KEY}{}", m.name, online.to_list_string());
     let all = m.all_cpus();
     if online.is_empty() || !online.is_subset(&all) {
-        return Err(TopoError::invalid(
-            &origin,
-            "online",
-            format!(
-                "the online CPUs must be a non-empty subset of {}",
-                all.to_list_string()
-            ),
-        ));
+        return Err(not_a_subset(m, &online.to_list_string()));
     }
     // Old id -> new id.
     let mut map: Vec<Option<CpuId>> = vec![None; m.nr_cpus()];
@@ -66,6 +81,15 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
             })
         })
         .collect();
+    // The loader's numbering (load.rs `densify`): the machine written out
+    // and loaded again is this one.
+    let dense = |key: fn(&CpuInfo) -> u32| densify(out.cpus.iter().map(|c| u64::from(key(c))));
+    let (cores, clusters, llcs) = (dense(|c| c.core), dense(|c| c.cluster), dense(|c| c.llc));
+    let (dies, packages) = (dense(|c| c.die), dense(|c| c.package));
+    for (i, c) in out.cpus.iter_mut().enumerate() {
+        (c.core, c.cluster, c.llc) = (cores[i], clusters[i], llcs[i]);
+        (c.die, c.package) = (dies[i], packages[i]);
+    }
     out.caches = m
         .caches
         .iter()
@@ -98,20 +122,52 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
     Ok(out)
 }
 
-/// Splits `NAME:online=LIST` into the machine name and the online mask.
-/// `Ok(None)` when `s` has no online suffix.
-pub fn split_online(s: &str) -> Result<Option<(&str, CpuMask)>, TopoError> {
+/// [`with_online_cpus`] for the text of an online list (as [`split_online`]
+/// returns it): a list naming CPUs the machine does not have, however large
+/// their numbers, gets the same error as any other list that is not a
+/// subset of its CPUs.
+pub fn with_online_list(m: &Machine, list: &str) -> Result<Machine, TopoError> {
+    match CpuMask::parse_list(list) {
+        Some(online) => with_online_cpus(m, &online),
+        None => Err(not_a_subset(m, list.trim())),
+    }
+}
+
+/// Splits `NAME:online=LIST` into the machine name and the list's text
+/// (for [`with_online_list`]), which must be a CPU list such as `0-63`
+/// (its numbers are checked against the machine there). `Ok(None)` when
+/// `s` has no online suffix.
+pub fn split_online(s: &str) -> Result<Option<(&str, &str)>, TopoError> {
     let Some((name, list)) = s.rsplit_once(ONLINE_KEY) else {
         return Ok(None);
     };
-    match CpuMask::parse_list(list) {
-        Some(mask) if !mask.is_empty() => Ok(Some((name, mask))),
-        _ => Err(TopoError::invalid(
+    if is_cpu_list(list) {
+        Ok(Some((name, list)))
+    } else {
+        Err(TopoError::invalid(
             s,
             "online",
             format!("'{list}' is not a CPU list such as 0-63"),
-        )),
+        ))
     }
+}
+
+/// Whether `s` has the syntax [`CpuMask::parse_list`] accepts (a non-empty
+/// list of numbers and ranges `A-B` with A <= B), whatever its numbers.
+fn is_cpu_list(s: &str) -> bool {
+    // A number too large for u64 is still a number (beyond any machine).
+    let num = |t: &str| {
+        let t = t.trim();
+        t.parse::<u64>().ok().or_else(|| {
+            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then_some(u64::MAX)
+        })
+    };
+    let s = s.trim();
+    !s.is_empty()
+        && s.split(',').all(|part| match part.split_once('-') {
+            Some((a, b)) => matches!((num(a), num(b)), (Some(a), Some(b)) if a <= b),
+            None => num(part).is_some(),
+        })
 }
 
 #[cfg(test)]
@@ -181,5 +237,39 @@ mod tests {
         assert!(resolve_machine("power10:online=0-200").is_err());
         assert!(resolve_machine("power10:online=x").is_err());
         assert!(resolve_machine("nosuch:online=0-3").is_err());
+        // CPU numbers the machine does not have, however large, are not a
+        // subset of its CPUs; text that is not a list is not a list.
+        let err = |name: &str| resolve_machine(name).unwrap_err().to_string();
+        for list in ["80", "5000", "0-5000", "3,99999999999999999999999"] {
+            let e = err(&format!("power10:online={list}"));
+            assert!(
+                e.ends_with("field `online`: the online CPUs must be a non-empty subset of 0-79"),
+                "{list}: {e}"
+            );
+        }
+        for list in ["x", "", "5-3", "0-", "1,,2", "-1"] {
+            let e = err(&format!("power10:online={list}"));
+            assert!(
+                e.contains(&format!("'{list}' is not a CPU list")),
+                "{list}: {e}"
+            );
+        }
+    }
+
+    /// The online CPUs' cores, clusters, LLCs, dies and packages are
+    /// numbered as a machine file numbers them; nodes keep their ids, and
+    /// one whose CPUs are all offline keeps its memory.
+    #[test]
+    fn online_topology_ids_are_dense_and_nodes_stay() {
+        let m = resolve_machine("exynos5422:online=3-5").unwrap();
+        let ids: Vec<(u32, u32, u32)> = m.cpus.iter().map(|c| (c.core, c.cluster, c.llc)).collect();
+        assert_eq!(ids, [(0, 0, 0), (1, 1, 1), (2, 1, 1)]);
+        let m = resolve_machine("kunpeng920:online=0,95").unwrap();
+        assert_eq!(m.nodes.len(), 4);
+        assert!(m.nodes[1].cpus.is_empty() && m.nodes[2].cpus.is_empty());
+        assert_eq!(
+            (m.cpus[1].node, m.cpus[1].package, m.cpus[1].die),
+            (3, 1, 1)
+        );
     }
 }

@@ -122,7 +122,7 @@ pub fn emit_machine_text(name_or_path: &str) -> Result<String, TopoError> {
         if counts.iter().any(|n| n.changed == 0) {
             return Ok(None);
         }
-        let m = crate::online::with_online_cpus(&m, &online)?;
+        let m = crate::online::with_online_list(&m, online)?;
         Ok(Some(crate::sysfs::machine_to_toml(&m)))
     };
     let Some(out) = written(&[])? else {
@@ -177,7 +177,7 @@ pub fn resolve_machine_edited(
     }
     if let Some((name, online)) = crate::online::split_online(name_or_path)? {
         let (m, n) = resolve_machine_edited(name, edits, require_match)?;
-        return Ok((crate::online::with_online_cpus(&m, &online)?, n));
+        return Ok((crate::online::with_online_list(&m, online)?, n));
     }
     Err(unknown(name_or_path))
 }
@@ -231,6 +231,77 @@ mod tests {
         assert!(online.booted.is_some());
         online.booted = None;
         assert_eq!(m.unwrap(), online);
+    }
+
+    /// `topo --emit-machine` of a machine with CPUs offline writes a file
+    /// that loads back to that machine as if it had booted so: the same
+    /// CPUs, cores, caches, nodes (those left without CPUs too) and
+    /// numbers. Its `topo` text is the restricted machine's, except where
+    /// the kernel decided something at boot with every CPU online (the
+    /// arch's topology table: POWER10 with one SMT8 core online keeps the
+    /// coregroup level MC its 80 CPUs gave it, where a machine booted with
+    /// that core alone has none and calls the same domain PKG).
+    #[test]
+    fn emitted_online_machines_reload_to_the_same_topo() {
+        use crate::{build_domains, format_topo, DomainConfig};
+        let topo = |m: &Machine| {
+            let d = build_domains(m, &DomainConfig::default()).unwrap();
+            format_topo(m, &d)
+        };
+        let check = |name: &str| -> (String, String) {
+            let text = emit_machine_text(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let back = load_machine_str(&text, "emitted")
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+            let online = resolve_machine(name).unwrap();
+            let mut as_if_booted = online.clone();
+            as_if_booted.booted = None;
+            assert_eq!(back, as_if_booted, "{name}");
+            (topo(&back), topo(&online))
+        };
+        for name in [
+            "kunpeng920:online=0-7",
+            "genoa:online=0-15",
+            "kunpeng920:online=0,95",
+            "alderlake:online=0-3,16",
+            "exynos5422:online=3-5",
+            "sapphirerapids:online=0-3,60-63",
+        ] {
+            let (back, online) = check(name);
+            assert_eq!(back, online, "{name}");
+        }
+        // The kernel keeps the hardware's topology ids, but the model's are
+        // indices, renumbered as a machine file numbers them.
+        let (back, _) = check("alderlake:online=0-3,16");
+        assert!(
+            back.contains("\ncpu4 core 2 cluster 2 llc 0 node 0 "),
+            "{back}"
+        );
+        // Nodes without CPUs keep their memory and their distances, but
+        // add no NUMA level.
+        let (back, _) = check("kunpeng920:online=0,95");
+        assert!(back.contains("  node 1: no CPUs, memory"), "{back}");
+        assert!(back.contains(" distance 22 level 4\n"), "{back}");
+        assert!(!back.contains(" distance 12 "), "{back}");
+        // What the arch code listed at boot stays with the restricted machine.
+        let (back, online) = check("power10:online=0-7");
+        assert_eq!(
+            back.replace("domain1 PKG ", "domain1 MC "),
+            online,
+            "power10:online=0-7"
+        );
+        for p in PRESET_NAMES {
+            let n = preset(p).unwrap().nr_cpus();
+            let evens: Vec<String> = (0..n).step_by(2).map(|c| c.to_string()).collect();
+            for list in [
+                "0".to_string(),
+                format!("0,{}", n - 1),
+                format!("1-{}", n - 1),
+                format!("{}-{}", n / 2, n - 1),
+                evens.join(","),
+            ] {
+                check(&format!("{p}:online={list}"));
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,23 @@ use std::path::Path;
 /// holds bytes that are not text.
 fn read(root: &Path, path: &Path) -> Result<Option<String>, TopoError> {
     use std::io::Read as _;
+    // A sysfs attribute is a regular file. A FIFO in its place would block
+    // the open until some writer came, a device could read forever: refuse
+    // them before opening. (A directory reads as a failed read, below.)
+    match std::fs::metadata(path) {
+        Err(_) => return Ok(None),
+        Ok(md) if md.is_file() || md.is_dir() => {}
+        Ok(md) => {
+            return Err(bad_file(
+                root,
+                path,
+                format!(
+                    "{}, not a regular file: not a sysfs attribute",
+                    special_kind(&md.file_type())
+                ),
+            ))
+        }
+    }
     let Ok(f) = std::fs::File::open(path) else {
         return Ok(None);
     };
@@ -51,6 +68,25 @@ fn read(root: &Path, path: &Path) -> Result<Option<String>, TopoError> {
 
 /// The most a sysfs attribute holds (a page).
 const MAX_ATTR_BYTES: u64 = 4096;
+
+/// What a file that is neither a regular file nor a directory is.
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a named pipe (FIFO)";
+        } else if t.is_socket() {
+            return "a socket";
+        } else if t.is_char_device() {
+            return "a character device";
+        } else if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    let _ = t;
+    "a special file"
+}
 
 /// An integer file, which must hold a value in `lo..=hi` when present.
 fn read_int(root: &Path, path: &Path, lo: i64, hi: i64) -> Result<Option<i64>, TopoError> {
@@ -80,6 +116,33 @@ fn read_mask(root: &Path, path: &Path) -> Result<Option<CpuMask>, TopoError> {
             ),
         )
     })
+}
+
+/// A list of the CPUs that share something with `cpu` (a sibling, cluster
+/// or cache list), which must parse when present and, as the kernel's masks
+/// always do, name `cpu` itself.
+fn read_own_mask(root: &Path, path: &Path, cpu: CpuId) -> Result<Option<CpuMask>, TopoError> {
+    let Some(m) = read_mask(root, path)? else {
+        return Ok(None);
+    };
+    if m.is_empty() {
+        return Err(bad_file(
+            root,
+            path,
+            format!("is empty, but the kernel's list always names CPU {cpu} itself"),
+        ));
+    }
+    if !m.test(cpu) {
+        return Err(bad_file(
+            root,
+            path,
+            format!(
+                "{} does not name CPU {cpu} itself",
+                shown(&m.to_list_string())
+            ),
+        ));
+    }
+    Ok(Some(m))
 }
 
 /// The error for a present but unusable file: the tree's root, the file's
@@ -244,6 +307,11 @@ pub fn machine_to_toml(m: &Machine) -> String {
 struct SysCpu {
     id: CpuId,
     core: CpuMask,
+    /// The file `core` was read from (`topology/thread_siblings_list` or
+    /// `topology/core_cpus_list`); `None` when there was none.
+    core_file: Option<&'static str>,
+    /// Whether the CPU has a `topology` directory.
+    has_topology: bool,
     cluster: CpuMask,
     package: i64,
     die: i64,
@@ -266,7 +334,11 @@ struct SysCpu {
 /// a file whose read fails. A file that is present but not text, unparsable or
 /// out of range (cache level
 /// outside 1..=8, capacity outside 1..=1024, a size of 0, ...) is an error naming
-/// the file. Architecture: see [`guess_arch`].
+/// the file; so is one that is not a regular file (a FIFO, a device), a CPU's
+/// sibling, cluster or cache list that is empty or does not name the CPU, a
+/// node list naming CPUs the tree does not have, and a missing `topology`
+/// directory of a CPU another CPU names as its sibling. Architecture: see
+/// [`guess_arch`].
 pub fn machine_from_sysfs(root: &Path) -> Result<Machine, TopoError> {
     load_machine_str(&sysfs_machine_text(root)?, &root.display().to_string())
 }
@@ -543,9 +615,20 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     };
     for &nd in &all_node_ids {
         let dir = node_dir.join(format!("node{nd}"));
-        let cpus = read_mask(root, &dir.join("cpulist"))?
-            .unwrap_or_default()
-            .and(&all);
+        let path = dir.join("cpulist");
+        let cpus = read_mask(root, &path)?.unwrap_or_default();
+        let unknown = cpus.and_not(&all);
+        if !unknown.is_empty() {
+            return Err(bad_file(
+                root,
+                &path,
+                format!(
+                    "names CPUs {}, which the tree does not have (its CPUs are {})",
+                    unknown.to_list_string(),
+                    all.to_list_string()
+                ),
+            ));
+        }
         if cpus.is_empty() {
             continue; // memory-only node
         }
@@ -598,12 +681,17 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         let d = cpu_dir.join(format!("cpu{i}"));
         let t = d.join("topology");
         let me = CpuMask::from_cpus([i as CpuId]);
-        let siblings = match read_mask(root, &t.join("thread_siblings_list"))? {
-            Some(m) => Some(m),
-            None => read_mask(root, &t.join("core_cpus_list"))?,
-        };
+        let mut core_file = None;
+        let mut siblings = None;
+        for file in ["thread_siblings_list", "core_cpus_list"] {
+            siblings = read_own_mask(root, &t.join(file), i as CpuId)?;
+            if siblings.is_some() {
+                core_file = Some(file);
+                break;
+            }
+        }
         let core = siblings.map(|m| m.and(&all).or(&me)).unwrap_or(me);
-        let cluster = read_mask(root, &t.join("cluster_cpus_list"))?
+        let cluster = read_own_mask(root, &t.join("cluster_cpus_list"), i as CpuId)?
             .map(|m| m.and(&all).or(&core))
             .unwrap_or(core);
         // Checked though unused: the sibling lists give the cores and clusters.
@@ -673,7 +761,7 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
                     i64::from(MAX_LINE_BYTES),
                 )?
                 .unwrap_or(64) as u32;
-                let shared = read_mask(root, &cd.join("shared_cpu_list"))?
+                let shared = read_own_mask(root, &cd.join("shared_cpu_list"), i as CpuId)?
                     .map(|m| m.and(&all).or(&me))
                     .unwrap_or(me);
                 if kind != "Instruction" && llc.is_none_or(|(l, _)| level > l) {
@@ -691,6 +779,8 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         cpus.push(SysCpu {
             id: i as CpuId,
             core,
+            core_file,
+            has_topology: t.is_dir(),
             cluster,
             package,
             die,
@@ -711,17 +801,32 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             let Some(other) = cpus.get(sib as usize) else {
                 continue;
             };
-            if other.core != c.core {
+            if other.core == c.core {
+                continue;
+            }
+            let file = c.core_file.unwrap_or("thread_siblings_list");
+            let file = cpu_dir.join(format!("cpu{}/topology/{file}", c.id));
+            if !other.has_topology {
+                // An offline CPU (or a partial copy of a tree): nothing to
+                // agree with.
                 return Err(bad_file(
                     root,
-                    &cpu_dir.join(format!("cpu{}/topology/thread_siblings_list", c.id)),
+                    &cpu_dir.join(format!("cpu{sib}/topology")),
                     format!(
-                        "{} names CPU {sib}, whose own list is {}: sibling lists must agree",
-                        c.core.to_list_string(),
-                        other.core.to_list_string()
+                        "missing, though {} names CPU {sib} as a sibling",
+                        file.strip_prefix(&cpu_dir).unwrap_or(&file).display()
                     ),
                 ));
             }
+            return Err(bad_file(
+                root,
+                &file,
+                format!(
+                    "{} names CPU {sib}, whose own list is {}: sibling lists must agree",
+                    c.core.to_list_string(),
+                    other.core.to_list_string()
+                ),
+            ));
         }
     }
 
@@ -887,6 +992,42 @@ mod tests {
             let back = load_machine_str(&text, "rt").unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(back, m, "{name}");
         }
+    }
+
+    /// A named pipe where an attribute should be is refused by name, before
+    /// any open (which would wait for a writer forever); a directory reads
+    /// as a failed read.
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("schedlab-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("d")).unwrap();
+        let fifo = dir.join("core_id");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        let (root, sub) = (dir.clone(), dir.join("d"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send((read(&root, &root.join("core_id")), read(&root, &sub)));
+        });
+        let (fifo_read, dir_read) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("read() blocked");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(dir_read, Ok(None));
+        if !made {
+            eprintln!("no mkfifo: FIFO case skipped");
+            return;
+        }
+        let e = fifo_read.unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "field `core_id`: a named pipe (FIFO), not a regular file: not a sysfs attribute"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -408,6 +408,36 @@ fn garbage_in_a_present_file_is_an_error_naming_it() {
             "0-3\n4",
             "not a CPU list",
         ),
+        (
+            "x86-2node",
+            "node/node0/cpulist",
+            "0-100",
+            "names CPUs 8-100, which the tree does not have (its CPUs are 0-7)",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu1/topology/thread_siblings_list",
+            "",
+            "is empty, but the kernel's list always names CPU 1 itself",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu1/topology/thread_siblings_list",
+            "5",
+            "`5` does not name CPU 1 itself",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu3/topology/cluster_cpus_list",
+            "",
+            "is empty",
+        ),
+        (
+            "x86-smt",
+            "cpu/cpu2/cache/index0/shared_cpu_list",
+            "",
+            "is empty",
+        ),
     ];
     let mut copies: Vec<(&str, Copy)> = Vec::new();
     for (fixture_name, rel, content, want) in cases {
@@ -646,6 +676,27 @@ fn offline_cpus_are_refused_by_name() {
     assert!(e.contains("devices/system/cpu/online"), "{e}");
     assert!(e.contains("CPUs 4-7 are offline"), "{e}");
     assert!(!e.contains('\n'), "{e}");
+}
+
+/// A CPU without a `topology` directory is its own core, unless another
+/// CPU's sibling list names it: then the error names the missing directory
+/// (not a disagreement of lists).
+#[test]
+fn a_missing_topology_directory_is_named() {
+    let c = Copy::of("x86-smt", "notopo");
+    std::fs::remove_dir_all(c.file("cpu/cpu2/topology")).unwrap();
+    let e = machine_from_sysfs(&c.0).unwrap_err().to_string();
+    assert!(
+        e.ends_with(
+            "field `devices/system/cpu/cpu2/topology`: missing, though \
+             cpu6/topology/thread_siblings_list names CPU 2 as a sibling"
+        ),
+        "{e}"
+    );
+    // Without the sibling that names it, it is a core of its own.
+    std::fs::remove_dir_all(c.file("cpu/cpu6/topology")).unwrap();
+    let m = machine_from_sysfs(&c.0).unwrap();
+    assert_eq!(m.smt_mask(2).to_list_string(), "2");
 }
 
 /// An imported machine writes every wake-up and balancing cost, marked
