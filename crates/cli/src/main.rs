@@ -1960,7 +1960,7 @@ fn run(
     }
     if c.pi_boosts > 0 {
         outln!(
-            "  priority inheritance: {} (an owner of a PI mutex raised to a waiter's RT priority)",
+            "  priority inheritance: {} (an owner of a PI mutex raised to a waiter's RT priority or deadline class)",
             counted(c.pi_boosts as usize, "boost")
         );
     }
