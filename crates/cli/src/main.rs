@@ -1689,6 +1689,15 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         text.push_str(t);
     }
     emit(&text);
+    // As `run`: a workload that exited (rt-app's exit on a failed system
+    // call) is reported, then the command fails.
+    let exited: Vec<String> = r
+        .notes
+        .iter()
+        .filter(|n| n.contains(experiments::EXITED_NOTE))
+        .cloned()
+        .collect();
+    let runs = def.repetitions * a.configs.len() * def.points.len();
     if let Some(out) = &a.out {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
@@ -1705,6 +1714,13 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
             counted(n, "plot"),
             out.display()
         );
+    }
+    if let Some(first) = exited.first() {
+        return Err(input(format!(
+            "{} of {} stopped as the workload exited; first: {first}",
+            exited.len(),
+            counted(runs, "run")
+        )));
     }
     Ok(())
 }

@@ -16,6 +16,11 @@ use schedlab_topo::CpuMask;
 use schedlab_workload::stream::StreamParams;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What the note of a run whose workload exited says before the reason (a
+/// failed system call, as rt-app exits): `compare` looks for it to fail
+/// after its report, as `run` does.
+pub const EXITED_NOTE: &str = "the workload exited: ";
+
 /// One experiment's definition.
 #[derive(Clone, Debug)]
 pub struct ExperimentDef {
@@ -1036,7 +1041,7 @@ pub fn run_all(
                     }
                     StopReason::Livelock => " (threads kept switching with no time passing)".to_string(),
                     StopReason::Exited => format!(
-                        " (the workload exited: {})",
+                        " ({EXITED_NOTE}{})",
                         o.exit_reason.as_deref().unwrap_or("a failed system call")
                     ),
                     _ => String::new(),

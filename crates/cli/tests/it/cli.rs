@@ -1831,7 +1831,8 @@ fn run_takes_rtapp_fifo_tasks() {
 /// An rt-app file with a SCHED_DEADLINE hog of 10 ms per 100 ms: the CBS
 /// throttles it every period, the trace shows its priority (-1); a file
 /// asking for more deadline bandwidth than the machine admits makes rt-app
-/// exit, and `run` with it: exit status 2, one line naming EBUSY.
+/// exit, and `run` with it: exit status 2, one line naming EBUSY; so does
+/// `compare`, after its report.
 #[test]
 fn run_takes_rtapp_deadline_tasks() {
     let (v, text) = run_rtapp_traced(
@@ -1862,6 +1863,24 @@ fn run_takes_rtapp_deadline_tasks() {
         ],
         "EBUSY",
     );
+    let o = schedlab(&[
+        "compare",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        over.to_str().unwrap(),
+        "--config",
+        "vanilla",
+        "--reps",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("2 of 2 runs stopped as the workload exited") && e.contains("EBUSY"),
+        "{e}"
+    );
+    assert!(stdout(&o).contains("EBUSY"), "the report comes first");
 }
 
 /// rt-app's `pi_enabled`: a fair thread holding the lock an RT thread
