@@ -1763,7 +1763,9 @@ impl Sim {
         if mask.is_empty() || mask == tk.affinity {
             return Flow::Next;
         }
-        if self.task_is_dl(t) && !self.machine.all_cpus().is_subset(&mask) {
+        // (By policy, task_has_dl_policy(): a task boosted into the class
+        // may narrow its CPUs.)
+        if self.dl_policy(t) && !self.machine.all_cpus().is_subset(&mask) {
             // dl_task_check_affinity(): a deadline task's CPUs must span its
             // root domain; sched_setaffinity() fails and rt-app exits.
             self.workload_exits(

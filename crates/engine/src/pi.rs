@@ -294,6 +294,7 @@ impl Sim {
             self.rt_mutex_setprio(o, Some(cpu));
         }
     }
+
     /// PI mutex `m` was given to the sleeping `w`: it owns it, and its lock
     /// step returns with it when it runs.
     pub(crate) fn pi_handed_to(&mut self, w: TaskId, m: u32) {

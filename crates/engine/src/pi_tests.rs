@@ -808,3 +808,35 @@ fn boosts_of_owners_on_a_wake_list_keep_the_invariants() {
         assert_eq!(stop, StopReason::Finished, "off {off}");
     }
 }
+
+/// A fair owner boosted into the deadline class may still narrow its CPUs:
+/// sched_setaffinity() checks the deadline bandwidth rule by policy
+/// (dl_task_check_affinity(): task_has_dl_policy()), so the call succeeds
+/// and the run goes on; the owner then runs on CPU 5 only.
+#[test]
+fn an_owner_boosted_into_the_deadline_class_may_narrow_its_cpus() {
+    let mut s = sim(
+        vec![
+            (
+                "owner",
+                None,
+                vec![
+                    lock(0),
+                    work(2 * MS),
+                    Step::SetAffinity {
+                        cpus: Some(Box::new(schedlab_topo::CpuMask::from_cpus([5]))),
+                    },
+                    work(2 * MS),
+                    unlock(0),
+                ],
+            ),
+            ("dl", None, locker(Some(dl_policy(2, 10)), MS, MS / 2)),
+        ],
+        vec![SyncObject::PiMutex],
+        100 * MS,
+    );
+    assert_eq!(s.run_until(3 * MS), StopReason::TimeLimit);
+    let owner = task(&s, 0);
+    assert!(s.pi_boosted(owner) && s.tasks[owner as usize].dl.is_some());
+    assert_eq!(s.run(), StopReason::Finished);
+}
