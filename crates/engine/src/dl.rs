@@ -48,7 +48,7 @@ use crate::event::{EventKind, LazyTimer};
 use crate::fair_server::{FAIR_SERVER_PERIOD_NS, FAIR_SERVER_RUNTIME_NS};
 use crate::sim::{EnqueueKind, Sim, WF_RQ_SELECTED, WF_TTWU};
 use schedlab_topo::{CpuId, CpuMask, SdFlags};
-use schedlab_workload::SchedPolicy;
+use schedlab_workload::{Attrs, SchedPolicy};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Bandwidth fixed point: `1 << BW_SHIFT` is a whole CPU (`BW_SHIFT`).
@@ -1081,14 +1081,15 @@ impl Sim {
     /// the kernel does: EINVAL for bad parameters, EPERM for an affinity
     /// narrower than the root domain, EBUSY when admission control refuses
     /// the bandwidth; the task then stays as it was.
-    pub(crate) fn sched_setattr_dl(
-        &mut self,
-        t: TaskId,
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        uclamp: (Option<u16>, Option<u16>),
-    ) -> Result<(), String> {
+    pub(crate) fn sched_setattr_dl(&mut self, t: TaskId, a: &Attrs) -> Result<(), String> {
+        let Attrs {
+            policy,
+            nice,
+            runtime_ns,
+            util_min,
+            util_max,
+        } = *a;
+        let uclamp = (util_min, util_max);
         let old_dl = self.tasks[t as usize].dl.is_some();
         let new_dl = policy.is_deadline();
         // Leaving the class, the clamps are checked first: invalid ones fail

@@ -18,7 +18,7 @@ use crate::sim::{Sim, StopReason, WF_SYNC};
 use crate::task::{Activity, SpinWait};
 use rand::Rng;
 use schedlab_topo::{CpuId, CpuMask};
-use schedlab_workload::{Attrs, Step, SyncObject};
+use schedlab_workload::{Step, SyncObject};
 use std::collections::VecDeque;
 
 /// Runtime state of the non-barrier synchronisation objects, by sync id.
@@ -517,14 +517,7 @@ impl Sim {
                 }
                 Step::SetSlice { ns } => self.set_custom_slice(t, ns),
                 Step::SetAttr(a) => {
-                    let Attrs {
-                        policy,
-                        nice,
-                        runtime_ns,
-                        util_min,
-                        util_max,
-                    } = *a;
-                    self.sched_setattr(t, policy, nice, runtime_ns, (util_min, util_max));
+                    self.sched_setattr(t, &a);
                     if self.stop == Some(StopReason::Exited) {
                         return;
                     }

@@ -51,7 +51,7 @@ use crate::sim::Sim;
 use crate::task::{RtEntity, Task};
 use crate::trace::PrioTo;
 use schedlab_topo::CpuId;
-use schedlab_workload::SchedPolicy;
+use schedlab_workload::{Attrs, SchedPolicy};
 use std::collections::VecDeque;
 
 /// `max_lock_depth`: the longest chain of PI locks a boost walks.
@@ -650,14 +650,15 @@ impl Sim {
     /// its own policy changes, and it runs at the better of that and what
     /// its waiters lend, in one change of priority (no tracepoint: the
     /// call sets `p->prio` itself).
-    pub(crate) fn sched_setattr_pi(
-        &mut self,
-        t: TaskId,
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        uclamp: (Option<u16>, Option<u16>),
-    ) {
+    pub(crate) fn sched_setattr_pi(&mut self, t: TaskId, a: &Attrs) {
+        let Attrs {
+            policy,
+            nice,
+            runtime_ns,
+            util_min,
+            util_max,
+        } = *a;
+        let uclamp = (util_min, util_max);
         let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
             return;
         };

@@ -24,7 +24,7 @@ use crate::event::TaskId;
 use crate::sim::{EnqueueKind, Sim, WF_FORK, WF_RQ_SELECTED, WF_TTWU};
 use crate::task::RtEntity;
 use schedlab_topo::{CpuId, CpuMask};
-use schedlab_workload::SchedPolicy;
+use schedlab_workload::{Attrs, SchedPolicy};
 
 /// The kernel priority that stands for "no RT task" (`MAX_RT_PRIO - 1`).
 pub const RT_PRIO_NONE: u8 = 99;
@@ -820,17 +820,11 @@ impl Sim {
     /// priority and is queued again, and the classes' switched_from/to and
     /// prio_changed hooks move load, preempt, push and pull. A task that
     /// owns PI mutexes keeps the priority its waiters lend it (pi.rs).
-    pub(crate) fn sched_setattr(
-        &mut self,
-        t: TaskId,
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        uclamp: (Option<u16>, Option<u16>),
-    ) {
+    pub(crate) fn sched_setattr(&mut self, t: TaskId, a: &Attrs) {
+        let policy = a.policy;
         let to_dl = policy.is_deadline() || self.dl_policy(t);
         if !to_dl && (self.pi_boosted(t) || self.pi_lent(t)) {
-            self.sched_setattr_pi(t, policy, nice, runtime_ns, uclamp);
+            self.sched_setattr_pi(t, a);
             return;
         }
         if policy.is_deadline() && self.pi_boosted(t) && self.tasks[t as usize].dl.is_some() {
@@ -838,7 +832,7 @@ impl Sim {
             // of its own in one change and goes on inheriting until its
             // waiters change (__setscheduler_dl_pi() leaves `pi_se` to a
             // deadline policy).
-            self.sched_setattr_unboosted(t, policy, nice, runtime_ns, uclamp);
+            self.sched_setattr_unboosted(t, a);
             if self.dl_policy(t) {
                 self.pi_own_dl_policy(t);
             }
@@ -847,7 +841,7 @@ impl Sim {
         if self.pi_boosted(t) {
             self.pi_unboost_for_setattr(t);
         }
-        self.sched_setattr_unboosted(t, policy, nice, runtime_ns, uclamp);
+        self.sched_setattr_unboosted(t, a);
         // Out of the deadline class, a priority its waiters lend applies.
         if self.pi_owns_any(t) {
             self.pi_setprio_after_setattr(t);
@@ -856,16 +850,17 @@ impl Sim {
 
     /// sched_setattr() of a task that runs at its own priority and whose
     /// waiters lend it none (or that moves into or out of SCHED_DEADLINE).
-    fn sched_setattr_unboosted(
-        &mut self,
-        t: TaskId,
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        uclamp: (Option<u16>, Option<u16>),
-    ) {
+    fn sched_setattr_unboosted(&mut self, t: TaskId, a: &Attrs) {
+        let Attrs {
+            policy,
+            nice,
+            runtime_ns,
+            util_min,
+            util_max,
+        } = *a;
+        let uclamp = (util_min, util_max);
         if self.tasks[t as usize].dl.is_some() || policy.is_deadline() {
-            if let Err(why) = self.sched_setattr_dl(t, policy, nice, runtime_ns, uclamp) {
+            if let Err(why) = self.sched_setattr_dl(t, a) {
                 let shown = match policy {
                     SchedPolicy::Deadline {
                         runtime_ns,
@@ -886,7 +881,7 @@ impl Sim {
         let old = self.tasks[t as usize].rt;
         let new_prio = policy.rt_priority();
         if old.is_none() && new_prio.is_none() {
-            self.sched_setattr_fair(t, policy, nice, runtime_ns, uclamp);
+            self.sched_setattr_fair(t, a);
             return;
         }
         // Clamps first: invalid ones fail the call (EINVAL) and change nothing.

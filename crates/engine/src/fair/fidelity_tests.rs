@@ -1835,10 +1835,13 @@ fn renicing_the_running_task_keeps_its_real_lag() {
     let vprot = s.tasks[a as usize].se.vprot;
     s.sched_setattr_fair(
         a,
-        schedlab_workload::SchedPolicy::Normal,
-        Some(5),
-        None,
-        (None, None),
+        &schedlab_workload::Attrs {
+            policy: schedlab_workload::SchedPolicy::Normal,
+            nice: Some(5),
+            runtime_ns: None,
+            util_min: None,
+            util_max: None,
+        },
     );
     let se = s.tasks[a as usize].se;
     assert_eq!(se.vlag, -1_528_358);

@@ -27,7 +27,7 @@ use crate::sim::{EnqueueKind, Sim};
 use crate::task::TaskState;
 use crate::timeline::{ListLink, RunNode};
 use schedlab_topo::CpuId;
-use schedlab_workload::SchedPolicy;
+use schedlab_workload::{Attrs, SchedPolicy};
 
 /// NICE_0_LOAD.
 pub const NICE_0_LOAD: u64 = 1024;
@@ -313,7 +313,14 @@ impl Sim {
         } else {
             SchedPolicy::Normal
         };
-        self.sched_setattr_fair(t, policy, None, Some(ns), (None, None));
+        let a = Attrs {
+            policy,
+            nice: None,
+            runtime_ns: Some(ns),
+            util_min: None,
+            util_max: None,
+        };
+        self.sched_setattr_fair(t, &a);
     }
 
     /// sched_setattr() of a fair policy on task `t`: the policy, a new nice
@@ -348,14 +355,15 @@ impl Sim {
     /// rescaled now (the kernel rescales it at the next enqueue, against the
     /// weight it was saved with: the same numbers unless the weight changes
     /// twice before then).
-    pub(crate) fn sched_setattr_fair(
-        &mut self,
-        t: TaskId,
-        policy: SchedPolicy,
-        nice: Option<i8>,
-        runtime_ns: Option<u64>,
-        uclamp: (Option<u16>, Option<u16>),
-    ) {
+    pub(crate) fn sched_setattr_fair(&mut self, t: TaskId, a: &Attrs) {
+        let Attrs {
+            policy,
+            nice,
+            runtime_ns,
+            util_min,
+            util_max,
+        } = *a;
+        let uclamp = (util_min, util_max);
         let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
             return;
         };
