@@ -1131,7 +1131,10 @@ impl Sim {
                     return Ok(());
                 }
             }
-            if e.dl_bw != old_bw || !old_dl {
+            // Admission goes by policy (task_has_dl_policy()): a task boosted
+            // into the class has no bandwidth of its own yet.
+            let own_dl = self.dl_policy(t);
+            if e.dl_bw != old_bw || !own_dl {
                 if self.dl_overflow(old_bw, e.dl_bw) {
                     let cap = (u128::from(BW_UNIT) * u128::from(self.dl_bw_capacity())) >> 10;
                     return Err(format!(
@@ -1140,11 +1143,19 @@ impl Sim {
                         self.dl_total_bw - old_bw + e.dl_bw,
                     ));
                 }
-                if !old_dl {
+                if !own_dl {
                     // A bandwidth still owed from a recent stay in the class
                     // goes first.
                     if let Some(stale) = self.tasks[t as usize].dl_left.as_ref() {
                         self.dl_total_bw -= stale.dl_bw;
+                    }
+                    if old_dl {
+                        // Boosted into the class meanwhile: the entity it
+                        // left stays behind, its bandwidth now released.
+                        let tk = &mut self.tasks[t as usize];
+                        if tk.dl_left.take().is_some() {
+                            tk.dl_timers_mut().inactive.cancel();
+                        }
                     }
                 }
                 self.dl_total_bw = self.dl_total_bw - old_bw + e.dl_bw;

@@ -1272,7 +1272,11 @@ impl Sim {
                 Flow::Next
             }
             Some(o) => {
-                if pi {
+                if pi && self.tasks[o as usize].state == crate::task::TaskState::Dead {
+                    // FUTEX_LOCK_PI on a mutex whose owner died fails with
+                    // ESRCH (handle_exit_race()) and glibc sleeps for good:
+                    // no rt_mutex waiter, no boost.
+                } else if pi {
                     let cpu = self.tasks[t as usize].cpu;
                     self.pi_block(t, m, o, cpu);
                 } else if let Some(Obj::Mutex { waiters, .. }) = self.ipc.objs.get_mut(m as usize) {

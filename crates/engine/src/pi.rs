@@ -32,7 +32,8 @@
 //! requeues the task, as the kernel's does, even when nothing changed.
 //!
 //! Not modelled: lock stealing by a better waiter arriving between an
-//! unlock and the woken waiter's return (rt_mutex_steal()), deadlock
+//! unlock and the woken waiter's return (a FUTEX_LOCK_PI caller reaches
+//! try_to_take_rt_mutex() and rt_mutex_steal()), deadlock
 //! detection (a chain that loops stops where it started), the fair-class
 //! `prio` a fair waiter lends a fair owner of lower nice priority, which
 //! changes only the priority trace events print, and a sched_setattr()
@@ -92,6 +93,11 @@ pub struct PiState {
     /// which the kernel keeps in the task): a wakeup in the class later
     /// judges them by the CBS rule.
     pub dl_kept: Option<(i64, u64)>,
+    /// The deadline waiter whose parameters it inherits (`p->pi_top_task`
+    /// when that set `pi_se`): kept until its priority is next set, which
+    /// a hand-over does not do, so a new owner may go on inheriting from a
+    /// waiter that is no longer its top one.
+    pub lender: Option<TaskId>,
 }
 
 /// What rt_mutex_setprio() makes of a task.
@@ -336,33 +342,34 @@ impl Sim {
     /// What `t`'s priority should be, from its own policy and its top
     /// waiter's (mirrors __rt_effective_prio() and rt_mutex_setprio()'s
     /// choice of `pi_se`).
-    fn pi_target(&self, t: TaskId) -> PiTarget {
+    fn pi_target(&self, t: TaskId) -> (PiTarget, Option<TaskId>) {
         let tk = &self.tasks[t as usize];
         let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
         let top = self.pi_top_waiter(t);
         match top {
             Some((w, (-1, _))) => {
                 let Some(we) = self.tasks[w as usize].dl.as_deref() else {
-                    return PiTarget::Own;
+                    return (PiTarget::Own, None);
                 };
                 let mine = tk.dl.as_deref().map(|e| e.deadline_ns);
                 // A deadline owner inherits only from an earlier deadline
                 // (dl_entity_preempt()).
                 if own_dl && mine.is_some_and(|d| we.deadline_ns >= d) {
-                    PiTarget::Own
+                    (PiTarget::Own, None)
                 } else {
-                    PiTarget::Dl(we.pi_of())
+                    (PiTarget::Dl(we.pi_of()), Some(w))
                 }
             }
             Some((_, (p, _))) if !own_dl && (0..i32::from(RT_PRIO_NONE)).contains(&p) => {
                 let normal = self.normal_rt(t).map(|n| n.prio);
-                match effective_prio(normal, Some(p as u8)) {
+                let target = match effective_prio(normal, Some(p as u8)) {
                     e if e == normal => PiTarget::Own,
                     Some(e) => PiTarget::Rt(e),
                     None => PiTarget::Own,
-                }
+                };
+                (target, None)
             }
-            _ => PiTarget::Own,
+            _ => (PiTarget::Own, None),
         }
     }
 
@@ -378,7 +385,11 @@ impl Sim {
         if tk.state == crate::task::TaskState::Dead {
             return;
         }
-        let target = self.pi_target(t);
+        let (target, lender) = self.pi_target(t);
+        if lender.is_some() || self.tasks[t as usize].pi.is_some() {
+            self.pi_mut(t).lender = lender;
+        }
+        let tk = &self.tasks[t as usize];
         let normal = self.normal_rt(t);
         let in_dl = tk.dl.is_some();
         let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
@@ -748,32 +759,54 @@ impl Sim {
                     ));
                 }
             }
-            if self.dl_policy(t) {
-                // Its priority is its own; it inherits parameters only from
-                // a deadline waiter (whose deadline was earlier when it
-                // did: deadlines move, so that is not checked again).
-                let dl_top = matches!(self.pi_top_waiter(t), Some((_, (-1, _))));
-                let inherits = tk.dl.as_deref().is_some_and(DlEntity::boosted);
-                if pi.boosted || (inherits && !dl_top) {
+            // A task that inherits deadline parameters does so from the
+            // deadline waiter of one of its mutexes that set them.
+            let inherits = tk.dl.as_deref().and_then(|e| e.pi_se);
+            if let Some(p) = inherits {
+                let lender_ok = pi.lender.is_some_and(|w| {
+                    let wt = &self.tasks[w as usize];
+                    let on_ours = wt
+                        .pi
+                        .as_deref()
+                        .and_then(|x| x.blocked_on)
+                        .is_some_and(|(m, _)| pi.owned.contains(&m));
+                    on_ours && wt.dl.as_deref().map(DlEntity::pi_of) == Some(p)
+                });
+                if !lender_ok {
                     return Err(format!(
-                        "deadline task {t}: boosted {}, inheriting {inherits} without a deadline waiter",
-                        pi.boosted
+                        "task {t} inherits {p:?} from {:?}, not a deadline waiter of its mutexes with those parameters",
+                        pi.lender
+                    ));
+                }
+            }
+            if self.dl_policy(t) {
+                // Its priority is its own.
+                if pi.boosted {
+                    return Err(format!("deadline task {t} is boosted"));
+                }
+                continue;
+            }
+            if tk.dl.is_some() {
+                // Boosted into the deadline class (checked above).
+                if !pi.boosted || tk.rt.is_some() || inherits.is_none() {
+                    return Err(format!(
+                        "task {t} in the deadline class: boosted {}, RT {:?}, inheriting {inherits:?}",
+                        pi.boosted, tk.rt
                     ));
                 }
                 continue;
             }
             let normal = self.normal_rt(t).map(|n| n.prio);
-            let target = self.pi_target(t);
+            let (target, _) = self.pi_target(t);
             let rt = tk.rt.map(|r| r.prio);
-            let pi_se = tk.dl.as_deref().map(|e| e.pi_se);
             let ok = match target {
-                PiTarget::Own => !pi.boosted && pi_se.is_none() && rt == normal,
-                PiTarget::Rt(p) => pi.boosted && pi_se.is_none() && rt == Some(p),
-                PiTarget::Dl(p) => pi.boosted && rt.is_none() && pi_se == Some(Some(p)),
+                PiTarget::Own => !pi.boosted && rt == normal,
+                PiTarget::Rt(p) => pi.boosted && rt == Some(p),
+                PiTarget::Dl(_) => false,
             };
             if !ok {
                 return Err(format!(
-                    "task {t}: RT priority {rt:?}, deadline inheritance {pi_se:?} (boosted {}), but its own is {normal:?} and its waiters lend {target:?}",
+                    "task {t}: RT priority {rt:?} (boosted {}), but its own is {normal:?} and its waiters lend {target:?}",
                     pi.boosted
                 ));
             }

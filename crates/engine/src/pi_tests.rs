@@ -840,3 +840,143 @@ fn an_owner_boosted_into_the_deadline_class_may_narrow_its_cpus() {
     assert!(s.pi_boosted(owner) && s.tasks[owner as usize].dl.is_some());
     assert_eq!(s.run(), StopReason::Finished);
 }
+
+/// The new owner of a PI mutex keeps its priority at the hand-over:
+/// try_to_take_rt_mutex() (kernel/locking/rtmutex.c:1191-1192) only puts
+/// the lock's next waiter in the new owner's `pi_waiters`
+/// (rt_mutex_enqueue_pi()), with no rt_mutex_adjust_prio(), and
+/// wake_futex_pi() → mark_wakeup_next_waiter() (:1343) adjusts only the
+/// old owner. `f`, a fair task blocked on m1, is boosted into the deadline
+/// class by `x` (2 ms / 30 ms) waiting on m0; its `p->dl.deadline` is still
+/// 0 (it never ran in the class), so the chain walk requeues it first on
+/// m1 (waiter_update_prio(), :375, copies `task->dl.deadline`), ahead of `y`
+/// (1 ms / 10 ms, deadline earlier than x's). When `g` unlocks m1 at 5 ms
+/// it passes to `f`, which then owns m0 (x) and m1 (y): 7.3 leaves it on
+/// x's parameters until its next rt_mutex_setprio(), and so does the engine
+/// (pi_release() leaves the new owner alone); the checker accepts the lender
+/// that set them (`PiState::lender`, the kernel's `pi_top_task`). Found by a
+/// review, when the checker wanted the top waiter's (y's).
+#[test]
+fn a_new_owner_keeps_its_inherited_parameters_at_the_hand_over() {
+    let dl = |r: u64, p: u64| SchedPolicy::Deadline {
+        runtime_ns: r * MS,
+        deadline_ns: p * MS,
+        period_ns: p * MS,
+    };
+    let mut s = sim(
+        vec![
+            (
+                "g",
+                Some(vec![4]),
+                vec![lock(1), work(5 * MS), unlock(1), work(MS)],
+            ),
+            (
+                "f",
+                Some(vec![5]),
+                vec![
+                    lock(0),
+                    sleep(MS / 2),
+                    lock(1),
+                    work(MS),
+                    unlock(1),
+                    unlock(0),
+                ],
+            ),
+            (
+                "y",
+                None,
+                vec![set(dl(1, 10)), sleep(MS), lock(1), unlock(1)],
+            ),
+            (
+                "x",
+                None,
+                vec![set(dl(2, 30)), sleep(2 * MS), lock(0), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex, SyncObject::PiMutex],
+        5 * MS + MS / 2,
+    );
+    assert_eq!(s.run(), StopReason::TimeLimit);
+    let (f, x) = (task(&s, 1), task(&s, 3));
+    assert_eq!(s.ipc.mutex_owner(1), Some(f));
+    let lent = s.tasks[x as usize].dl.as_deref().map(|e| e.pi_of());
+    assert_eq!(
+        s.tasks[f as usize].dl.as_deref().and_then(|e| e.pi_se),
+        lent
+    );
+}
+
+/// A task that leaves SCHED_DEADLINE before its 0-lag time keeps its
+/// bandwidth admitted (switched_from_dl() → task_non_contending(); the
+/// engine keeps the entity in `dl_left` with its inactive timer). Boosted
+/// into the class by a deadline waiter, it takes a deadline policy of its
+/// own. sched_dl_overflow() (kernel/sched/deadline.c:3805-3810) decides by
+/// task_has_dl_policy(), false here: first branch, where the old bandwidth
+/// goes only `if (hrtimer_active(&p->dl.inactive_timer))` (switched_to_dl()
+/// cancelled that timer at the boost, :3566, so 7.3 leaks it). The engine's
+/// sched_setattr_dl() decides by policy too, and releases the bandwidth
+/// left behind (documented difference: 7.3 keeps it admitted). When the
+/// task leaves the class again before the first 0-lag time (3.75 ms), the
+/// books still balance. Found by a review: deciding by the class let the
+/// second leftover overwrite the first, whose bandwidth stayed admitted with
+/// no entity.
+#[test]
+fn setattr_to_deadline_under_a_deadline_boost_keeps_the_bandwidth_books() {
+    let dl = |r: u64, p: u64| SchedPolicy::Deadline {
+        runtime_ns: r * MS,
+        deadline_ns: p * MS,
+        period_ns: p * MS,
+    };
+    let mut s = sim(
+        vec![
+            (
+                "a",
+                None,
+                vec![
+                    set(dl(1, 100)),
+                    Step::RunWall { ns: MS / 4 },
+                    set(SchedPolicy::Fifo(10)),
+                    lock(0),
+                    Step::RunWall { ns: 3 * MS },
+                    set(dl(10, 20)),
+                    Step::RunWall { ns: MS / 2 },
+                    unlock(0),
+                    set(SchedPolicy::Fifo(10)),
+                    work(20 * MS),
+                ],
+            ),
+            (
+                "w",
+                None,
+                vec![set(dl(1, 10)), sleep(2 * MS), lock(0), unlock(0)],
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        200 * MS,
+    );
+    assert_eq!(s.run(), StopReason::Finished);
+}
+
+/// A PI mutex whose owner exited without waiters has no kernel owner:
+/// FUTEX_LOCK_PI fails with ESRCH (attach_to_pi_owner() →
+/// handle_exit_race(), kernel/futex/pi.c:474) and glibc sleeps for good, so a
+/// late RT locker is no rt_mutex waiter and lends nobody anything: it
+/// sleeps without joining the mutex's waiters, and the run stalls. Found by
+/// a review (the engine queued it as a waiter of the dead owner, which the
+/// checker rejected; older than deadline inheritance).
+#[test]
+fn an_rt_locker_of_a_pi_mutex_left_by_a_dead_owner_keeps_the_invariants() {
+    let mut s = sim(
+        vec![
+            ("owner", Some(vec![4]), vec![lock(0), work(MS)]),
+            (
+                "late",
+                Some(vec![5]),
+                locker(Some(SchedPolicy::Fifo(50)), 3 * MS, MS),
+            ),
+        ],
+        vec![SyncObject::PiMutex],
+        10 * MS,
+    );
+    assert_eq!(s.run(), StopReason::Stalled);
+}
