@@ -2870,9 +2870,13 @@ mod tests {
     /// sleep, and a thread that migrated while it spun gives the lock it got
     /// back and takes its new CPU's. `t` is forked onto CPU 0, whose lock
     /// `h` holds for 10 ms of work: it spins there in turns with `h` (never
-    /// sleeping), is pulled to CPU 1 when that CPU's hog exits at 5 ms, spins
-    /// on for CPU 0's lock from there, gets it when `h` unlocks, sees it runs
-    /// on CPU 1, unlocks it and enters its request under CPU 1's lock.
+    /// sleeping; HZ=250 slices, 4-8 ms its turn), is pulled to CPU 1 when
+    /// that CPU's hog exits at 9 ms while it waits for its next turn
+    /// (newly idle balance), spins on for CPU 0's lock from there, gets it
+    /// when `h` unlocks, sees it runs on CPU 1, unlocks it and enters its
+    /// request under CPU 1's lock. (With the hog exiting at 5 ms, while `t`
+    /// runs, nothing pulls `t` before it takes CPU 0's lock; the test passed
+    /// with that set-up only while its looks at the run changed the run.)
     #[test]
     fn a_per_cpu_lock_spins_and_follows_a_migration() {
         let lock = Step::LockPerCpu { first: 0, count: 4 };
@@ -2889,7 +2893,7 @@ mod tests {
                 Step::Exit,
             ],
         );
-        let hog = pinned("hog", 1, vec![Step::Compute { work_ns: 5_000_000 }]);
+        let hog = pinned("hog", 1, vec![Step::Compute { work_ns: 9_000_000 }]);
         let mut t = tpl(
             "t",
             vec![

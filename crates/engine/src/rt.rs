@@ -809,7 +809,9 @@ impl Sim {
     /// (set_next_task_*()'s `exec_start`).
     pub(crate) fn start_exec(&mut self, t: TaskId) {
         let now = self.now;
-        let se = &mut self.tasks[t as usize].se;
+        let tk = &mut self.tasks[t as usize];
+        tk.stats.cpu_settled_ns = 0;
+        let se = &mut tk.se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
     }

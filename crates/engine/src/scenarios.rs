@@ -1120,6 +1120,10 @@ fn re_picking_prev_leaves_it_running_as_it_was() {
     let mut t_ns = 10_000_000;
     let c = loop {
         s.run_until(t_ns);
+        // (A look charges nothing: bring the running hog's vruntime to now,
+        // as the schedule() below would.)
+        s.update_rq_clock(cpu);
+        s.update_curr_any(cpu);
         let c = s.rqs[cpu as usize].curr.expect("a hog runs");
         let se = s.tasks[c as usize].se;
         if s.vruntime_eligible(cpu, se.vruntime) && se.vruntime + 100_000 < se.deadline {

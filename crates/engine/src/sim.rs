@@ -725,8 +725,9 @@ impl Sim {
             };
             if t > limit {
                 self.now = limit;
-                self.finish_accounting();
-                if limit >= self.spec.max_time_ns {
+                let end = limit >= self.spec.max_time_ns;
+                self.finish_accounting(end);
+                if end {
                     self.stop = Some(StopReason::TimeLimit);
                 }
                 return StopReason::TimeLimit;
@@ -766,7 +767,7 @@ impl Sim {
                 }
             }
         }
-        self.finish_accounting();
+        self.finish_accounting(true);
         self.stop.unwrap_or(StopReason::Stalled)
     }
 
@@ -1251,7 +1252,13 @@ impl Sim {
         }
     }
 
-    fn finish_accounting(&mut self) {
+    /// Brings the statistics up to now, at the end of the run (`end`) or at
+    /// a look between events ([`Sim::run_until`]). Only the end charges the
+    /// running tasks through their classes (update_curr()); a look counts
+    /// their CPU time without touching class state, so that looking at a
+    /// run does not change it (a deadline budget spent would otherwise be
+    /// caught at the look rather than at the next tick).
+    fn finish_accounting(&mut self, end: bool) {
         self.account_placement();
         for cpu in 0..self.rqs.len() {
             // Count the time so far; a later run_until() goes on counting.
@@ -1271,7 +1278,14 @@ impl Sim {
         }
         for i in 0..self.tasks.len() {
             match self.tasks[i].state {
-                TaskState::Running => self.update_curr_any(self.tasks[i].cpu),
+                TaskState::Running if end => self.update_curr_any(self.tasks[i].cpu),
+                TaskState::Running => {
+                    let tk = &mut self.tasks[i];
+                    let stretch = now.saturating_sub(tk.se.exec_start);
+                    let more = stretch.saturating_sub(tk.stats.cpu_settled_ns);
+                    tk.stats.cpu_time_ns += more;
+                    tk.stats.cpu_settled_ns += more;
+                }
                 // A wait still open counts up to now (the kernel's
                 // run_delay would add it only when the task runs), so that
                 // a task starved to the end shows its wait.
@@ -2065,6 +2079,7 @@ impl Sim {
         // enqueue_entity() with ENQUEUE_MIGRATED: a task that moved is no
         // longer cache hot until it runs again (task_hot()).
         self.tasks[t as usize].se.exec_start = 0;
+        self.tasks[t as usize].stats.cpu_settled_ns = 0;
         self.tasks[t as usize].stats.migrations += 1;
         self.counters.migrations += 1;
         self.note_migration(from, to);

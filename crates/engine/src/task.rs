@@ -83,6 +83,10 @@ pub struct TaskStats {
     pub wait_time_ns: u64,
     /// When the task last became runnable-but-not-running.
     pub wait_start_ns: u64,
+    /// The part of the running task's current stretch already counted in
+    /// `cpu_time_ns` by a look at the run between events
+    /// ([`crate::Sim::run_until`]), which charges no class state.
+    pub cpu_settled_ns: u64,
     pub migrations: u64,
     pub wakeups: u64,
     pub wakeups_local: u64,

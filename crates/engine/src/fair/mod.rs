@@ -191,7 +191,8 @@ impl Sim {
         if delta > 0 {
             tk.se.exec_start = now;
             tk.se.sum_exec_runtime += delta;
-            tk.stats.cpu_time_ns += delta;
+            let settled = std::mem::take(&mut tk.stats.cpu_settled_ns);
+            tk.stats.cpu_time_ns += delta - settled.min(delta);
         }
         delta
     }
@@ -883,7 +884,9 @@ impl Sim {
         self.rqs[cpu as usize].cfs.curr = Some(t);
         self.cfs_tasks_to_head(cpu, t);
         let now = self.now;
-        let se = &mut self.tasks[t as usize].se;
+        let tk = &mut self.tasks[t as usize];
+        tk.stats.cpu_settled_ns = 0;
+        let se = &mut tk.se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
     }
