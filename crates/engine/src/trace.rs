@@ -77,7 +77,6 @@ pub enum TraceKind {
 /// cpu_idle's `state` for leaving an idle state (`PWR_EVENT_EXIT`, (u32)-1).
 pub const PWR_EVENT_EXIT: u32 = u32::MAX;
 
-/// The `prev_state` of a sched_switch.
 /// The priority a sched_pi_setprio event gives a task (`newprio`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrioTo {
@@ -89,6 +88,7 @@ pub enum PrioTo {
     Dl,
 }
 
+/// The `prev_state` of a sched_switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
     /// The idle task leaving the CPU ("R", TASK_RUNNING).
