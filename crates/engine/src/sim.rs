@@ -687,7 +687,9 @@ impl Sim {
     }
 
     /// Runs until `limit_ns` (or the end of the workload); a later call
-    /// continues from there. Returns `TimeLimit` when stopped by `limit_ns`.
+    /// continues from there, as if it had not stopped (the statistics are
+    /// brought up to the stop; class state is not charged). Returns
+    /// `TimeLimit` when stopped by `limit_ns`.
     pub fn run_until(&mut self, limit_ns: u64) -> StopReason {
         // events & u64::MAX is never 0 after the first event: no callback.
         self.run_loop(limit_ns, u64::MAX, &mut |_, _| {})
