@@ -372,6 +372,24 @@ fn int(v: &Json, path: &str, min: i64, max: i64) -> Result<i64, RtAppError> {
 
 /// A whole number of µs as ns: rt-app reads the deadline keys with
 /// get_int_value_from(), which exits on anything but a JSON integer.
+/// µs that rt-app reads as a JSON integer (an event's `run`, `runtime`,
+/// `sleep`, a timer's `period`, a task's `delay`): a number with a fraction
+/// makes it exit (unknown_event, or get_int_value_from()'s type check).
+fn whole_us(v: &Json, path: &str) -> Result<u64, RtAppError> {
+    if let Json::Num(n) = v {
+        if n.fract() != 0.0 {
+            return err(
+                path,
+                format!(
+                    "{} is not a whole number of µs (rt-app reads it as an integer and exits)",
+                    shown(*n)
+                ),
+            );
+        }
+    }
+    us(v, path)
+}
+
 fn int_us(v: &Json, path: &str) -> Result<u64, RtAppError> {
     Ok(int(v, path, 0, i64::from(i32::MAX))? as u64 * 1000)
 }
@@ -1044,7 +1062,7 @@ fn parse_task(
             "util_min" => clamps.min = util_clamp(v, &p)?,
             "util_max" => clamps.max = util_clamp(v, &p)?,
             "instance" => def.instances = int(v, &p, 0, 4096)? as u32,
-            "delay" => delay_ns = us(v, &p)?,
+            "delay" => delay_ns = whole_us(v, &p)?,
             "loop" => task_loop = loop_count(v, &p)?,
             "policy" => policy = string(v, &p)?.to_string(),
             "priority" => prio = Some((int(v, &p, i32::MIN.into(), i32::MAX.into())?, p)),
@@ -1412,11 +1430,15 @@ fn events(
         match kind {
             // µs of the calibration CPU's time, as work on a 1024 CPU.
             "run" => steps.push(Step::Compute {
-                work_ns: us(v, &p)?.saturating_mul(def.run_cap) / 1024,
+                work_ns: whole_us(v, &p)?.saturating_mul(def.run_cap) / 1024,
             }),
-            "runtime" => steps.push(Step::RunWall { ns: us(v, &p)? }),
+            "runtime" => steps.push(Step::RunWall {
+                ns: whole_us(v, &p)?,
+            }),
             // rt-app's sleep event is a clock_nanosleep().
-            "sleep" => steps.push(Step::Nanosleep { ns: us(v, &p)? }),
+            "sleep" => steps.push(Step::Nanosleep {
+                ns: whole_us(v, &p)?,
+            }),
             "timer" => {
                 let to = object(v, &p)?;
                 let tref = match field(to, "ref") {
@@ -1426,7 +1448,7 @@ fn events(
                 let Some(period) = field(to, "period") else {
                     return err(&format!("{p}.period"), "missing");
                 };
-                let period_ns = us(period, &format!("{p}.period"))?;
+                let period_ns = whole_us(period, &format!("{p}.period"))?;
                 if period_ns == 0 {
                     return err(&format!("{p}.period"), "must be positive");
                 }
@@ -1639,6 +1661,33 @@ mod tests {
         assert_eq!(event_kind("unlock2"), Some("unlock"));
         assert_eq!(event_kind("loop"), None);
         assert_eq!(event_kind("priority"), None);
+    }
+
+    /// rt-app reads event durations, timer periods and `delay` as JSON
+    /// integers and exits on a fraction (unknown_event; get_int_value_from()).
+    #[test]
+    fn fractional_event_durations_are_errors() {
+        for (doc, path) in [
+            (r#"{"tasks": {"a": {"run": 1.5}}}"#, "tasks.a.run"),
+            (
+                r#"{"tasks": {"a": {"run": 1, "sleep": 0.5}}}"#,
+                "tasks.a.sleep",
+            ),
+            (r#"{"tasks": {"a": {"runtime": 2.25}}}"#, "tasks.a.runtime"),
+            (
+                r#"{"tasks": {"a": {"delay": 10.5, "run": 1}}}"#,
+                "tasks.a.delay",
+            ),
+            (
+                r#"{"tasks": {"a": {"run": 1, "timer": {"ref": "t", "period": 99.9}}}}"#,
+                "tasks.a.timer.period",
+            ),
+        ] {
+            let e = parse(doc, 4).unwrap_err();
+            assert_eq!(e.path, path, "{doc}");
+            assert!(e.to_string().contains("not a whole number"), "{e}");
+        }
+        assert!(parse(r#"{"tasks": {"a": {"run": 1500}}}"#, 4).is_ok());
     }
 
     #[test]
