@@ -93,10 +93,13 @@ pub struct PiState {
     /// which the kernel keeps in the task): a wakeup in the class later
     /// judges them by the CBS rule.
     pub dl_kept: Option<(i64, u64)>,
-    /// The deadline waiter whose parameters it inherits (`p->pi_top_task`
-    /// when that set `pi_se`): kept until its priority is next set, which
-    /// a hand-over does not do, so a new owner may go on inheriting from a
-    /// waiter that is no longer its top one.
+    /// The deadline task whose parameters it inherits: the entity its
+    /// `pi_se` points at, its top waiter's own or, along a chain, the one
+    /// that waiter inherits from. Kept until its priority is next set, which
+    /// a hand-over does not do, nor a change of lender further down a chain
+    /// that leaves the next owner's key as it was (the walk stops there), so
+    /// a task may go on inheriting from a task that no longer lends to its
+    /// own top waiter.
     pub lender: Option<TaskId>,
 }
 
@@ -357,7 +360,15 @@ impl Sim {
                 if own_dl && mine.is_some_and(|d| we.deadline_ns >= d) {
                     (PiTarget::Own, None)
                 } else {
-                    (PiTarget::Dl(we.pi_of()), Some(w))
+                    // `pi_se = pi_task->dl.pi_se`: the entity whose
+                    // parameters pass along is the waiter's own, or the one
+                    // it inherits from itself.
+                    let source = if we.boosted() {
+                        self.tasks[w as usize].pi.as_deref().and_then(|p| p.lender)
+                    } else {
+                        Some(w)
+                    };
+                    (PiTarget::Dl(we.pi_of()), source)
                 }
             }
             Some((_, (p, _))) if !own_dl && (0..i32::from(RT_PRIO_NONE)).contains(&p) => {
@@ -759,22 +770,28 @@ impl Sim {
                     ));
                 }
             }
-            // A task that inherits deadline parameters does so from the
-            // deadline waiter of one of its mutexes that set them.
+            // A task that inherits deadline parameters does so from a
+            // deadline task, asleep on a PI mutex, whose own they are (the
+            // kernel's `pi_se` points at a blocked task's entity).
             let inherits = tk.dl.as_deref().and_then(|e| e.pi_se);
             if let Some(p) = inherits {
                 let lender_ok = pi.lender.is_some_and(|w| {
                     let wt = &self.tasks[w as usize];
-                    let on_ours = wt
-                        .pi
+                    let asleep_on_pi = wt.pi.as_deref().is_some_and(|x| x.blocked_on.is_some());
+                    let own = wt
+                        .dl
                         .as_deref()
-                        .and_then(|x| x.blocked_on)
-                        .is_some_and(|(m, _)| pi.owned.contains(&m));
-                    on_ours && wt.dl.as_deref().map(DlEntity::pi_of) == Some(p)
+                        .filter(|e| e.own_policy())
+                        .map(|e| DlParams {
+                            runtime_ns: e.dl_runtime_ns,
+                            deadline_ns: e.dl_deadline_ns,
+                            period_ns: e.dl_period_ns,
+                        });
+                    asleep_on_pi && own == Some(p)
                 });
                 if !lender_ok {
                     return Err(format!(
-                        "task {t} inherits {p:?} from {:?}, not a deadline waiter of its mutexes with those parameters",
+                        "task {t} inherits {p:?} from {:?}, not a deadline task asleep on a PI mutex with those parameters",
                         pi.lender
                     ));
                 }

@@ -980,3 +980,58 @@ fn an_rt_locker_of_a_pi_mutex_left_by_a_dead_owner_keeps_the_invariants() {
     );
     assert_eq!(s.run(), StopReason::Stalled);
 }
+
+/// Deadline parameters pass along a chain as a pointer to the first
+/// lender's entity (`pi_se = pi_task->dl.pi_se`). `b` holds m1 for 6 ms;
+/// `a` holds m0 and waits for m1; `w1` (5 ms / 200 ms) blocks on m0 at
+/// 2 ms: `a` and, through it, `b` inherit w1's parameters. `w2` (1 ms /
+/// 10 ms, earlier deadline) blocks on m0 at 3 ms: `a` takes w2's, but `a`'s
+/// key on m1 stays (-1, its deadline: it is asleep, so nothing replenishes
+/// it), the walk stops there (rt_waiter_node_equal()), and `b` goes on with
+/// w1's, as in 7.3. Found by a user test, when the checker wanted `b` to
+/// follow `a`.
+#[test]
+fn a_chain_passes_on_the_first_lenders_parameters() {
+    let mut s = sim(
+        vec![
+            (
+                "b",
+                Some(vec![6]),
+                vec![
+                    sleep(MS / 2),
+                    Step::Lock { mutex: 1 },
+                    work(6 * MS),
+                    Step::Unlock { mutex: 1 },
+                ],
+            ),
+            (
+                "a",
+                None,
+                vec![
+                    sleep(MS),
+                    lock(0),
+                    work(MS / 5),
+                    Step::Lock { mutex: 1 },
+                    work(MS),
+                    Step::Unlock { mutex: 1 },
+                    unlock(0),
+                ],
+            ),
+            ("w1", None, locker(Some(dl_policy(5, 200)), 2 * MS, MS / 2)),
+            ("w2", None, locker(Some(dl_policy(1, 10)), 3 * MS, MS / 2)),
+        ],
+        vec![SyncObject::PiMutex, SyncObject::PiMutex],
+        100 * MS,
+    );
+    assert_eq!(s.run_until(4 * MS), StopReason::TimeLimit);
+    let (b, a) = (task(&s, 0), task(&s, 1));
+    let inherited = |t: TaskId| s.tasks[t as usize].dl.as_deref().and_then(|e| e.pi_se);
+    let params = |r: u64, p: u64| crate::dl::DlParams {
+        runtime_ns: r * MS,
+        deadline_ns: p * MS,
+        period_ns: p * MS,
+    };
+    assert_eq!(inherited(a), Some(params(1, 10)));
+    assert_eq!(inherited(b), Some(params(5, 200)));
+    assert_eq!(s.run(), StopReason::Finished);
+}
