@@ -1082,14 +1082,7 @@ impl Sim {
     /// narrower than the root domain, EBUSY when admission control refuses
     /// the bandwidth; the task then stays as it was.
     pub(crate) fn sched_setattr_dl(&mut self, t: TaskId, a: &Attrs) -> Result<(), String> {
-        let Attrs {
-            policy,
-            nice,
-            runtime_ns,
-            util_min,
-            util_max,
-        } = *a;
-        let uclamp = (util_min, util_max);
+        let (policy, nice, runtime_ns, uclamp) = a.parts();
         let old_dl = self.tasks[t as usize].dl.is_some();
         let new_dl = policy.is_deadline();
         // Leaving the class, the clamps are checked first: invalid ones fail

@@ -673,14 +673,7 @@ impl Sim {
     /// its waiters lend, in one change of priority (no tracepoint: the
     /// call sets `p->prio` itself).
     pub(crate) fn sched_setattr_pi(&mut self, t: TaskId, a: &Attrs) {
-        let Attrs {
-            policy,
-            nice,
-            runtime_ns,
-            util_min,
-            util_max,
-        } = *a;
-        let uclamp = (util_min, util_max);
+        let (policy, nice, runtime_ns, uclamp) = a.parts();
         let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
             return;
         };

@@ -858,11 +858,7 @@ fn an_owner_boosted_into_the_deadline_class_may_narrow_its_cpus() {
 /// review, when the checker wanted the top waiter's (y's).
 #[test]
 fn a_new_owner_keeps_its_inherited_parameters_at_the_hand_over() {
-    let dl = |r: u64, p: u64| SchedPolicy::Deadline {
-        runtime_ns: r * MS,
-        deadline_ns: p * MS,
-        period_ns: p * MS,
-    };
+    let dl = dl_policy;
     let mut s = sim(
         vec![
             (
@@ -922,11 +918,7 @@ fn a_new_owner_keeps_its_inherited_parameters_at_the_hand_over() {
 /// no entity.
 #[test]
 fn setattr_to_deadline_under_a_deadline_boost_keeps_the_bandwidth_books() {
-    let dl = |r: u64, p: u64| SchedPolicy::Deadline {
-        runtime_ns: r * MS,
-        deadline_ns: p * MS,
-        period_ns: p * MS,
-    };
+    let dl = dl_policy;
     let mut s = sim(
         vec![
             (

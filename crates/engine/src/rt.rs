@@ -853,14 +853,7 @@ impl Sim {
     /// sched_setattr() of a task that runs at its own priority and whose
     /// waiters lend it none (or that moves into or out of SCHED_DEADLINE).
     fn sched_setattr_unboosted(&mut self, t: TaskId, a: &Attrs) {
-        let Attrs {
-            policy,
-            nice,
-            runtime_ns,
-            util_min,
-            util_max,
-        } = *a;
-        let uclamp = (util_min, util_max);
+        let (policy, nice, runtime_ns, uclamp) = a.parts();
         if self.tasks[t as usize].dl.is_some() || policy.is_deadline() {
             if let Err(why) = self.sched_setattr_dl(t, a) {
                 let shown = match policy {

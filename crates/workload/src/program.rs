@@ -278,6 +278,22 @@ pub struct Attrs {
     pub util_max: Option<u16>,
 }
 
+/// The clamps an [`Attrs`] asks for, (minimum, maximum); `None`: unchanged.
+pub type UclampRequest = (Option<u16>, Option<u16>);
+
+impl Attrs {
+    /// The policy, nice value, `sched_runtime` and clamps, as the engine's
+    /// sched_setattr() family reads them.
+    pub fn parts(&self) -> (SchedPolicy, Option<i8>, Option<u64>, UclampRequest) {
+        (
+            self.policy,
+            self.nice,
+            self.runtime_ns,
+            (self.util_min, self.util_max),
+        )
+    }
+}
+
 /// Scheduling policies: the fair class's (`SCHED_NORMAL`, `SCHED_BATCH`,
 /// `SCHED_IDLE`), the RT class's (`SCHED_FIFO`, `SCHED_RR`, each with
 /// its `sched_priority`, 1..=99, higher is more important) and the

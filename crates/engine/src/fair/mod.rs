@@ -357,14 +357,7 @@ impl Sim {
     /// weight it was saved with: the same numbers unless the weight changes
     /// twice before then).
     pub(crate) fn sched_setattr_fair(&mut self, t: TaskId, a: &Attrs) {
-        let Attrs {
-            policy,
-            nice,
-            runtime_ns,
-            util_min,
-            util_max,
-        } = *a;
-        let uclamp = (util_min, util_max);
+        let (policy, nice, runtime_ns, uclamp) = a.parts();
         let Some((umin, umax)) = self.uclamp_request(t, uclamp) else {
             return;
         };
