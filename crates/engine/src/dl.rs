@@ -151,14 +151,19 @@ impl DlEntity {
         Some(())
     }
 
-    /// The parameters its budget and deadline follow (mirrors pi_of()):
-    /// inherited while boosted, else its own.
-    pub fn pi_of(&self) -> DlParams {
-        self.pi_se.unwrap_or(DlParams {
+    /// Its own parameters (all 0 for a task boosted into the class).
+    pub fn own_params(&self) -> DlParams {
+        DlParams {
             runtime_ns: self.dl_runtime_ns,
             deadline_ns: self.dl_deadline_ns,
             period_ns: self.dl_period_ns,
-        })
+        }
+    }
+
+    /// The parameters its budget and deadline follow (mirrors pi_of()):
+    /// inherited while boosted, else its own.
+    pub fn pi_of(&self) -> DlParams {
+        self.pi_se.unwrap_or_else(|| self.own_params())
     }
 
     /// Boosted by priority inheritance (mirrors is_dl_boosted()).
@@ -1158,15 +1163,9 @@ impl Sim {
         // The change proper: off the runqueue, new class or parameters, back.
         let change = self.dl_change_begin(t);
         let cpu = change.cpu;
-        let was_fair = !old_dl && change.old_rt.is_none();
         if new_dl {
-            self.dl_class_used();
-            if was_fair {
-                // switched_from_fair(): the load leaves the fair runqueue.
-                self.detach_entity_load(cpu, t);
-            }
+            self.dl_enter_class(t);
             let tk = &mut self.tasks[t as usize];
-            tk.rt = None;
             tk.idle_policy = false;
             tk.batch_policy = false;
             let e = fresh.expect("checked above");
@@ -1216,6 +1215,21 @@ impl Sim {
         }
         self.dl_change_end(t, change, DlEnqueue::Restore);
         Ok(())
+    }
+
+    /// The class part of switched_to_dl() for a task that changes class or
+    /// is already in it (between dl_change_begin() and dl_change_end()):
+    /// the class is in use from now on, a fair task's load leaves the fair
+    /// runqueue (switched_from_fair()), and an RT task's entity comes off;
+    /// it is returned.
+    pub(crate) fn dl_enter_class(&mut self, t: TaskId) -> Option<crate::task::RtEntity> {
+        self.dl_class_used();
+        let tk = &self.tasks[t as usize];
+        if tk.dl.is_none() && tk.rt.is_none() {
+            let cpu = tk.cpu;
+            self.detach_entity_load(cpu, t);
+        }
+        self.tasks[t as usize].rt.take()
     }
 
     /// The first half of a change of class or parameters that involves the

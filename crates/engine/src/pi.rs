@@ -122,7 +122,7 @@ pub type WaiterKey = (i32, u64);
 /// The key a task waits on a plain futex with: `min(normal_prio,
 /// MAX_RT_PRIO)` (a boost does not count).
 pub(crate) fn futex_key(tk: &Task) -> i32 {
-    if tk.dl.as_deref().is_some_and(DlEntity::own_policy) {
+    if tk.has_dl_policy() {
         return -1;
     }
     let normal = match tk.pi.as_deref() {
@@ -235,10 +235,7 @@ impl Sim {
     /// `t`'s policy, boost aside, is SCHED_DEADLINE (`dl_policy()`; a task
     /// boosted into the class is not).
     pub(crate) fn dl_policy(&self, t: TaskId) -> bool {
-        self.tasks[t as usize]
-            .dl
-            .as_deref()
-            .is_some_and(DlEntity::own_policy)
+        self.tasks[t as usize].has_dl_policy()
     }
 
     /// `t` took the free PI mutex `m`.
@@ -347,7 +344,7 @@ impl Sim {
     /// choice of `pi_se`).
     fn pi_target(&self, t: TaskId) -> (PiTarget, Option<TaskId>) {
         let tk = &self.tasks[t as usize];
-        let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
+        let own_dl = tk.has_dl_policy();
         let top = self.pi_top_waiter(t);
         match top {
             Some((w, (-1, _))) => {
@@ -403,25 +400,32 @@ impl Sim {
         let tk = &self.tasks[t as usize];
         let normal = self.normal_rt(t);
         let in_dl = tk.dl.is_some();
-        let own_dl = tk.dl.as_deref().is_some_and(DlEntity::own_policy);
         let boost = target != PiTarget::Own;
-        if boost && cpu.is_some() && (in_dl || matches!(target, PiTarget::Dl(_))) {
-            self.counters.pi_boosts += 1;
-        }
-        if own_dl {
-            let pi_se = match target {
-                PiTarget::Dl(p) => Some(p),
-                _ => None,
-            };
-            self.pi_dl_change(t, pi_se, cpu);
-            return;
-        }
-        match target {
-            PiTarget::Dl(p) if in_dl => self.pi_dl_change(t, Some(p), cpu),
-            PiTarget::Dl(p) => self.pi_enter_dl(t, p, normal, cpu),
-            PiTarget::Rt(p) if in_dl => self.pi_leave_dl(t, Some(p), true, normal, cpu),
+        // Changes in the deadline class are always made.
+        let changed = match target {
+            _ if tk.has_dl_policy() => {
+                let pi_se = match target {
+                    PiTarget::Dl(p) => Some(p),
+                    _ => None,
+                };
+                self.pi_dl_change(t, pi_se, cpu);
+                true
+            }
+            PiTarget::Dl(p) if in_dl => {
+                self.pi_dl_change(t, Some(p), cpu);
+                true
+            }
+            PiTarget::Dl(p) => {
+                self.pi_enter_dl(t, p, normal, cpu);
+                true
+            }
+            PiTarget::Rt(p) if in_dl => {
+                self.pi_leave_dl(t, Some(p), true, normal, cpu);
+                true
+            }
             PiTarget::Own if in_dl => {
-                self.pi_leave_dl(t, normal.map(|n| n.prio), false, normal, cpu)
+                self.pi_leave_dl(t, normal.map(|n| n.prio), false, normal, cpu);
+                true
             }
             PiTarget::Rt(_) | PiTarget::Own => {
                 let eff = match target {
@@ -433,11 +437,11 @@ impl Sim {
                     pi.boosted = boost;
                     pi.normal_rt = if boost { normal } else { None };
                 }
-                let changed = self.set_rt_prio(t, eff, normal.is_some_and(|n| n.rr), cpu);
-                if changed && boost && cpu.is_some() {
-                    self.counters.pi_boosts += 1;
-                }
+                self.set_rt_prio(t, eff, normal.is_some_and(|n| n.rr), cpu)
             }
+        };
+        if changed && boost && cpu.is_some() {
+            self.counters.pi_boosts += 1;
         }
     }
 
@@ -508,13 +512,7 @@ impl Sim {
             self.trace_pi_setprio(cpu, t, PrioTo::Dl);
         }
         let change = self.dl_change_begin(t);
-        let cpu = self.tasks[t as usize].cpu;
-        self.dl_class_used();
-        if self.tasks[t as usize].rt.is_none() {
-            // switched_from_fair().
-            self.detach_entity_load(cpu, t);
-        }
-        let rt = self.tasks[t as usize].rt.take();
+        let rt = self.dl_enter_class(t);
         let pi = self.pi_mut(t);
         pi.boosted = true;
         pi.normal_rt = normal;
@@ -775,11 +773,7 @@ impl Sim {
                         .dl
                         .as_deref()
                         .filter(|e| e.own_policy())
-                        .map(|e| DlParams {
-                            runtime_ns: e.dl_runtime_ns,
-                            deadline_ns: e.dl_deadline_ns,
-                            period_ns: e.dl_period_ns,
-                        });
+                        .map(DlEntity::own_params);
                     asleep_on_pi && own == Some(p)
                 });
                 if !lender_ok {

@@ -376,6 +376,14 @@ impl Task {
         self.dl.is_some()
     }
 
+    /// Its own policy is SCHED_DEADLINE (`task_has_dl_policy()`): a task
+    /// boosted into the class by priority inheritance has none.
+    pub fn has_dl_policy(&self) -> bool {
+        self.dl
+            .as_deref()
+            .is_some_and(crate::dl::DlEntity::own_policy)
+    }
+
     /// The kernel priority trace events show (`p->prio`): -1 for a deadline
     /// task, 99 − `sched_priority` for an RT one, 120 + nice for a fair one.
     pub fn kernel_prio(&self) -> i32 {
