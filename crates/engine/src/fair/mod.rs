@@ -876,12 +876,7 @@ impl Sim {
         self.update_load_avg(cpu, t);
         self.rqs[cpu as usize].cfs.curr = Some(t);
         self.cfs_tasks_to_head(cpu, t);
-        let now = self.now;
-        let tk = &mut self.tasks[t as usize];
-        tk.stats.cpu_settled_ns = 0;
-        let se = &mut tk.se;
-        se.exec_start = now;
-        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        self.start_exec(t);
     }
 
     /// Puts the running task back into the tree (mirrors put_prev_entity()).
