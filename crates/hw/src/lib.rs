@@ -145,6 +145,31 @@ impl MemModel {
                 node_package[n.id as usize] = m.cpus[c as usize].package;
             }
         }
+        // A node without CPUs (CXL memory, a node whose CPUs are offline)
+        // hangs off the package of the CPU node nearest to it by SLIT
+        // distance (the lowest id on a tie): its streams from that package
+        // stay off the socket links.
+        let cpu_nodes: Vec<usize> = (0..max_node).filter(|&i| node_package[i] != NONE).collect();
+        let near_package: Vec<u32> = (0..max_node)
+            .map(|i| {
+                if node_package[i] != NONE {
+                    return node_package[i];
+                }
+                let d = |o: usize| {
+                    m.distance
+                        .get(i)
+                        .and_then(|r| r.get(o))
+                        .copied()
+                        .unwrap_or(u32::MAX)
+                };
+                cpu_nodes
+                    .iter()
+                    .copied()
+                    .min_by_key(|&o| (d(o), o))
+                    .map_or(NONE, |o| node_package[o])
+            })
+            .collect();
+        let node_package = near_package;
         let cpu_core_bw: Vec<f64> = m
             .cpus
             .iter()
@@ -894,6 +919,45 @@ mod tests {
         );
         let want = 10.0 / remote_latency_factor(20);
         assert!((out[0] - want).abs() < 1e-9, "{} vs {want}", out[0]);
+    }
+
+    /// A node without CPUs belongs to the package of the CPU node nearest
+    /// to it: with CPUs 0-1 in package 0 and 2-3 in package 1, each package
+    /// a node, and a memory-only node 2 at distance 14 from node 0 and 24
+    /// from node 1, a stream from CPU 0 to node 2 stays off the socket link
+    /// (5e9) and one from CPU 2 crosses it.
+    #[test]
+    fn a_memory_only_node_hangs_off_its_nearest_package() {
+        let mut m = tiny();
+        for c in 2..4 {
+            m.cpus[c].package = 1;
+            m.cpus[c].node = 1;
+        }
+        m.nodes[0].cpus = CpuMask::from_cpus([0, 1]);
+        m.nodes.push(NodeInfo {
+            id: 1,
+            cpus: CpuMask::from_cpus([2, 3]),
+            ..m.nodes[0].clone()
+        });
+        m.nodes.push(NodeInfo {
+            id: 2,
+            cpus: CpuMask::new(),
+            ..m.nodes[0].clone()
+        });
+        m.distance = vec![vec![10, 20, 14], vec![20, 10, 24], vec![14, 24, 10]];
+        m.links.push(SharedLink {
+            name: format!("{SOCKET_LINK_PREFIX}0"),
+            cpus: CpuMask::first_n(4),
+            bw_bytes_per_s: 5e9,
+        });
+        let mut mm = MemModel::new(&m);
+        let mut out = Vec::new();
+        let to2 = |cpu| Flow { cpu, mem_node: 2 };
+        mm.share(&[to2(0)], &mut out);
+        let near = 10.0 / remote_latency_factor(14);
+        assert!(near > 5.0 && (out[0] - near).abs() < 1e-9, "{out:?}");
+        mm.share(&[to2(2)], &mut out);
+        assert!((out[0] - 5.0).abs() < 1e-9, "{out:?}");
     }
 
     fn kunpeng() -> Machine {

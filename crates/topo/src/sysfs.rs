@@ -303,6 +303,28 @@ pub fn machine_to_toml(m: &Machine) -> String {
     s
 }
 
+/// What a node directory says of its memory's performance, from the
+/// firmware's HMAT (or CXL's CDAT) through `access0/initiators/`
+/// (Documentation/admin-guide/mm/numaperf.rst): the rated read bandwidth,
+/// MiB/s, and read latency, ns, seen from the node's nearest initiators.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodePerf {
+    read_bw_mib_per_s: Option<u64>,
+    read_latency_ns: Option<u64>,
+}
+
+/// Reads a node's `access0/initiators/read_bandwidth` and `read_latency`
+/// (absent on machines without an HMAT; 0 means not reported).
+fn node_perf_of(root: &Path, dir: &Path) -> Result<NodePerf, TopoError> {
+    let acc = dir.join("access0/initiators");
+    let positive = |v: Option<i64>| v.filter(|&x| x > 0).map(|x| x as u64);
+    Ok(NodePerf {
+        // Up to the machine file's 1e13 bytes/s and 1 s.
+        read_bw_mib_per_s: positive(read_int(root, &acc.join("read_bandwidth"), 0, 9_500_000)?),
+        read_latency_ns: positive(read_int(root, &acc.join("read_latency"), 0, 1_000_000_000)?),
+    })
+}
+
 /// One CPU as read from sysfs.
 struct SysCpu {
     id: CpuId,
@@ -593,9 +615,13 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         }
     }
 
-    // Nodes.
+    // Nodes: every node directory, memory-only ones (CXL memory, a node whose
+    // CPUs are offline) included; the domains take their NUMA levels from the
+    // nodes with CPUs only.
     let mut node_of: Vec<u32> = vec![0; n];
     let mut node_ids: Vec<u32> = Vec::new();
+    let mut node_has_cpus: Vec<bool> = Vec::new();
+    let mut node_perf: Vec<NodePerf> = Vec::new();
     let mut dist_rows: Vec<(u32, Vec<i64>)> = Vec::new();
     let node_dir = root.join("devices/system/node");
     let all_node_ids: Vec<u32> = {
@@ -629,13 +655,12 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
                 ),
             ));
         }
-        if cpus.is_empty() {
-            continue; // memory-only node
-        }
         for c in cpus.iter() {
             node_of[c as usize] = nd;
         }
         node_ids.push(nd);
+        node_has_cpus.push(!cpus.is_empty());
+        node_perf.push(node_perf_of(root, &dir)?);
         // One distance per node directory, in id order.
         let path = dir.join("distance");
         let mut row = Vec::new();
@@ -666,7 +691,7 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         }
         dist_rows.push((nd, row));
     }
-    // Dense node numbering; the distance rows keep only CPU nodes, in id order.
+    // Dense node numbering, in id order.
     let dense = |nd: u32| node_ids.iter().position(|&x| x == nd).unwrap_or(0) as u32;
     for v in node_of.iter_mut() {
         *v = dense(*v);
@@ -848,7 +873,14 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
     let _ = writeln!(
         s,
         "description = {}",
-        q(&format!("imported from sysfs at {origin}; bandwidths, latencies and costs are ESTIMATE defaults"))
+        q(&format!(
+            "imported from sysfs at {origin}; {}",
+            if node_perf.iter().any(|p| p.read_bw_mib_per_s.is_some()) {
+                "memory bandwidths and latencies from the firmware's ratings (HMAT) where it has them, other costs ESTIMATE defaults"
+            } else {
+                "bandwidths, latencies and costs are ESTIMATE defaults"
+            }
+        ))
     );
     let arch = match arch_override {
         Some(a) => a,
@@ -899,40 +931,75 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             q(&ids(&shared.iter().collect::<Vec<_>>()))
         );
     }
+    // The SLIT distance between two nodes (by dense id): the rows read, or
+    // 10 and 20 where the tree has none.
+    let col_of = |nd: u32| all_node_ids.iter().position(|&x| x == nd);
+    let dist = |a: usize, b: usize| -> i64 {
+        dist_rows
+            .get(a)
+            .and_then(|(_, row)| col_of(node_ids[b]).and_then(|c| row.get(c)))
+            .copied()
+            .unwrap_or(if a == b { 10 } else { 20 })
+    };
+    let cores_of = |nd: usize| {
+        let mut v: Vec<u32> = cpus
+            .iter()
+            .filter(|c| c.node as usize == nd)
+            .map(|c| key(&c.core))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len()
+    };
     let nr_nodes = node_ids.len().max(1);
-    for nd in 0..nr_nodes as u32 {
-        let cores_in_node = {
-            let mut v: Vec<u32> = cpus
-                .iter()
-                .filter(|c| c.node == nd)
-                .map(|c| key(&c.core))
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v.len().max(1)
+    for nd in 0..nr_nodes {
+        let perf = node_perf.get(nd).copied().unwrap_or_default();
+        // A node without CPUs takes the saturation point and latency of the
+        // CPU node nearest to it (the hardware model charges its distance on
+        // top, as it does for any remote node).
+        let near = if node_has_cpus.get(nd).copied().unwrap_or(true) {
+            nd
+        } else {
+            (0..nr_nodes)
+                .filter(|&o| node_has_cpus[o])
+                .min_by_key(|&o| (dist(nd, o), o))
+                .unwrap_or(nd)
+        };
+        let bw = match perf.read_bw_mib_per_s {
+            Some(v) => format!(
+                "{}  # ESTIMATE: access0/initiators/read_bandwidth, the platform's rating (HMAT), above what STREAM reaches",
+                f(v as f64 * 1_048_576.0)
+            ),
+            None => "60e9  # ESTIMATE".to_string(),
+        };
+        let near_perf = node_perf.get(near).copied().unwrap_or_default();
+        let lat = match near_perf.read_latency_ns {
+            Some(v) if near == nd => {
+                format!("{v}  # ESTIMATE: access0/initiators/read_latency, the platform's rating (HMAT)")
+            }
+            Some(v) => format!(
+                "{v}  # ESTIMATE: node {near}'s access0/initiators/read_latency (the nearest node with CPUs; its distance is charged on top)"
+            ),
+            None => "100  # ESTIMATE".to_string(),
+        };
+        let why = if near == nd {
+            String::new()
+        } else {
+            format!(", of node {near}, the nearest node with CPUs")
         };
         let _ = writeln!(
             s,
-            "\n[[node]]\nid = {nd}\nmem_bw_peak_bytes_per_s = 60e9  # ESTIMATE\nmem_half_concurrency = {}  # ESTIMATE: k = cores/8 (hardware.md section 8 saturation rule)\nmem_latency_ns = 100  # ESTIMATE",
-            f((cores_in_node as f64 / 8.0).max(0.125))
+            "\n[[node]]\nid = {nd}\nmem_bw_peak_bytes_per_s = {bw}\nmem_half_concurrency = {}  # ESTIMATE: k = cores/8{why} (hardware.md section 8 saturation rule)\nmem_latency_ns = {lat}",
+            f((cores_of(near) as f64 / 8.0).max(0.125))
         );
     }
     if node_ids.len() > 1 {
-        // Keep the columns of CPU nodes only (memory-only nodes dropped).
-        let col_of = |nd: u32| all_node_ids.iter().position(|&x| x == nd);
-        let mut rows = Vec::new();
-        for (nd, row) in &dist_rows {
-            let vals: Vec<String> = node_ids
-                .iter()
-                .map(|&other| {
-                    col_of(other)
-                        .and_then(|c| row.get(c))
-                        .map_or(if other == *nd { 10 } else { 20 }, |&v| v)
-                        .to_string()
-                })
-                .collect();
-            rows.push(format!("  [{}],", vals.join(", ")));
-        }
+        let rows: Vec<String> = (0..nr_nodes)
+            .map(|a| {
+                let vals: Vec<String> = (0..nr_nodes).map(|b| dist(a, b).to_string()).collect();
+                format!("  [{}],", vals.join(", "))
+            })
+            .collect();
         let _ = writeln!(s, "\n[numa]\ndistance = [\n{}\n]", rows.join("\n"));
     }
     let _ = writeln!(

@@ -137,14 +137,63 @@ fn arch_evidence() {
     assert_eq!(arch(&bl.0), Arch::Arm64);
 }
 
+/// A memory-only node (CXL memory) is kept, with its distances, so a run
+/// can bind memory to it (`--mem-node 2`); the domains' NUMA levels come
+/// from the nodes with CPUs only.
 #[test]
 fn x86_two_nodes_and_a_memory_only_node() {
     let m = machine_from_sysfs(&fixture("x86-2node")).unwrap();
-    assert_eq!(m.nodes.len(), 2);
-    assert_eq!(m.distance, vec![vec![10, 21], vec![21, 10]]);
+    assert_eq!(m.nodes.len(), 3);
+    assert!(m.nodes[2].cpus.is_empty());
+    assert_eq!(
+        m.distance,
+        vec![vec![10, 21, 17], vec![21, 10, 28], vec![17, 28, 10]]
+    );
     assert_eq!(m.cpus[5].node, 1);
     assert_eq!(spans(&m, "vanilla", 0), ["MC 0-3", "NUMA 0-7"]);
+    // No HMAT in the tree: the ESTIMATE defaults, and the memory-only
+    // node's saturation point is that of node 0, the nearest with CPUs.
+    assert_eq!(m.nodes[2].mem_bw_peak_bytes_per_s, 60e9);
+    assert_eq!(
+        m.nodes[2].mem_half_concurrency,
+        m.nodes[0].mem_half_concurrency
+    );
     round_trips(&m);
+}
+
+/// The firmware's ratings under `access0/initiators/` (HMAT, or CDAT for
+/// CXL memory) give a node's bandwidth (MiB/s) and latency; a memory-only
+/// node takes its latency from the nearest node with CPUs, whose distance
+/// the hardware model charges on top. A rating that is not a number is an
+/// error naming its file.
+#[test]
+fn hmat_ratings_give_the_nodes_bandwidth_and_latency() {
+    let t = Copy::of("x86-2node", "hmat");
+    let rate = |node: u32, bw: &str, lat: &str| {
+        let dir = t.file(&format!("node/node{node}/access0/initiators"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("read_bandwidth"), bw).unwrap();
+        std::fs::write(dir.join("read_latency"), lat).unwrap();
+    };
+    rate(0, "204800\n", "110\n");
+    rate(1, "204800\n", "115\n");
+    rate(2, "32768\n", "260\n");
+    let m = machine_from_sysfs(&t.0).unwrap();
+    assert_eq!(m.nodes[0].mem_bw_peak_bytes_per_s, 204800.0 * 1048576.0);
+    assert_eq!(m.nodes[1].mem_latency_ns, 115);
+    assert_eq!(m.nodes[2].mem_bw_peak_bytes_per_s, 32768.0 * 1048576.0);
+    assert_eq!(m.nodes[2].mem_latency_ns, 110);
+    let text = schedlab_topo::sysfs_machine_text(&t.0).unwrap();
+    assert!(schedlab_topo::estimate_keys(&text)
+        .iter()
+        .any(|k| k.path == "node.2.mem_bw_peak_bytes_per_s"));
+    round_trips(&m);
+    rate(2, "fast\n", "260\n");
+    let e = machine_from_sysfs(&t.0).unwrap_err().to_string();
+    assert!(
+        e.contains("node/node2/access0/initiators/read_bandwidth"),
+        "{e}"
+    );
 }
 
 #[test]
