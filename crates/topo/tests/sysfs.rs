@@ -569,7 +569,7 @@ mod fuzz {
     use proptest::prelude::*;
     use proptest::test_runner::TestRunner;
 
-    const FILES: [&str; 13] = [
+    const FILES: [&str; 15] = [
         "cpu/cpu0/cpu_capacity",
         "cpu/cpu1/cpufreq/cpuinfo_max_freq",
         "cpu/cpu2/topology/core_id",
@@ -583,6 +583,8 @@ mod fuzz {
         "cpu/cpu0/cpuidle/state1/latency",
         "cpu/cpu0/cpuidle/state1/residency",
         "cpu/cpu0/cpuidle/state1/disable",
+        "node/node0/access0/initiators/read_bandwidth",
+        "node/node0/access0/initiators/read_latency",
     ];
 
     /// Whatever a file holds, the import never panics, and its errors are one
@@ -590,6 +592,11 @@ mod fuzz {
     #[test]
     fn any_content_of_a_file_is_a_machine_or_a_one_line_error() {
         let copy = Copy::of("arm64-biglittle", "fuzz");
+        // The fixture has no HMAT ratings: give node 0 some to vary.
+        let acc = copy.file("node/node0/access0/initiators");
+        std::fs::create_dir_all(&acc).unwrap();
+        std::fs::write(acc.join("read_bandwidth"), "25600\n").unwrap();
+        std::fs::write(acc.join("read_latency"), "120\n").unwrap();
         let mut runner = TestRunner::new(ProptestConfig::with_cases(200));
         let strategy = (0..FILES.len(), "[-0-9a-zA-Z ,.KM\n]{0,14}");
         runner
