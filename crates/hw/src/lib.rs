@@ -137,39 +137,16 @@ impl MemModel {
             .unwrap_or(1);
         let mut node_peak = vec![f64::INFINITY; max_node];
         let mut node_k = vec![0.0; max_node];
-        let mut node_package = vec![NONE; max_node];
         for n in &m.nodes {
             node_peak[n.id as usize] = n.mem_bw_peak_bytes_per_s / NS_PER_S;
             node_k[n.id as usize] = n.mem_half_concurrency.max(0.0);
-            if let Some(c) = n.cpus.first() {
-                node_package[n.id as usize] = m.cpus[c as usize].package;
-            }
         }
         // A node without CPUs (CXL memory, a node whose CPUs are offline)
-        // hangs off the package of the CPU node nearest to it by SLIT
-        // distance (the lowest id on a tie): its streams from that package
-        // stay off the socket links.
-        let cpu_nodes: Vec<usize> = (0..max_node).filter(|&i| node_package[i] != NONE).collect();
-        let near_package: Vec<u32> = (0..max_node)
-            .map(|i| {
-                if node_package[i] != NONE {
-                    return node_package[i];
-                }
-                let d = |o: usize| {
-                    m.distance
-                        .get(i)
-                        .and_then(|r| r.get(o))
-                        .copied()
-                        .unwrap_or(u32::MAX)
-                };
-                cpu_nodes
-                    .iter()
-                    .copied()
-                    .min_by_key(|&o| (d(o), o))
-                    .map_or(NONE, |o| node_package[o])
-            })
+        // belongs to the package Machine::node_package() names: streams to it
+        // from that package stay off the socket links.
+        let node_package: Vec<u32> = (0..max_node as u32)
+            .map(|n| m.node_package(n).unwrap_or(NONE))
             .collect();
-        let node_package = near_package;
         let cpu_core_bw: Vec<f64> = m
             .cpus
             .iter()
@@ -833,6 +810,7 @@ mod tests {
                 idle_states: vec![schedlab_topo::IdleState::new("WFI", 1000, 0, false)],
             },
             booted: None,
+            booted_ids: Vec::new(),
         }
     }
 
@@ -958,6 +936,18 @@ mod tests {
         assert!(near > 5.0 && (out[0] - near).abs() < 1e-9, "{out:?}");
         mm.share(&[to2(2)], &mut out);
         assert!((out[0] - 5.0).abs() < 1e-9, "{out:?}");
+    }
+
+    /// Taking a socket's CPUs offline does not move its memory: with only
+    /// nodes 0 and 2 online, node 1's memory stays in package 0 and node
+    /// 3's in package 1 (renumbered 1); with socket 1 wholly offline, its
+    /// nodes are remote to every online CPU.
+    #[test]
+    fn offline_cpus_leave_their_nodes_memory_in_its_package() {
+        let m = schedlab_topo::resolve_machine("kunpeng920:online=0-23,48-71").unwrap();
+        assert_eq!(MemModel::new(&m).node_package, [0, 0, 1, 1]);
+        let m = schedlab_topo::resolve_machine("kunpeng920:online=0-47").unwrap();
+        assert_eq!(MemModel::new(&m).node_package, [0, 0, NONE, NONE]);
     }
 
     fn kunpeng() -> Machine {

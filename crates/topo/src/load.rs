@@ -1532,6 +1532,7 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
         c2c,
         wakeup,
         booted: None,
+        booted_ids: Vec::new(),
     })
 }
 

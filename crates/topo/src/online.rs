@@ -63,6 +63,7 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
     let mut out = m.clone();
     // The topology table and ITMT keep what the whole machine gave at boot.
     out.booted = Some(Box::new(m.as_booted().clone()));
+    out.booted_ids = online.iter().map(|old| m.booted_id(old)).collect();
     out.name = origin.clone();
     out.description = format!(
         "{} (online CPUs {} of {})",
@@ -271,5 +272,25 @@ mod tests {
             (m.cpus[1].node, m.cpus[1].package, m.cpus[1].die),
             (3, 1, 1)
         );
+    }
+
+    /// A node whose CPUs are all offline keeps the package they had at
+    /// boot, by that package's online CPUs' new number, and none when the
+    /// whole package is offline: its memory controllers do not move.
+    /// (Kunpeng 920: nodes 0-1 are package 0, nodes 2-3 package 1.)
+    #[test]
+    fn an_offline_nodes_memory_stays_in_its_package() {
+        let m = resolve_machine("kunpeng920:online=0-23,48-71").unwrap();
+        let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
+        assert_eq!(pkgs, [Some(0), Some(0), Some(1), Some(1)]);
+        assert_eq!(m.booted_id(24), 48);
+        let m = resolve_machine("kunpeng920:online=0-47").unwrap();
+        let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
+        assert_eq!(pkgs, [Some(0), Some(0), None, None]);
+        // Taken offline twice: the ids still lead back to the boot.
+        let m = crate::with_online_list(&m, "24-47").unwrap();
+        assert_eq!(m.booted_id(0), 24);
+        let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
+        assert_eq!(pkgs, [Some(0), Some(0), None, None]);
     }
 }

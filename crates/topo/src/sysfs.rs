@@ -311,14 +311,26 @@ pub fn machine_to_toml(m: &Machine) -> String {
 struct NodePerf {
     read_bw_mib_per_s: Option<u64>,
     read_latency_ns: Option<u64>,
+    /// The directory read: `access1/initiators` (CPU initiators only),
+    /// else `access0/initiators` (the best initiators, which may be a
+    /// generic one such as a GPU).
+    class: &'static str,
 }
 
-/// Reads a node's `access0/initiators/read_bandwidth` and `read_latency`
-/// (absent on machines without an HMAT; 0 means not reported).
+/// Reads a node's `read_bandwidth` and `read_latency` from
+/// `access1/initiators` (the CPUs' view, what the model simulates) or,
+/// without it, `access0/initiators` (absent on machines without an HMAT; 0
+/// means not reported).
 fn node_perf_of(root: &Path, dir: &Path) -> Result<NodePerf, TopoError> {
-    let acc = dir.join("access0/initiators");
+    let class = if dir.join("access1/initiators").is_dir() {
+        "access1/initiators"
+    } else {
+        "access0/initiators"
+    };
+    let acc = dir.join(class);
     let positive = |v: Option<i64>| v.filter(|&x| x > 0).map(|x| x as u64);
     Ok(NodePerf {
+        class,
         // Up to the machine file's 1e13 bytes/s and 1 s.
         read_bw_mib_per_s: positive(read_int(root, &acc.join("read_bandwidth"), 0, 9_500_000)?),
         read_latency_ns: positive(read_int(root, &acc.join("read_latency"), 0, 1_000_000_000)?),
@@ -630,7 +642,14 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
                 rd.filter_map(|e| e.ok())
                     .filter_map(|e| {
                         let name = e.file_name().to_string_lossy().to_string();
+                        // `node` and a decimal number only (`node+2` and
+                        // `node01` are not node 2 and node 1).
                         name.strip_prefix("node")
+                            .filter(|x| {
+                                !x.is_empty()
+                                    && x.bytes().all(|b| b.is_ascii_digit())
+                                    && (x.len() == 1 || !x.starts_with('0'))
+                            })
                             .and_then(|x| x.parse::<u32>().ok())
                     })
                     .collect()
@@ -639,10 +658,23 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         v.sort_unstable();
         v
     };
+    let mut listed = CpuMask::new();
     for &nd in &all_node_ids {
         let dir = node_dir.join(format!("node{nd}"));
         let path = dir.join("cpulist");
         let cpus = read_mask(root, &path)?.unwrap_or_default();
+        let twice = cpus.and(&listed);
+        if let Some(c) = twice.iter().next() {
+            return Err(bad_file(
+                root,
+                &path,
+                format!(
+                    "names CPU {c}, which node{}/cpulist names too (a CPU is in one node)",
+                    node_of[c as usize]
+                ),
+            ));
+        }
+        listed = listed.or(&cpus);
         let unknown = cpus.and_not(&all);
         if !unknown.is_empty() {
             return Err(bad_file(
@@ -690,6 +722,18 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             }
         }
         dist_rows.push((nd, row));
+    }
+    if !listed.is_empty() {
+        if let Some(c) = all.and_not(&listed).iter().next() {
+            return Err(bad_file(
+                root,
+                &node_dir,
+                format!("CPU {c} is in no node's cpulist"),
+            ));
+        }
+    } else if let Some(first) = node_has_cpus.first_mut() {
+        // No node lists a CPU: they all go to the first node.
+        *first = true;
     }
     // Dense node numbering, in id order.
     let dense = |nd: u32| node_ids.iter().position(|&x| x == nd).unwrap_or(0) as u32;
@@ -875,7 +919,10 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         "description = {}",
         q(&format!(
             "imported from sysfs at {origin}; {}",
-            if node_perf.iter().any(|p| p.read_bw_mib_per_s.is_some()) {
+            if node_perf
+                .iter()
+                .any(|p| p.read_bw_mib_per_s.is_some() || p.read_latency_ns.is_some())
+            {
                 "memory bandwidths and latencies from the firmware's ratings (HMAT) where it has them, other costs ESTIMATE defaults"
             } else {
                 "bandwidths, latencies and costs are ESTIMATE defaults"
@@ -931,15 +978,35 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             q(&ids(&shared.iter().collect::<Vec<_>>()))
         );
     }
-    // The SLIT distance between two nodes (by dense id): the rows read, or
-    // 10 and 20 where the tree has none.
+    // The SLIT distance between two nodes (by dense id). A missing row is
+    // taken from the other rows' columns (10 and 20 where neither has it).
+    // The kernel accepts an asymmetric table (slit_valid() checks the
+    // diagonal only) and builds its NUMA levels from the rows of nodes with
+    // CPUs; the machine file wants one symmetric table: between a node with
+    // CPUs and one without, the CPU node's row (its CPUs' distance to that
+    // memory) gives both entries, between two memory-only nodes the smaller
+    // one does. Two CPU nodes that disagree stay an error.
     let col_of = |nd: u32| all_node_ids.iter().position(|&x| x == nd);
-    let dist = |a: usize, b: usize| -> i64 {
+    let raw = |a: usize, b: usize| -> Option<i64> {
         dist_rows
             .get(a)
-            .and_then(|(_, row)| col_of(node_ids[b]).and_then(|c| row.get(c)))
+            .and_then(|(_, row)| col_of(*node_ids.get(b)?).and_then(|c| row.get(c)))
             .copied()
-            .unwrap_or(if a == b { 10 } else { 20 })
+    };
+    let has_cpus = |a: usize| node_has_cpus.get(a).copied().unwrap_or(true);
+    let dist = |a: usize, b: usize| -> i64 {
+        if a == b {
+            return raw(a, a).unwrap_or(10);
+        }
+        match (raw(a, b), raw(b, a)) {
+            (Some(x), Some(y)) if x != y => match (has_cpus(a), has_cpus(b)) {
+                (false, true) => y,
+                (false, false) => x.min(y),
+                _ => x,
+            },
+            (Some(x), _) | (None, Some(x)) => x,
+            (None, None) => 20,
+        }
     };
     let cores_of = |nd: usize| {
         let mut v: Vec<u32> = cpus
@@ -952,35 +1019,53 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         v.len()
     };
     let nr_nodes = node_ids.len().max(1);
+    let any_bw_rated = node_perf.iter().any(|p| p.read_bw_mib_per_s.is_some());
     for nd in 0..nr_nodes {
         let perf = node_perf.get(nd).copied().unwrap_or_default();
         // A node without CPUs takes the saturation point and latency of the
         // CPU node nearest to it (the hardware model charges its distance on
         // top, as it does for any remote node).
-        let near = if node_has_cpus.get(nd).copied().unwrap_or(true) {
+        let near = if has_cpus(nd) {
             nd
         } else {
             (0..nr_nodes)
-                .filter(|&o| node_has_cpus[o])
+                .filter(|&o| has_cpus(o))
                 .min_by_key(|&o| (dist(nd, o), o))
                 .unwrap_or(nd)
         };
         let bw = match perf.read_bw_mib_per_s {
             Some(v) => format!(
-                "{}  # ESTIMATE: access0/initiators/read_bandwidth, the platform's rating (HMAT), above what STREAM reaches",
-                f(v as f64 * 1_048_576.0)
+                "{}  # ESTIMATE: {}/read_bandwidth, the platform's rating (HMAT), above what STREAM reaches",
+                f(v as f64 * 1_048_576.0),
+                perf.class
             ),
+            None if any_bw_rated => {
+                "60e9  # ESTIMATE: not rated where other nodes are; not on their scale".to_string()
+            }
             None => "60e9  # ESTIMATE".to_string(),
         };
         let near_perf = node_perf.get(near).copied().unwrap_or_default();
+        let own = match perf.read_latency_ns {
+            Some(v) if near != nd => format!("; its own rating, {v} ns, includes that distance"),
+            _ => String::new(),
+        };
         let lat = match near_perf.read_latency_ns {
-            Some(v) if near == nd => {
-                format!("{v}  # ESTIMATE: access0/initiators/read_latency, the platform's rating (HMAT)")
-            }
+            Some(v) if near == nd => format!(
+                "{v}  # ESTIMATE: {}/read_latency, the platform's rating (HMAT)",
+                near_perf.class
+            ),
             Some(v) => format!(
-                "{v}  # ESTIMATE: node {near}'s access0/initiators/read_latency (the nearest node with CPUs; its distance is charged on top)"
+                "{v}  # ESTIMATE: node {near}'s {}/read_latency (the nearest node with CPUs; the model charges the distance on top{own})",
+                near_perf.class
+            ),
+            None if near != nd => format!(
+                "100  # ESTIMATE (the model charges the distance from node {near}, the nearest node with CPUs, on top{own})"
             ),
             None => "100  # ESTIMATE".to_string(),
+        };
+        let sysfs_id = match node_ids.get(nd) {
+            Some(&id) if id as usize != nd => format!("  # sysfs node{id}"),
+            _ => String::new(),
         };
         let why = if near == nd {
             String::new()
@@ -989,7 +1074,7 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         };
         let _ = writeln!(
             s,
-            "\n[[node]]\nid = {nd}\nmem_bw_peak_bytes_per_s = {bw}\nmem_half_concurrency = {}  # ESTIMATE: k = cores/8{why} (hardware.md section 8 saturation rule)\nmem_latency_ns = {lat}",
+            "\n[[node]]\nid = {nd}{sysfs_id}\nmem_bw_peak_bytes_per_s = {bw}\nmem_half_concurrency = {}  # ESTIMATE: k = cores/8{why} (hardware.md section 8 saturation rule)\nmem_latency_ns = {lat}",
             f((cores_of(near) as f64 / 8.0).max(0.125))
         );
     }

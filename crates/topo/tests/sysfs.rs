@@ -161,6 +161,49 @@ fn x86_two_nodes_and_a_memory_only_node() {
     round_trips(&m);
 }
 
+/// Distances as the kernel takes them: a memory-only node without a
+/// `distance` file gets its column from the other rows, an asymmetric entry
+/// between a CPU node and a memory-only one is the CPU node's row (the
+/// kernel builds its levels from those rows only), and a directory that is
+/// not `node` and a plain number (`node+2`, `node01`) is not a node.
+#[test]
+fn memory_only_distances_follow_the_cpu_nodes_rows() {
+    let t = Copy::of("x86-2node", "dist");
+    std::fs::remove_file(t.file("node/node2/distance")).unwrap();
+    let m = machine_from_sysfs(&t.0).unwrap();
+    assert_eq!(
+        m.distance,
+        vec![vec![10, 21, 17], vec![21, 10, 28], vec![17, 28, 10]]
+    );
+    std::fs::write(t.file("node/node2/distance"), "14 28 10\n").unwrap();
+    let m = machine_from_sysfs(&t.0).unwrap();
+    assert_eq!(m.distance[0][2], 17);
+    assert_eq!(m.distance[2][0], 17);
+    for odd in ["node+2", "node01"] {
+        std::fs::create_dir_all(t.file(&format!("node/{odd}"))).unwrap();
+        std::fs::write(t.file(&format!("node/{odd}/cpulist")), "\n").unwrap();
+    }
+    assert_eq!(machine_from_sysfs(&t.0).unwrap().nodes.len(), 3);
+}
+
+/// Node ids with gaps are numbered densely; the emitted file names each
+/// renumbered node's sysfs directory.
+#[test]
+fn renumbered_nodes_name_their_sysfs_directory() {
+    let t = Copy::of("x86-2node", "gaps");
+    std::fs::rename(t.file("node/node2"), t.file("node/node4")).unwrap();
+    let text = schedlab_topo::sysfs_machine_text(&t.0).unwrap();
+    assert!(text.contains("id = 2  # sysfs node4"), "{text}");
+    assert_eq!(machine_from_sysfs(&t.0).unwrap().nodes.len(), 3);
+    // A CPU no node lists is an error (it used to join node 0 silently).
+    std::fs::write(t.file("node/node0/cpulist"), "0-2\n").unwrap();
+    let e = machine_from_sysfs(&t.0).unwrap_err().to_string();
+    assert!(
+        e.contains("field `devices/system/node`: CPU 3 is in no node's cpulist"),
+        "{e}"
+    );
+}
+
 /// The firmware's ratings under `access0/initiators/` (HMAT, or CDAT for
 /// CXL memory) give a node's bandwidth (MiB/s) and latency; a memory-only
 /// node takes its latency from the nearest node with CPUs, whose distance
@@ -178,6 +221,11 @@ fn hmat_ratings_give_the_nodes_bandwidth_and_latency() {
     rate(0, "204800\n", "110\n");
     rate(1, "204800\n", "115\n");
     rate(2, "32768\n", "260\n");
+    // Without a rating of its own, a node is flagged as off the others' scale.
+    std::fs::remove_file(t.file("node/node1/access0/initiators/read_bandwidth")).unwrap();
+    let text = schedlab_topo::sysfs_machine_text(&t.0).unwrap();
+    assert!(text.contains("not rated where other nodes are"), "{text}");
+    rate(1, "204800\n", "115\n");
     let m = machine_from_sysfs(&t.0).unwrap();
     assert_eq!(m.nodes[0].mem_bw_peak_bytes_per_s, 204800.0 * 1048576.0);
     assert_eq!(m.nodes[1].mem_latency_ns, 115);
@@ -188,6 +236,13 @@ fn hmat_ratings_give_the_nodes_bandwidth_and_latency() {
         .iter()
         .any(|k| k.path == "node.2.mem_bw_peak_bytes_per_s"));
     round_trips(&m);
+    // access1 (CPU initiators only) comes before access0.
+    let dir = t.file("node/node0/access1/initiators");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("read_bandwidth"), "102400\n").unwrap();
+    let m = machine_from_sysfs(&t.0).unwrap();
+    assert_eq!(m.nodes[0].mem_bw_peak_bytes_per_s, 102400.0 * 1048576.0);
+    std::fs::remove_dir_all(t.file("node/node0/access1")).unwrap();
     rate(2, "fast\n", "260\n");
     let e = machine_from_sysfs(&t.0).unwrap_err().to_string();
     assert!(
@@ -462,6 +517,12 @@ fn garbage_in_a_present_file_is_an_error_naming_it() {
             "node/node0/cpulist",
             "0-100",
             "names CPUs 8-100, which the tree does not have (its CPUs are 0-7)",
+        ),
+        (
+            "x86-2node",
+            "node/node1/cpulist",
+            "3-7",
+            "names CPU 3, which node0/cpulist names too",
         ),
         (
             "x86-smt",
