@@ -2068,6 +2068,13 @@ fn run(
         if !machine_edits.is_empty() {
             v["machine_edits"] = edit_texts(&machine_edits).into();
         }
+        // The placement options, as results.json records them per point.
+        if let Some(mask) = affinity {
+            v["allowed_cpus"] = mask.to_list_string().into();
+        }
+        if let Some(n) = place.mem_node {
+            v["mem_node"] = n.into();
+        }
         let text = serde_json::to_string_pretty(&v).context("serialising")?;
         if json_to_stdout {
             emit_stdout(&format!("{text}\n"));

@@ -1733,6 +1733,30 @@ fn run_json_dash_is_stdout() {
     assert_eq!(v["schema"], "schedlab.run/1");
     assert!(stderr(&o).contains("schedlab: hackbench on exynos5422"));
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    assert!(v.get("mem_node").is_none() && v.get("allowed_cpus").is_none());
+}
+
+/// `run --json` records the placement options, so runs with memory on
+/// different nodes can be told apart.
+#[test]
+fn run_json_records_cpus_and_mem_node() {
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "kunpeng920",
+        "--workload",
+        "stream:threads=2,size_mib=8,iterations=2",
+        "--cpus",
+        "0-3",
+        "--mem-node",
+        "1",
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["allowed_cpus"], "0-3");
+    assert_eq!(v["mem_node"], 1);
 }
 
 /// `plot` of a results file without experiments is bad input, and creates
