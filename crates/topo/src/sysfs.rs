@@ -862,6 +862,43 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
         });
     }
 
+    // A last-level cache shared by CPUs of several nodes (Intel's
+    // sub-NUMA clustering: CPUID, and so sysfs, reports the package's L3)
+    // is split per node, as the kernel's match_llc() splits the LLC mask its
+    // domains are built on; each node's part gets its CPUs' share of the
+    // size, since in SNC mode a node's memory is cached in its own slices.
+    let mut node_masks: Vec<CpuMask> = Vec::new();
+    for c in &cpus {
+        let nd = c.node as usize;
+        if node_masks.len() <= nd {
+            node_masks.resize(nd + 1, CpuMask::new());
+        }
+        node_masks[nd].set(c.id);
+    }
+    for c in cpus.iter_mut() {
+        let own = &node_masks[c.node as usize];
+        if !c.llc.is_subset(own) {
+            c.llc = c.llc.and(own).or(&c.core);
+        }
+    }
+    let mut split_caches = Vec::with_capacity(caches.len());
+    for (level, kind, size, line, shared) in caches {
+        let parts: Vec<CpuMask> = node_masks
+            .iter()
+            .map(|m| m.and(&shared))
+            .filter(|m| !m.is_empty())
+            .collect();
+        if parts.len() < 2 {
+            split_caches.push((level, kind, size, line, shared, false));
+            continue;
+        }
+        let total = shared.weight() as u64;
+        for part in parts {
+            let part_size = (size * part.weight() as u64 / total).max(1);
+            split_caches.push((level, kind.clone(), part_size, line, part, true));
+        }
+    }
+
     // Every CPU a sibling list names must list the same siblings (the
     // kernel's thread masks are one per core).
     for c in &cpus {
@@ -970,11 +1007,16 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             c.prio.max(0)
         );
     }
-    for (level, kind, size, line, shared) in &caches {
+    for (level, kind, size, line, shared, split) in &split_caches {
         let _ = writeln!(
             s,
-            "\n[[cache]]\nlevel = {level}\nkind = {}\nsize = {size}\nline_bytes = {line}\ncpus = {}",
+            "\n[[cache]]\nlevel = {level}\nkind = {}\nsize = {size}{}\nline_bytes = {line}\ncpus = {}",
             q(kind),
+            if *split {
+                "  # this node's share of a cache sysfs shows shared by several nodes (sub-NUMA clustering; split as match_llc() splits the LLC)"
+            } else {
+                ""
+            },
             q(&ids(&shared.iter().collect::<Vec<_>>()))
         );
     }

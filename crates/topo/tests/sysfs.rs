@@ -186,6 +186,41 @@ fn memory_only_distances_follow_the_cpu_nodes_rows() {
     assert_eq!(machine_from_sysfs(&t.0).unwrap().nodes.len(), 3);
 }
 
+/// Sub-NUMA clustering: one package, two nodes, and an L3 that sysfs (from
+/// CPUID) shows shared by the whole package. The kernel's match_llc() splits
+/// the LLC per node; so does the import, each part with its node's share of
+/// the size.
+#[test]
+fn an_llc_shared_by_two_nodes_is_split_per_node() {
+    let t = Copy::of("x86-2node", "snc");
+    for c in 0..8 {
+        std::fs::write(
+            t.file(&format!("cpu/cpu{c}/topology/physical_package_id")),
+            "0\n",
+        )
+        .unwrap();
+        let l3 = t.file(&format!("cpu/cpu{c}/cache/index2"));
+        std::fs::write(l3.join("shared_cpu_list"), "0-7\n").unwrap();
+        std::fs::write(l3.join("size"), "16384K\n").unwrap();
+    }
+    let m = machine_from_sysfs(&t.0).unwrap();
+    let l3: Vec<(u64, String)> = m
+        .caches
+        .iter()
+        .filter(|c| c.level == 3)
+        .map(|c| (c.size_bytes, c.cpus.to_list_string()))
+        .collect();
+    assert_eq!(
+        l3,
+        [(8 << 20, "0-3".to_string()), (8 << 20, "4-7".to_string())]
+    );
+    assert_eq!(m.llc_mask(5).to_list_string(), "4-7");
+    assert_eq!(spans(&m, "vanilla", 0), ["MC 0-3", "NUMA 0-7"]);
+    let text = schedlab_topo::sysfs_machine_text(&t.0).unwrap();
+    assert!(text.contains("sub-NUMA clustering"), "{text}");
+    round_trips(&m);
+}
+
 /// Node ids with gaps are numbered densely; the emitted file names each
 /// renumbered node's sysfs directory.
 #[test]
