@@ -1050,6 +1050,31 @@ fn machine_text_for(root: &Path, arch_override: Option<&str>) -> Result<String, 
             (None, None) => 20,
         }
     };
+    // What the table cannot take, named at the file that says it.
+    for a in 0..node_ids.len() {
+        let file = node_dir.join(format!("node{}/distance", node_ids[a]));
+        if let Some(d) = raw(a, a).filter(|&d| d != 10) {
+            return Err(bad_file(
+                root,
+                &file,
+                format!("gives the node a distance of {d} to itself, not 10"),
+            ));
+        }
+        for (b, other) in node_ids.iter().enumerate() {
+            if let (true, true, Some(x), Some(y)) = (has_cpus(a), has_cpus(b), raw(a, b), raw(b, a))
+            {
+                if x != y {
+                    return Err(bad_file(
+                        root,
+                        &file,
+                        format!(
+                            "gives {x} to node{other}, whose own file gives {y} back: the model takes a symmetric table between nodes with CPUs"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     let cores_of = |nd: usize| {
         let mut v: Vec<u32> = cpus
             .iter()

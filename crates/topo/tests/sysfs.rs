@@ -543,6 +543,18 @@ fn garbage_in_a_present_file_is_an_error_naming_it() {
         ),
         (
             "x86-2node",
+            "node/node0/distance",
+            "10 31 17",
+            "gives 31 to node1, whose own file gives 21 back",
+        ),
+        (
+            "x86-2node",
+            "node/node1/distance",
+            "21 12 28",
+            "gives the node a distance of 12 to itself, not 10",
+        ),
+        (
+            "x86-2node",
             "node/node0/cpulist",
             "0-3\n4",
             "not a CPU list",
