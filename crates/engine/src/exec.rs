@@ -337,6 +337,41 @@ pub const MAX_TASKS: usize = 200_000;
 /// pass such steps to each other (`Sim::livelock_task` names the thread).
 pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 
+/// Whether `step`, having neither blocked nor taken time, was a system call
+/// that returns to user space (its return checks for a reschedule): a read
+/// or write (a pipe write that wakes pollers, `BroadcastSync`, among them),
+/// sched_setattr(), sched_setaffinity(), sched_yield(), exec, a
+/// clock_nanosleep() whose expiry has passed (hrtimer_sleeper_start_expires()
+/// finds it expired: no sleep), always; a futex-based step only when it
+/// woke someone (`woke`), since glibc calls futex_wake() only for a waiter
+/// (an uncontended unlock, a signal or post without waiters stay in user
+/// space and must not act on a lazy reschedule).
+fn enters_kernel(step: &Step, woke: bool) -> bool {
+    match step {
+        Step::Send { .. }
+        | Step::SendNext { .. }
+        | Step::Recv { .. }
+        | Step::SetAttr(_)
+        | Step::SetAffinity { .. }
+        | Step::SetSlice { .. }
+        | Step::NewProcess
+        | Step::Exec
+        | Step::Yield { .. }
+        | Step::BroadcastSync { .. }
+        | Step::Timer { .. }
+        | Step::Delay { .. } => true,
+        Step::Unlock { .. }
+        | Step::UnlockPerCpu
+        | Step::Signal { .. }
+        | Step::Broadcast { .. }
+        | Step::BroadcastRequeue { .. }
+        | Step::SemPost { .. }
+        | Step::SemWait { .. }
+        | Step::Barrier { .. } => woke,
+        _ => false,
+    }
+}
+
 /// A fair task's timer slack (`timer_slack_ns`, init_task.c's default): a
 /// nanosleep() hrtimer may fire this much after the requested time, and on a
 /// CPU with no other timer in that range it does.
@@ -358,18 +393,33 @@ impl Sim {
     /// Runs the task's program from its program counter until a step takes
     /// time or the task blocks. The task must be running.
     pub(crate) fn advance(&mut self, t: TaskId) {
+        self.advance_from(t, false);
+    }
+
+    /// [`Sim::advance`], with `from_kernel` when the task comes back from a
+    /// system call that took time (a fork): its return to user space comes
+    /// first.
+    fn advance_from(&mut self, t: TaskId, from_kernel: bool) {
         if self.tasks[t as usize].kthread {
             self.advance_kthread(t);
             return;
         }
         let tpl = self.tasks[t as usize].template as usize;
+        self.last_stepped = Some(t);
+        let mut from_kernel = from_kernel;
         for _ in 0..MAX_INSTANT_STEPS {
+            if from_kernel && self.return_to_user(t) {
+                return;
+            }
             let pc = self.tasks[t as usize].pc as usize;
             let Some(step) = self.spec.templates[tpl].steps.get(pc).cloned() else {
                 self.exit_task(t);
                 return;
             };
             self.tasks[t as usize].pc += 1;
+            let wakeups = self.counters.wakeups;
+            let (always, if_woke) = (enters_kernel(&step, false), enters_kernel(&step, true));
+            from_kernel = false;
             if self.tasks[t as usize].prog_start_ns.is_none() {
                 self.tasks[t as usize].prog_start_ns = Some(self.now);
                 self.prog_zero_ns.get_or_insert(self.now);
@@ -385,15 +435,12 @@ impl Sim {
                         if let Flow::Stop = self.chan_send(t, chan, bytes) {
                             return;
                         }
-                        // Back from the write(2): a lazy reschedule applies.
-                        self.resched_lazy_honour(self.tasks[t as usize].cpu);
                     }
                 }
                 Step::Recv { chan, bytes } => {
                     if let Flow::Stop = self.chan_recv(t, chan, bytes) {
                         return;
                     }
-                    self.resched_lazy_honour(self.tasks[t as usize].cpu);
                 }
                 Step::Lock { mutex } => {
                     if let Flow::Stop = self.mutex_lock(t, mutex) {
@@ -504,6 +551,7 @@ impl Sim {
                     syscall_ns,
                 } => {
                     if self.cond_broadcast_requeue(t, cond, mutex) && syscall_ns > 0 {
+                        self.tasks[t as usize].syscall_return = true;
                         self.start_activity(t, Activity::Compute, syscall_ns as f64);
                         return;
                     }
@@ -521,16 +569,6 @@ impl Sim {
                     if self.stop == Some(StopReason::Exited) {
                         return;
                     }
-                    // Back to user space with the CPU to reschedule (a
-                    // lower priority, a better task queued; a lazy request
-                    // applies there too): schedule() runs before the next
-                    // step, which continues from an event at this instant.
-                    let cpu = self.tasks[t as usize].cpu;
-                    self.resched_lazy_honour(cpu);
-                    if self.rqs[cpu as usize].need_resched {
-                        self.start_activity(t, Activity::Compute, 0.0);
-                        return;
-                    }
                 }
                 Step::SetAffinity { cpus } => {
                     if let Flow::Stop = self.set_cpus_allowed(t, cpus.map(|m| *m)) {
@@ -540,6 +578,7 @@ impl Sim {
                 Step::Yield { syscall_ns } => {
                     let switched = matches!(self.yield_task(t), Flow::Stop);
                     if syscall_ns > 0 {
+                        self.tasks[t as usize].syscall_return = true;
                         self.start_activity(t, Activity::Compute, syscall_ns as f64);
                         return;
                     }
@@ -648,6 +687,7 @@ impl Sim {
                     return;
                 }
             }
+            from_kernel = always || (if_woke && self.counters.wakeups != wakeups);
             // A lock just taken whose line is on another CPU: the transfer is
             // time the new owner spends holding it, a latency in ns whatever
             // the CPU's speed.
@@ -692,6 +732,33 @@ impl Sim {
         self.begin_activity(t);
     }
 
+    /// The return to user space after a system call (mirrors
+    /// exit_to_user_mode_loop()): a lazy reschedule request is acted on, and
+    /// a reschedule due on the task's CPU switches it out before its next
+    /// step, which goes on when it runs again (from an event at this
+    /// instant). True when it is switched out. A request from another CPU
+    /// counts at once, its IPI still in flight: resched_curr() set the
+    /// task's TIF_NEED_RESCHED before sending it.
+    fn return_to_user(&mut self, t: TaskId) -> bool {
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu as usize].curr != Some(t) {
+            return false;
+        }
+        self.resched_lazy_honour(cpu);
+        let rq = &self.rqs[cpu as usize];
+        if rq.need_resched {
+            if rq.resched_at_ns > self.now {
+                // The IPI is still on its way: the flag it carries is read
+                // now, and the IPI then finds the request served.
+                self.resched_after(cpu, 0);
+            }
+            // (Wall: a placeholder that pays no hardware stall of the next step.)
+            self.start_activity(t, Activity::Wall, 0.0);
+            return true;
+        }
+        false
+    }
+
     /// A per-CPU system kthread: one compute burst per wakeup, then sleep.
     fn advance_kthread(&mut self, t: TaskId) {
         let tk = &mut self.tasks[t as usize];
@@ -713,6 +780,7 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.remaining = 0.0;
         tk.activity = Activity::Idle;
+        let syscall_return = std::mem::take(&mut tk.syscall_return);
         let spawn = tk
             .pending_spawn
             .take()
@@ -743,8 +811,10 @@ impl Sim {
             if self.rqs[cpu as usize].curr != Some(t) {
                 return;
             }
+            self.advance_from(t, true);
+            return;
         }
-        self.advance(t);
+        self.advance_from(t, syscall_return);
     }
 
     /// Arrives at a barrier. Returns true when the task goes on at once (it
@@ -992,6 +1062,7 @@ impl Sim {
                 let line = self.machine.caches.first().map_or(64, |c| c.line_bytes);
                 let ns = schedlab_hw::transfer_ns(&self.machine, f, cpu, bytes, line)
                     + schedlab_hw::dependent_transfer_ns(&self.machine, f, cpu, CHAN_META_LINES);
+                self.tasks[t as usize].syscall_return = true;
                 self.start_activity(t, Activity::Wall, ns as f64);
                 Flow::Stop
             }

@@ -22,6 +22,8 @@ pub mod features;
 pub mod hwcost;
 pub mod idle_gov;
 pub mod pi;
+#[cfg(test)]
+mod return_to_user_tests;
 pub mod rng;
 pub mod rq;
 pub mod rt;

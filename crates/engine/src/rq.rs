@@ -142,6 +142,8 @@ pub struct Rq {
     pub need_resched_lazy: bool,
     /// A Resched event is pending (avoid duplicates).
     pub resched_pending: bool,
+    /// When the pending Resched event fires (the request's IPI arrives).
+    pub resched_at_ns: u64,
     /// Tasks on this CPU's wake list (`ttwu_pending`): woken by another
     /// CPU, they are activated by the IPI in flight; the CPU is not idle.
     pub ttwu_pending: u32,

@@ -608,6 +608,53 @@ fn lowering_itself_switches_a_task_out_before_its_next_step() {
     assert!(s.now >= 8 * MS, "a exited after b's work: {} ns", s.now);
 }
 
+/// A futex wake that makes a higher-priority waiter runnable on the
+/// waker's CPU switches the waker out at the system call's return, before
+/// its next step, even one that takes no time (a mark): the waker's mark
+/// comes after the woken FIFO task's 3 ms of work, not at the wake
+/// (exit_to_user_mode_loop()).
+#[test]
+fn a_wake_that_preempts_its_waker_acts_before_the_wakers_next_step() {
+    let mut sp = spec(
+        vec![
+            (
+                "waker",
+                Some(vec![5]),
+                vec![
+                    Step::Sleep { ns: 2 * MS },
+                    Step::Signal { cond: 0 },
+                    Step::Mark { tag: 7 },
+                ],
+            ),
+            (
+                "waiter",
+                Some(vec![5]),
+                set_then(
+                    SchedPolicy::Fifo(50),
+                    vec![
+                        Step::Wait {
+                            cond: 0,
+                            mutex: None,
+                        },
+                        Step::Compute { work_ns: 3 * MS },
+                    ],
+                ),
+            ),
+        ],
+        100 * MS,
+    );
+    sp.sync = vec![schedlab_workload::SyncObject::Cond];
+    let mut s = quiet_sim("exynos5422", sp);
+    assert_eq!(s.run(), StopReason::Finished);
+    let waiter = s.tasks.iter().find(|t| t.template == 1).unwrap();
+    assert!(waiter.stats.cpu_time_ns >= 3 * MS);
+    let &(_, _, mark_ns) = s.marks.iter().find(|m| m.1 == 7).expect("mark");
+    assert!(
+        mark_ns >= 5 * MS,
+        "the waker went on at {mark_ns} ns, before the waiter's work"
+    );
+}
+
 /// A task starved to the end of the run shows its whole wait: a FIFO 10
 /// hog behind a FIFO 90 hog on one CPU never runs in 200 ms, and its
 /// runqueue wait, the part still open when the run stops included, is the

@@ -294,6 +294,9 @@ pub struct Sim {
     /// The thread that ran [`crate::MAX_INSTANT_STEPS`] steps in a row
     /// without one taking time, when that stopped the run as a livelock.
     pub livelock_task: Option<TaskId>,
+    /// The thread whose program ran last ([`Sim::livelock_task`] when
+    /// threads pass steps that take no time to each other through events).
+    pub(crate) last_stepped: Option<TaskId>,
     /// Why the workload exited, when that stopped the run
     /// ([`StopReason::Exited`]).
     pub exit_reason: Option<String>,
@@ -634,6 +637,7 @@ impl Sim {
             last_placement_ns: 0,
             stop: None,
             livelock_task: None,
+            last_stepped: None,
             exit_reason: None,
             started: false,
             cfg,
@@ -742,6 +746,9 @@ impl Sim {
                 self.events_at_now += 1;
                 if self.events_at_now >= self.cfg.livelock_events {
                     self.stop = Some(StopReason::Livelock);
+                    if self.livelock_task.is_none() {
+                        self.livelock_task = self.last_stepped;
+                    }
                 }
             } else {
                 self.events_at_now = 0;
@@ -836,8 +843,19 @@ impl Sim {
             EventKind::Resched { cpu } => {
                 let rq = &mut self.rqs[cpu as usize];
                 rq.resched_pending = false;
+                let (need, lazy, idle) = (rq.need_resched, rq.need_resched_lazy, rq.curr.is_none());
                 self.trace_idle_state_exit(cpu);
-                self.schedule(cpu);
+                if need {
+                    self.schedule(cpu);
+                } else if idle {
+                    // A schedule() since served the request: scheduler_ipi()
+                    // folds nothing and do_idle() sleeps again, no
+                    // schedule_idle(), no newidle balance.
+                    self.idle_rewake(cpu);
+                } else if lazy {
+                    // The interrupt's return to user space acts on it.
+                    self.schedule(cpu);
+                }
             }
             EventKind::WakeList { cpu } => self.sched_ttwu_pending(cpu),
             EventKind::DlTimer { task, gen } => self.dl_task_timer(task, gen),
@@ -1676,8 +1694,12 @@ impl Sim {
     pub(crate) fn resched_after(&mut self, cpu: CpuId, delay_ns: u64) {
         let rq = &mut self.rqs[cpu as usize];
         rq.need_resched = true;
-        if !rq.resched_pending {
+        // A request due before the pending event (a local one while a remote
+        // IPI is in flight) gets its own event; the later one then finds the
+        // flag served and does nothing.
+        if !rq.resched_pending || self.now + delay_ns < rq.resched_at_ns {
             rq.resched_pending = true;
+            rq.resched_at_ns = self.now + delay_ns;
             self.q.push(self.now + delay_ns, EventKind::Resched { cpu });
         }
     }

@@ -128,6 +128,10 @@ pub struct Task {
     pub prog_start_ns: Option<u64>,
     /// A thread to create once the running clone cost is paid.
     pub pending_spawn: Option<u32>,
+    /// The running timed step is the end of a system call (a read's copy, a
+    /// sched_yield()'s or FUTEX_CMP_REQUEUE's own cost): its completion
+    /// returns to user space ([`crate::sim::Sim::step_done`]).
+    pub syscall_return: bool,
     /// Core-to-core transfer of a lock line just taken, still to be spent
     /// holding the lock (ns).
     pub lock_xfer_ns: u64,
@@ -329,6 +333,7 @@ impl Task {
             preferred_llc: None,
             llc_counted: None,
             pending_spawn: None,
+            syscall_return: false,
             barrier_wait: None,
             spin_wait: None,
             stats: TaskStats::default(),
