@@ -397,8 +397,8 @@ impl Sim {
     }
 
     /// [`Sim::advance`], with `from_kernel` when the task comes back from a
-    /// system call that took time (a fork): its return to user space comes
-    /// first.
+    /// system call that took time (a fork, a read's copy, a yield's or a
+    /// requeue's own cost): its return to user space comes first.
     fn advance_from(&mut self, t: TaskId, from_kernel: bool) {
         if self.tasks[t as usize].kthread {
             self.advance_kthread(t);
