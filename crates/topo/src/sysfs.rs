@@ -304,9 +304,10 @@ pub fn machine_to_toml(m: &Machine) -> String {
 }
 
 /// What a node directory says of its memory's performance, from the
-/// firmware's HMAT (or CXL's CDAT) through `access0/initiators/`
-/// (Documentation/admin-guide/mm/numaperf.rst): the rated read bandwidth,
-/// MiB/s, and read latency, ns, seen from the node's nearest initiators.
+/// firmware's HMAT (or CXL's CDAT) through `access1/initiators/` or
+/// `access0/initiators/` (Documentation/admin-guide/mm/numaperf.rst): the
+/// rated read bandwidth, MiB/s, and read latency, ns, seen from the node's
+/// nearest initiators.
 #[derive(Clone, Copy, Debug, Default)]
 struct NodePerf {
     read_bw_mib_per_s: Option<u64>,
