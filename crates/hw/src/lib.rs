@@ -778,6 +778,7 @@ mod tests {
                 mem_bw_peak_bytes_per_s: 40e9,
                 mem_half_concurrency: 1.0,
                 mem_latency_ns: 100,
+                package: None,
             }],
             distance: vec![vec![10]],
             links: vec![
@@ -810,7 +811,6 @@ mod tests {
                 idle_states: vec![schedlab_topo::IdleState::new("WFI", 1000, 0, false)],
             },
             booted: None,
-            booted_ids: Vec::new(),
         }
     }
 
@@ -884,6 +884,7 @@ mod tests {
             mem_bw_peak_bytes_per_s: 40e9,
             mem_half_concurrency: 1.0,
             mem_latency_ns: 100,
+            package: None,
         });
         m.distance = vec![vec![10, 20], vec![20, 10]];
         let mut mm = MemModel::new(&m);
@@ -947,7 +948,9 @@ mod tests {
         let m = schedlab_topo::resolve_machine("kunpeng920:online=0-23,48-71").unwrap();
         assert_eq!(MemModel::new(&m).node_package, [0, 0, 1, 1]);
         let m = schedlab_topo::resolve_machine("kunpeng920:online=0-47").unwrap();
-        assert_eq!(MemModel::new(&m).node_package, [0, 0, NONE, NONE]);
+        let mm = MemModel::new(&m);
+        assert_eq!(mm.node_package, [0, 0, 1, 1]);
+        assert!(mm.cpu_package.iter().all(|&p| p == 0));
     }
 
     fn kunpeng() -> Machine {

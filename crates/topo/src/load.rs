@@ -205,6 +205,9 @@ struct FileNode {
     mem_half_concurrency: Option<f64>,
     #[serde(default)]
     mem_latency_ns: Option<i64>,
+    /// For a node without CPUs: the package its memory hangs off.
+    #[serde(default)]
+    package: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1327,6 +1330,8 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
 
     // Memory per node.
     let mut nodes = Vec::with_capacity(nr_nodes);
+    let nr_packages = packages.iter().map(|&p| p + 1).max().unwrap_or(0);
+    let mut cpuless_packages: Vec<u64> = Vec::new();
     for id in 0..nr_nodes as u32 {
         let over = f.node.iter().find(|x| x.id == i64::from(id));
         let base = f.memory.as_ref();
@@ -1354,9 +1359,40 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
             .and_then(|o| o.mem_latency_ns)
             .or(base.map(|b| b.mem_latency_ns))
             .ok_or_else(|| missing("mem_latency_ns"))?;
+        let node_cpus = CpuMask::from_cpus(cpus.iter().filter(|c| c.node == id).map(|c| c.id));
+        // A package key as the CPUs' are written: one of theirs takes its
+        // number; another is a package without online CPUs, numbered after
+        // theirs in order of first mention.
+        let package = match over.and_then(|o| o.package) {
+            None => None,
+            Some(_) if !node_cpus.is_empty() => {
+                return Err(TopoError::invalid(
+                    origin,
+                    fld("package"),
+                    format!("node {id} has CPUs: its package is theirs"),
+                ))
+            }
+            Some(p) => {
+                let p = int_in(origin, &fld("package"), p, 0, i64::from(u32::MAX))? as u64;
+                Some(match raws.iter().position(|r| r.package == p) {
+                    Some(i) => packages[i],
+                    None => {
+                        let k = match cpuless_packages.iter().position(|&x| x == p) {
+                            Some(k) => k,
+                            None => {
+                                cpuless_packages.push(p);
+                                cpuless_packages.len() - 1
+                            }
+                        };
+                        nr_packages + k as u32
+                    }
+                })
+            }
+        };
         nodes.push(NodeInfo {
             id,
-            cpus: CpuMask::from_cpus(cpus.iter().filter(|c| c.node == id).map(|c| c.id)),
+            cpus: node_cpus,
+            package,
             mem_bw_peak_bytes_per_s: positive_bw(origin, &fld("mem_bw_peak_bytes_per_s"), peak)?,
             mem_half_concurrency: float_in(origin, &fld("mem_half_concurrency"), half, 1e-3, 1e6)?,
             mem_latency_ns: u32_in(origin, &fld("mem_latency_ns"), lat, 1, MAX_NS)?,
@@ -1532,7 +1568,6 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
         c2c,
         wakeup,
         booted: None,
-        booted_ids: Vec::new(),
     })
 }
 
@@ -1987,6 +2022,18 @@ wakeup_path_ns = 1000
             e.contains("field `numa.distance`") && e.contains("3 nodes"),
             "{e}"
         );
+        // Its package: the nearest CPU node's, or the one it names (a CPU
+        // package's key, or one no CPU has, numbered after theirs); a node
+        // with CPUs names none.
+        assert_eq!(m.node_package(2), m.node_package(0));
+        let pkg = |p: &str| three.replace("id = 2\n", &format!("id = 2\npackage = {p}\n"));
+        let far = load_machine_str(&pkg("7"), "f.toml").unwrap();
+        let nr = far.cpus.iter().map(|c| c.package + 1).max().unwrap();
+        assert_eq!(far.node_package(2), Some(nr));
+        let text = crate::sysfs::machine_to_toml(&far);
+        assert_eq!(load_machine_str(&text, "again").unwrap(), far);
+        let e = err(&MINI.replace("[numa]", "[[node]]\nid = 0\npackage = 0\n[numa]"));
+        assert!(e.contains("node 0 has CPUs: its package is theirs"), "{e}");
         // A gap: node 2 is neither a CPU's nor an entry's.
         let e = err(&three.replace("id = 2", "id = 3"));
         assert!(

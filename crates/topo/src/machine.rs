@@ -73,6 +73,14 @@ pub struct NodeInfo {
     pub mem_half_concurrency: f64,
     /// Unloaded DRAM latency for this node's own CPUs, ns.
     pub mem_latency_ns: u32,
+    /// For a node without CPUs, the package its memory hangs off (its memory
+    /// controllers, or the host bridge of CXL memory), when known: a node
+    /// whose CPUs are offline keeps the package they were in (a package no
+    /// online CPU is in when the whole package is offline); a machine file
+    /// may give it. `None`: [`Machine::node_package`] takes the nearest node
+    /// with CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
 }
 
 /// One bandwidth limit shared by a group of CPUs (a cluster bus, a CCX link...).
@@ -260,10 +268,6 @@ pub struct Machine {
     /// when every CPU is online. Not part of a machine file.
     #[serde(skip)]
     pub booted: Option<Box<Machine>>,
-    /// For each CPU, its id in [`Machine::booted`] (empty when every CPU is
-    /// online: then the ids are the same). Not part of a machine file.
-    #[serde(skip)]
-    pub booted_ids: Vec<CpuId>,
 }
 
 impl Machine {
@@ -276,42 +280,32 @@ impl Machine {
         self.booted.as_deref().unwrap_or(self)
     }
 
-    /// The id CPU `cpu` had in the machine as it booted.
-    pub fn booted_id(&self, cpu: CpuId) -> CpuId {
-        self.booted_ids.get(cpu as usize).copied().unwrap_or(cpu)
-    }
-
     /// The package a node's memory hangs off (its memory controllers, or the
-    /// host bridge of CXL memory): its CPUs' package; for a node whose CPUs
-    /// are all offline, the package they were in at boot; for a node that
-    /// never had CPUs, the package of the node with CPUs nearest to it by
-    /// distance (the lowest id on a tie). `None` when that package has no
-    /// online CPU left (its memory is then remote to every online CPU) or
-    /// the machine has no node with CPUs.
+    /// host bridge of CXL memory): its CPUs' package; for a node without
+    /// CPUs, the one [`NodeInfo::package`] gives (a node whose CPUs are
+    /// offline keeps theirs, which may be a package no online CPU is in:
+    /// its memory is then remote to every CPU), else the package of the
+    /// node with CPUs nearest to it by distance (the lowest id on a tie).
+    /// `None` only for a machine without a node with CPUs.
     pub fn node_package(&self, node: u32) -> Option<u32> {
         if let Some(c) = self.cpus.iter().find(|c| c.node == node) {
             return Some(c.package);
         }
-        let b = self.as_booted();
-        let home = if b.cpus.iter().any(|c| c.node == node) {
-            node
-        } else {
-            let mut cpu_nodes: Vec<u32> = b.cpus.iter().map(|c| c.node).collect();
-            cpu_nodes.sort_unstable();
-            cpu_nodes.dedup();
-            cpu_nodes
-                .into_iter()
-                .min_by_key(|&o| (b.node_distance(node, o), o))?
-        };
-        let package = b.cpus.iter().find(|c| c.node == home)?.package;
-        self.cpus
+        if let Some(p) = self
+            .nodes
             .iter()
-            .find(|c| {
-                b.cpus
-                    .get(self.booted_id(c.id) as usize)
-                    .is_some_and(|bc| bc.package == package)
-            })
-            .map(|c| c.package)
+            .find(|n| n.id == node)
+            .and_then(|n| n.package)
+        {
+            return Some(p);
+        }
+        let mut cpu_nodes: Vec<u32> = self.cpus.iter().map(|c| c.node).collect();
+        cpu_nodes.sort_unstable();
+        cpu_nodes.dedup();
+        let near = cpu_nodes
+            .into_iter()
+            .min_by_key(|&o| (self.node_distance(node, o), o))?;
+        self.cpus.iter().find(|c| c.node == near).map(|c| c.package)
     }
 
     /// Number of core indices (`max core id + 1`), for per-core arrays.

@@ -63,7 +63,6 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
     let mut out = m.clone();
     // The topology table and ITMT keep what the whole machine gave at boot.
     out.booted = Some(Box::new(m.as_booted().clone()));
-    out.booted_ids = online.iter().map(|old| m.booted_id(old)).collect();
     out.name = origin.clone();
     out.description = format!(
         "{} (online CPUs {} of {})",
@@ -104,9 +103,37 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
         })
         .collect();
     // Nodes keep their ids (the SLIT table is indexed by them), even when all
-    // their CPUs are offline (a memory-only node).
+    // their CPUs are offline (a memory-only node), and such a node keeps its
+    // memory in its package: that package's new number, or one after the
+    // online CPUs' when the whole package is offline.
+    let nr_packages = out.cpus.iter().map(|c| c.package + 1).max().unwrap_or(0);
+    let mut offline_packages: Vec<u32> = Vec::new();
     for n in &mut out.nodes {
         n.cpus = remap(&n.cpus);
+        if !n.cpus.is_empty() {
+            n.package = None;
+            continue;
+        }
+        let Some(old) = m.node_package(n.id) else {
+            continue;
+        };
+        let online_cpu = m
+            .cpus
+            .iter()
+            .find(|c| c.package == old && map[c.id as usize].is_some());
+        n.package = Some(match online_cpu {
+            Some(c) => out.cpus[map[c.id as usize].unwrap_or(0) as usize].package,
+            None => {
+                let k = match offline_packages.iter().position(|&p| p == old) {
+                    Some(k) => k,
+                    None => {
+                        offline_packages.push(old);
+                        offline_packages.len() - 1
+                    }
+                };
+                nr_packages + k as u32
+            }
+        });
     }
     out.links = m
         .links
@@ -283,14 +310,19 @@ mod tests {
         let m = resolve_machine("kunpeng920:online=0-23,48-71").unwrap();
         let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
         assert_eq!(pkgs, [Some(0), Some(0), Some(1), Some(1)]);
-        assert_eq!(m.booted_id(24), 48);
+        // Socket 1 wholly offline: its nodes are in a package of their own.
         let m = resolve_machine("kunpeng920:online=0-47").unwrap();
         let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
-        assert_eq!(pkgs, [Some(0), Some(0), None, None]);
-        // Taken offline twice: the ids still lead back to the boot.
+        assert_eq!(pkgs, [Some(0), Some(0), Some(1), Some(1)]);
+        assert!(m.cpus.iter().all(|c| c.package == 0));
+        // Taken offline twice: still so.
         let m = crate::with_online_list(&m, "24-47").unwrap();
-        assert_eq!(m.booted_id(0), 24);
         let pkgs: Vec<Option<u32>> = (0..4).map(|n| m.node_package(n)).collect();
-        assert_eq!(pkgs, [Some(0), Some(0), None, None]);
+        assert_eq!(pkgs, [Some(0), Some(0), Some(1), Some(1)]);
+        // The emitted file keeps the packages.
+        let text = crate::sysfs::machine_to_toml(&m);
+        let back = crate::load_machine_str(&text, "t").unwrap();
+        let pkgs: Vec<Option<u32>> = (0..4).map(|n| back.node_package(n)).collect();
+        assert_eq!(pkgs, [Some(0), Some(0), Some(1), Some(1)]);
     }
 }

@@ -261,6 +261,9 @@ pub fn machine_to_toml(m: &Machine) -> String {
             f(n.mem_half_concurrency),
             n.mem_latency_ns
         );
+        if let (true, Some(p)) = (n.cpus.is_empty(), n.package) {
+            let _ = writeln!(s, "package = {p}");
+        }
     }
     if m.distance.len() > 1 {
         let rows: Vec<String> = m
