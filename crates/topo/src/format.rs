@@ -125,8 +125,15 @@ pub fn format_machine(m: &Machine) -> String {
             "  node {}: {}, memory {} asymptote, half at {:.2} streams, {} ns",
             nd.id,
             if nd.cpus.is_empty() {
-                // Memory only, or every CPU offline (`:online=`).
-                "no CPUs".to_string()
+                // Memory only, or every CPU offline (`:online=`): where the
+                // memory model puts it.
+                match m.node_package(nd.id) {
+                    Some(p) if m.cpus.iter().any(|c| c.package == p) => {
+                        format!("no CPUs (in package {p})")
+                    }
+                    Some(_) => "no CPUs (in a package without online CPUs)".to_string(),
+                    None => "no CPUs".to_string(),
+                }
             } else {
                 format!("CPUs {}", nd.cpus.to_list_string())
             },

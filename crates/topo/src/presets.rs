@@ -279,7 +279,10 @@ mod tests {
         // Nodes without CPUs keep their memory and their distances, but
         // add no NUMA level.
         let (back, _) = check("kunpeng920:online=0,95");
-        assert!(back.contains("  node 1: no CPUs, memory"), "{back}");
+        assert!(
+            back.contains("  node 1: no CPUs (in package 0), memory"),
+            "{back}"
+        );
         assert!(back.contains(" distance 22 level 4\n"), "{back}");
         assert!(!back.contains(" distance 12 "), "{back}");
         // What the arch code listed at boot stays with the restricted machine.
