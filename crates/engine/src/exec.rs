@@ -343,10 +343,10 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 /// sched_setattr(), sched_setaffinity(), sched_yield(), exec, a
 /// clock_nanosleep() whose expiry has passed (hrtimer_sleeper_start_expires()
 /// finds it expired: no sleep), always; a futex-based step only when it
-/// woke someone (`woke`), since glibc calls futex_wake() only for a waiter
+/// woke someone, since glibc calls futex_wake() only for a waiter
 /// (an uncontended unlock, a signal or post without waiters stay in user
 /// space and must not act on a lazy reschedule).
-fn enters_kernel(step: &Step, woke: bool) -> bool {
+fn enters_kernel(step: &Step) -> KernelEntry {
     match step {
         Step::Send { .. }
         | Step::SendNext { .. }
@@ -359,7 +359,7 @@ fn enters_kernel(step: &Step, woke: bool) -> bool {
         | Step::Yield { .. }
         | Step::BroadcastSync { .. }
         | Step::Timer { .. }
-        | Step::Delay { .. } => true,
+        | Step::Delay { .. } => KernelEntry::Always,
         Step::Unlock { .. }
         | Step::UnlockPerCpu
         | Step::Signal { .. }
@@ -367,9 +367,20 @@ fn enters_kernel(step: &Step, woke: bool) -> bool {
         | Step::BroadcastRequeue { .. }
         | Step::SemPost { .. }
         | Step::SemWait { .. }
-        | Step::Barrier { .. } => woke,
-        _ => false,
+        | Step::Barrier { .. } => KernelEntry::IfWoke,
+        _ => KernelEntry::Never,
     }
+}
+
+/// Whether a step that neither blocked nor took time ends with a return to
+/// user space ([`enters_kernel`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KernelEntry {
+    Always,
+    /// Only when the step woke someone (a futex_wake() glibc makes only for
+    /// a waiter).
+    IfWoke,
+    Never,
 }
 
 /// A fair task's timer slack (`timer_slack_ns`, init_task.c's default): a
@@ -418,7 +429,7 @@ impl Sim {
             };
             self.tasks[t as usize].pc += 1;
             let wakeups = self.counters.wakeups;
-            let (always, if_woke) = (enters_kernel(&step, false), enters_kernel(&step, true));
+            let entry = enters_kernel(&step);
             from_kernel = false;
             if self.tasks[t as usize].prog_start_ns.is_none() {
                 self.tasks[t as usize].prog_start_ns = Some(self.now);
@@ -687,7 +698,11 @@ impl Sim {
                     return;
                 }
             }
-            from_kernel = always || (if_woke && self.counters.wakeups != wakeups);
+            from_kernel = match entry {
+                KernelEntry::Always => true,
+                KernelEntry::IfWoke => self.counters.wakeups != wakeups,
+                KernelEntry::Never => false,
+            };
             // A lock just taken whose line is on another CPU: the transfer is
             // time the new owner spends holding it, a latency in ns whatever
             // the CPU's speed.

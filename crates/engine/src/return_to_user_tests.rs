@@ -30,9 +30,18 @@ fn mark(s: &crate::sim::Sim, tag: u32) -> u64 {
 /// wakeup preempts the idle-policy hog lazily (resched_curr_lazy() on a
 /// remote busy CPU: TIF_NEED_RESCHED_LAZY, no IPI), so Linux switches only
 /// at CPU 5's next tick or at the hog's next return from the kernel.
+/// `sync_extra` objects (ids from 1) join condition 0.
 /// Returns the time from the signal to the woken thread's first step.
 fn lazy_wake_latency(between: Vec<Step>, sync_extra: Vec<SyncObject>) -> u64 {
-    let n = between.len() as u32;
+    lazy_wake_latency_with(between, sync_extra, vec![])
+}
+
+/// [`lazy_wake_latency`] with `extra` threads beside the three.
+fn lazy_wake_latency_with(
+    between: Vec<Step>,
+    sync_extra: Vec<SyncObject>,
+    extra: Vec<TestThread>,
+) -> u64 {
     let mut hog = vec![set(SchedPolicy::Idle), Step::Compute { work_ns: 20 * US }];
     hog.extend(between);
     hog.push(Step::Loop {
@@ -40,41 +49,35 @@ fn lazy_wake_latency(between: Vec<Step>, sync_extra: Vec<SyncObject>) -> u64 {
         count: u32::MAX,
         slot: 0,
     });
-    let _ = n;
     let mut sync = vec![SyncObject::Cond];
     sync.extend(sync_extra);
-    let mut s = quiet_sim(
-        "exynos5422",
-        spec(
+    let mut threads: Vec<TestThread> = vec![
+        (
+            "woken",
+            Some(vec![5]),
             vec![
-                (
-                    "woken",
-                    Some(vec![5]),
-                    vec![
-                        Step::Wait {
-                            cond: 0,
-                            mutex: None,
-                        },
-                        Step::Mark { tag: 9 },
-                        Step::Exit,
-                    ],
-                ),
-                (
-                    "waker",
-                    Some(vec![6]),
-                    vec![
-                        Step::Sleep { ns: 2 * MS },
-                        Step::Mark { tag: 8 },
-                        Step::Signal { cond: 0 },
-                        Step::Exit,
-                    ],
-                ),
-                ("hog", Some(vec![5]), hog),
+                Step::Wait {
+                    cond: 0,
+                    mutex: None,
+                },
+                Step::Mark { tag: 9 },
+                Step::Exit,
             ],
-            sync,
-            20 * MS,
         ),
-    );
+        (
+            "waker",
+            Some(vec![6]),
+            vec![
+                Step::Sleep { ns: 2 * MS },
+                Step::Mark { tag: 8 },
+                Step::Signal { cond: 0 },
+                Step::Exit,
+            ],
+        ),
+        ("hog", Some(vec![5]), hog),
+    ];
+    threads.extend(extra);
+    let mut s = quiet_sim("exynos5422", spec(threads, sync, 20 * MS));
     s.run();
     mark(&s, 9) - mark(&s, 8)
 }
@@ -152,55 +155,18 @@ fn a_read_that_copies_from_another_cpu_acts_on_a_lazy_reschedule_at_its_return()
     let user = lazy_wake_latency(vec![Step::Mark { tag: 1 }], vec![]);
     // The hog's CPU reads one byte per loop from a channel that a thread
     // on CPU 7 filled at the start: every read copies from CPU 7.
-    let mut hog = vec![set(SchedPolicy::Idle), Step::Compute { work_ns: 20 * US }];
-    hog.push(Step::Recv { chan: 1, bytes: 1 });
-    hog.push(Step::Loop {
-        start: 1,
-        count: u32::MAX,
-        slot: 0,
-    });
-    let mut s = quiet_sim(
-        "exynos5422",
-        spec(
-            vec![
-                (
-                    "woken",
-                    Some(vec![5]),
-                    vec![
-                        Step::Wait {
-                            cond: 0,
-                            mutex: None,
-                        },
-                        Step::Mark { tag: 9 },
-                        Step::Exit,
-                    ],
-                ),
-                (
-                    "waker",
-                    Some(vec![6]),
-                    vec![
-                        Step::Sleep { ns: 2 * MS },
-                        Step::Mark { tag: 8 },
-                        Step::Signal { cond: 0 },
-                        Step::Exit,
-                    ],
-                ),
-                ("hog", Some(vec![5]), hog),
-                (
-                    "writer",
-                    Some(vec![7]),
-                    vec![Step::Send {
-                        chan: 1,
-                        bytes: 100_000,
-                    }],
-                ),
-            ],
-            vec![SyncObject::Cond, SyncObject::Channel { capacity: 1 << 20 }],
-            20 * MS,
-        ),
+    let read = lazy_wake_latency_with(
+        vec![Step::Recv { chan: 1, bytes: 1 }],
+        vec![SyncObject::Channel { capacity: 1 << 20 }],
+        vec![(
+            "writer",
+            Some(vec![7]),
+            vec![Step::Send {
+                chan: 1,
+                bytes: 100_000,
+            }],
+        )],
     );
-    s.run();
-    let read = mark(&s, 9) - mark(&s, 8);
     assert!(
         user > 100 * US,
         "the lazy request waits for the tick: {user} ns"

@@ -1134,6 +1134,20 @@ fn cpus_from_list(
     Ok(())
 }
 
+/// The package number of `key`, a package no CPU is in, among `seen` (the
+/// keys of such packages met so far, in order): numbered after the CPUs'
+/// `nr_packages`, in order of first mention.
+pub(crate) fn cpuless_package<T: PartialEq>(seen: &mut Vec<T>, key: T, nr_packages: u32) -> u32 {
+    let k = match seen.iter().position(|x| *x == key) {
+        Some(k) => k,
+        None => {
+            seen.push(key);
+            seen.len() - 1
+        }
+    };
+    nr_packages + k as u32
+}
+
 /// Renumbers keys densely in order of first appearance by CPU id.
 pub(crate) fn densify(keys: impl Iterator<Item = u64>) -> Vec<u32> {
     let mut map: BTreeMap<u64, u32> = BTreeMap::new();
@@ -1376,16 +1390,7 @@ fn build_machine(f: FileMachine, origin: &str) -> Result<Machine, TopoError> {
                 let p = int_in(origin, &fld("package"), p, 0, i64::from(u32::MAX))? as u64;
                 Some(match raws.iter().position(|r| r.package == p) {
                     Some(i) => packages[i],
-                    None => {
-                        let k = match cpuless_packages.iter().position(|&x| x == p) {
-                            Some(k) => k,
-                            None => {
-                                cpuless_packages.push(p);
-                                cpuless_packages.len() - 1
-                            }
-                        };
-                        nr_packages + k as u32
-                    }
+                    None => cpuless_package(&mut cpuless_packages, p, nr_packages),
                 })
             }
         };

@@ -123,16 +123,7 @@ pub fn with_online_cpus(m: &Machine, online: &CpuMask) -> Result<Machine, TopoEr
             .find(|c| c.package == old && map[c.id as usize].is_some());
         n.package = Some(match online_cpu {
             Some(c) => out.cpus[map[c.id as usize].unwrap_or(0) as usize].package,
-            None => {
-                let k = match offline_packages.iter().position(|&p| p == old) {
-                    Some(k) => k,
-                    None => {
-                        offline_packages.push(old);
-                        offline_packages.len() - 1
-                    }
-                };
-                nr_packages + k as u32
-            }
+            None => crate::load::cpuless_package(&mut offline_packages, old, nr_packages),
         });
     }
     out.links = m
