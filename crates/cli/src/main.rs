@@ -1957,6 +1957,12 @@ fn run(
             c.lock_steals
         );
     }
+    if c.wake_q_preemptions > 0 {
+        outln!(
+            "  wakers switched out among their wakes {} (a broadcast or barrier release whose wakee preempted it before it woke the rest)",
+            c.wake_q_preemptions
+        );
+    }
     if c.rt_pushes + c.rt_pulls + c.rt_rr_rotations + c.fair_server_runs > 0 {
         outln!(
             "  RT class: pushes {}, pulls {}, SCHED_RR slices rotated {}; fair server turns ahead of RT/deadline work {}",

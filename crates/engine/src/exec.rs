@@ -42,6 +42,11 @@ enum Obj {
         last_cpu: Option<schedlab_topo::CpuId>,
         /// Priority inheritance (`PTHREAD_PRIO_INHERIT`, pi.rs).
         pi: bool,
+        /// The futex word says a waiter may sleep on it (glibc's 2, the
+        /// FUTEX_WAITERS bit of a PI word): a locker slept on it, or its
+        /// owner took it on the way out of a wait, so the unlock is a
+        /// system call even when it finds no one to wake.
+        contended: bool,
     },
     Cond {
         waiters: VecDeque<TaskId>,
@@ -117,6 +122,7 @@ impl Ipc {
                     spinners: Vec::new(),
                     last_cpu: None,
                     pi: matches!(s, SyncObject::PiMutex),
+                    contended: false,
                 },
                 SyncObject::Cond => Obj::Cond {
                     waiters: VecDeque::new(),
@@ -345,7 +351,10 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 /// finds it expired: no sleep), always; a futex-based step only when it
 /// woke someone, since glibc calls futex_wake() only for a waiter
 /// (an uncontended unlock, a signal or post without waiters stay in user
-/// space and must not act on a lazy reschedule).
+/// space and must not act on a lazy reschedule), or when it unlocked a
+/// mutex whose futex word is marked contended (glibc's 2, a PI word's
+/// FUTEX_WAITERS), which glibc unlocks in the kernel even when the wait
+/// list has emptied (`Sim::futex_syscall`).
 fn enters_kernel(step: &Step) -> KernelEntry {
     match step {
         Step::Send { .. }
@@ -378,7 +387,7 @@ fn enters_kernel(step: &Step) -> KernelEntry {
 enum KernelEntry {
     Always,
     /// Only when the step woke someone (a futex_wake() glibc makes only for
-    /// a waiter).
+    /// a waiter) or unlocked a contended futex word.
     IfWoke,
     Never,
 }
@@ -429,6 +438,7 @@ impl Sim {
             };
             self.tasks[t as usize].pc += 1;
             let wakeups = self.counters.wakeups;
+            self.futex_syscall = false;
             let entry = enters_kernel(&step);
             from_kernel = false;
             if self.tasks[t as usize].prog_start_ns.is_none() {
@@ -479,6 +489,9 @@ impl Sim {
                 }
                 Step::Broadcast { cond } => {
                     self.cond_wake(t, cond, true, 0);
+                    if !self.tasks[t as usize].wake_q.is_empty() {
+                        return;
+                    }
                 }
                 Step::BroadcastSync { cond } => {
                     self.cond_wake(t, cond, true, WF_SYNC);
@@ -561,7 +574,13 @@ impl Sim {
                     mutex,
                     syscall_ns,
                 } => {
-                    if self.cond_broadcast_requeue(t, cond, mutex) && syscall_ns > 0 {
+                    let woke = self.cond_broadcast_requeue(t, cond, mutex);
+                    if !self.tasks[t as usize].wake_q.is_empty() {
+                        // Switched out among its wakes: the cost follows them.
+                        self.tasks[t as usize].wake_q_cost_ns = syscall_ns;
+                        return;
+                    }
+                    if woke && syscall_ns > 0 {
                         self.tasks[t as usize].syscall_return = true;
                         self.start_activity(t, Activity::Compute, syscall_ns as f64);
                         return;
@@ -698,9 +717,10 @@ impl Sim {
                     return;
                 }
             }
+            let futex_syscall = std::mem::take(&mut self.futex_syscall);
             from_kernel = match entry {
                 KernelEntry::Always => true,
-                KernelEntry::IfWoke => self.counters.wakeups != wakeups,
+                KernelEntry::IfWoke => self.counters.wakeups != wakeups || futex_syscall,
                 KernelEntry::Never => false,
             };
             // A lock just taken whose line is on another CPU: the transfer is
@@ -774,6 +794,42 @@ impl Sim {
         false
     }
 
+    /// Wakes `wakees` in order for the running task `t` (mirrors
+    /// wake_up_q() after futex_wake() has taken them off the futex): every
+    /// try_to_wake_up() ends with a preempt_enable(), so a wakee that makes
+    /// a non-lazy reschedule of `t`'s CPU due (an RT or deadline wakee, a
+    /// fair one under preempt=full; [`Sim::preempt_due`]) switches `t` out
+    /// there, before it wakes the rest. They wait in `Task::wake_q` until
+    /// `t` runs again ([`Sim::step_done`]). True when `t` was switched out.
+    pub(crate) fn wake_up_q(&mut self, t: TaskId, mut wakees: VecDeque<TaskId>) -> bool {
+        while let Some(w) = wakees.pop_front() {
+            self.wake_waiter(w, t, 0);
+            if !wakees.is_empty() && self.feat(crate::Feat::WAKE_Q) && self.preempt_due(t) {
+                self.counters.wake_q_preemptions += 1;
+                if std::env::var("MWDBG").is_ok() {
+                    let c = self.tasks[t as usize].cpu as usize;
+                    eprintln!(
+                        "DBG now {} waker {} wakee {} kth {} rt {:?} at {} pend {}",
+                        self.now,
+                        t,
+                        w,
+                        self.tasks[w as usize].kthread,
+                        self.tasks[w as usize].rt.is_some(),
+                        self.rqs[c].resched_at_ns,
+                        self.rqs[c].resched_pending
+                    );
+                }
+                self.tasks[t as usize].wake_q = wakees;
+                // Switched out inside the system call: its return to user
+                // space comes when the wakes are done.
+                self.tasks[t as usize].syscall_return = true;
+                self.start_activity(t, Activity::Wall, 0.0);
+                return true;
+            }
+        }
+        false
+    }
+
     /// A per-CPU system kthread: one compute burst per wakeup, then sleep.
     fn advance_kthread(&mut self, t: TaskId) {
         let tk = &mut self.tasks[t as usize];
@@ -796,6 +852,22 @@ impl Sim {
         tk.remaining = 0.0;
         tk.activity = Activity::Idle;
         let syscall_return = std::mem::take(&mut tk.syscall_return);
+        if !tk.wake_q.is_empty() {
+            // Back from preempt_schedule() inside wake_up_q(): the rest of
+            // the wakes, then the system call's own cost if it has one.
+            let rest = std::mem::take(&mut tk.wake_q);
+            if self.wake_up_q(t, rest) {
+                return;
+            }
+            let cost_ns = std::mem::take(&mut self.tasks[t as usize].wake_q_cost_ns);
+            if cost_ns > 0 {
+                self.tasks[t as usize].syscall_return = true;
+                self.start_activity(t, Activity::Compute, cost_ns as f64);
+                return;
+            }
+            self.advance_from(t, true);
+            return;
+        }
         let spawn = tk
             .pending_spawn
             .take()
@@ -833,7 +905,8 @@ impl Sim {
     }
 
     /// Arrives at a barrier. Returns true when the task goes on at once (it
-    /// was the last to arrive), false when it spins or blocks.
+    /// was the last to arrive), false when it spins or blocks, or when a
+    /// wakeup of its release switched it out ([`Sim::wake_up_q`]).
     fn barrier_arrive(&mut self, t: TaskId, id: u32, spin_ns: u64) -> bool {
         let id = id as usize;
         if id >= self.barriers.len() {
@@ -851,11 +924,11 @@ impl Sim {
             for s in spinners {
                 self.release_spinner(s, waker_cpu);
             }
-            for s in sleepers {
+            for &s in &sleepers {
                 self.tasks[s as usize].barrier_wait = None;
-                self.try_to_wake_up(s, waker_cpu, Some(t), 0);
             }
-            return true;
+            // The last arriver's futex_wake(INT_MAX).
+            return !self.wake_up_q(t, sleepers);
         }
         let gen = b.gen;
         let tk = &mut self.tasks[t as usize];
@@ -870,7 +943,7 @@ impl Sim {
             tk.settled_ns = self.now;
             self.begin_activity(t);
         } else {
-            self.barriers[id].sleepers.push(t);
+            crate::pi::futex_enqueue(&self.tasks, &mut self.barriers[id].sleepers, t);
             self.tasks[t as usize].activity = Activity::Idle;
             self.block_current(t, false);
         }
@@ -921,7 +994,7 @@ impl Sim {
         if let Some(i) = b.spinners.iter().position(|&x| x == t) {
             b.spinners.remove(i);
         }
-        b.sleepers.push(t);
+        crate::pi::futex_enqueue(&self.tasks, &mut b.sleepers, t);
         self.counters.spin_timeouts += 1;
         self.tasks[t as usize].activity = Activity::Idle;
         self.block_current(t, false);
@@ -1340,10 +1413,18 @@ impl Sim {
         else {
             return Flow::Next;
         };
+        // A locker back from a futex wait takes the word with the waiters
+        // mark (glibc's __lll_lock_wait() and the condition variable's
+        // re-lock exchange in 2).
+        let waited = std::mem::take(&mut self.tasks[t as usize].futex_waited);
         match owner {
             None => {
-                if let Some(Obj::Mutex { owner, .. }) = self.obj(m) {
+                if let Some(Obj::Mutex {
+                    owner, contended, ..
+                }) = self.obj(m)
+                {
                     *owner = Some(t);
+                    *contended |= waited;
                 }
                 self.tasks[t as usize].lock_xfer_ns = self.take_lock_line(t, last_cpu);
                 if pi {
@@ -1368,6 +1449,10 @@ impl Sim {
                 } else if let Some(Obj::Mutex { waiters, .. }) = self.ipc.objs.get_mut(m as usize) {
                     crate::pi::futex_enqueue(&self.tasks, waiters, t);
                 }
+                if let Some(Obj::Mutex { contended, .. }) = self.obj(m) {
+                    *contended = true;
+                }
+                self.tasks[t as usize].futex_waited = true;
                 self.sleep_on_step(t)
             }
         }
@@ -1404,12 +1489,17 @@ impl Sim {
             waiters,
             spinners,
             last_cpu,
+            contended,
             ..
         }) = self.obj(m)
         else {
             return;
         };
         *last_cpu = Some(from);
+        // Only a word with the waiters mark makes the unlock a system call
+        // (glibc's lll_unlock() on 2, FUTEX_UNLOCK_PI); wake_futex_pi()
+        // leaves the mark in the word it gives the new owner.
+        let syscall = std::mem::replace(contended, handoff);
         // The owner loses the lock (an unlock by another thread, which a
         // program may do, releases it all the same).
         let released = owner.take();
@@ -1441,6 +1531,7 @@ impl Sim {
         if let Some(w) = woken {
             self.wake_waiter(w, t, 0);
         }
+        self.futex_syscall |= syscall;
     }
 
     /// `while (pthread_mutex_trylock(m) == EBUSY);`: take the lock if it is
@@ -1676,6 +1767,9 @@ impl Sim {
     fn cond_wait(&mut self, t: TaskId, cond: u32, mutex: Option<u32>) -> Flow {
         if self.tasks[t as usize].step_phase == 1 {
             if let Some(m) = mutex {
+                // __pthread_mutex_cond_lock(): the re-lock marks the word
+                // contended, not knowing whether others wait.
+                self.tasks[t as usize].futex_waited = true;
                 if let Flow::Stop = self.mutex_lock(t, m) {
                     return Flow::Stop;
                 }
@@ -1703,6 +1797,13 @@ impl Sim {
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
         };
+        if all && flags & WF_SYNC == 0 {
+            // futex_wake(INT_MAX): the wakes run from wake_up_q().
+            let woken = std::mem::take(waiters);
+            let any = !woken.is_empty();
+            self.wake_up_q(t, woken);
+            return any;
+        }
         let woken: Vec<TaskId> = if all {
             waiters.drain(..).collect()
         } else {

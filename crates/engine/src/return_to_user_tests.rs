@@ -303,3 +303,219 @@ fn a_stale_resched_ipi_on_an_idle_cpu_runs_no_newidle_balance() {
         s.counters.newidle_balance - passes
     );
 }
+
+// ----- wake_up_q(): preemption between the wakes of one futex_wake() -----
+
+/// Three threads on exynos5422: `a` (policy `pa`) waits on condition 0 on
+/// CPU 5, `b` (normal) waits on it 100 µs later on CPU 6, and a waker of policy `pw` on CPU 5 broadcasts at
+/// 2 ms (`Broadcast`, or `barrier` arrivals with a barrier of three).
+/// `a` then computes 1 ms. Returns (waker's mark before its step, b's
+/// first step after its wait, waker's mark after its step) and the count
+/// of wakers switched out among their wakes.
+fn broadcast_pair(
+    pa: SchedPolicy,
+    pw: SchedPolicy,
+    barrier: bool,
+    lazy: bool,
+) -> ((u64, u64, u64), u64) {
+    let wait = |tag: u32| {
+        if barrier {
+            vec![Step::Barrier { id: 0, spin_ns: 0 }, Step::Mark { tag }]
+        } else {
+            vec![
+                Step::Wait {
+                    cond: 0,
+                    mutex: None,
+                },
+                Step::Mark { tag },
+            ]
+        }
+    };
+    let mut a = vec![set(pa)];
+    a.extend(wait(1));
+    a.extend([Step::Compute { work_ns: MS }, Step::Exit]);
+    let mut b = vec![Step::Sleep { ns: 100 * US }];
+    b.extend(wait(2));
+    b.push(Step::Exit);
+    let mut w = vec![set(pw), Step::Sleep { ns: 2 * MS }, Step::Mark { tag: 8 }];
+    w.push(if barrier {
+        Step::Barrier { id: 0, spin_ns: 0 }
+    } else {
+        Step::Broadcast { cond: 0 }
+    });
+    w.extend([Step::Mark { tag: 9 }, Step::Exit]);
+    let sync = if barrier {
+        vec![SyncObject::Barrier { parties: 3 }]
+    } else {
+        vec![SyncObject::Cond]
+    };
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![
+                ("a", Some(vec![5]), a),
+                ("b", Some(vec![6]), b),
+                ("waker", Some(vec![5]), w),
+            ],
+            sync,
+            50 * MS,
+        ),
+    );
+    s.cfg.features.set("PREEMPT_LAZY", lazy).unwrap();
+    s.run();
+    assert_ne!(s.stop, Some(StopReason::Livelock));
+    (
+        (mark(&s, 8), mark(&s, 2), mark(&s, 9)),
+        s.counters.wake_q_preemptions,
+    )
+}
+
+/// pthread_cond_broadcast() is one futex_wake(INT_MAX): futex_wake() takes
+/// every waiter off the futex, then wake_up_q() wakes them one by one with
+/// preemption enabled, each try_to_wake_up() ending in preempt_enable().
+/// Waking the SCHED_FIFO `a` on the waker's own CPU calls resched_curr()
+/// (non-lazy: an RT wakee preempting a fair task), so preempt_enable()
+/// switches the waker out right there, and `b` on idle CPU 6 is woken only
+/// when the waker runs again, after `a`'s 1 ms. Without the preemption
+/// `b` would start within microseconds of the broadcast.
+#[test]
+fn a_broadcast_waking_an_rt_task_on_its_cpu_wakes_the_rest_after_it() {
+    let ((t8, t2, t9), n) = broadcast_pair(SchedPolicy::Fifo(10), SchedPolicy::Normal, false, true);
+    assert_eq!(n, 1, "one waker switched out among its wakes");
+    assert!(t2 >= t8 + MS, "b woke at {t2} ns, broadcast at {t8} ns");
+    assert!(t9 >= t8 + MS, "the waker went on after `a`: {t9} ns");
+}
+
+/// The same broadcast with a fair `a`: its wakeup preempts the
+/// SCHED_IDLE waker, but under preempt=lazy resched_curr_lazy() on the
+/// local CPU sets only TIF_NEED_RESCHED_LAZY, which preempt_enable() does
+/// not act on: the waker wakes `b` too and is switched out at its return
+/// to user space. Under preempt=full the request is TIF_NEED_RESCHED and
+/// the waker is switched out after waking `a`.
+#[test]
+fn a_lazy_wakeup_leaves_the_waker_to_wake_the_rest() {
+    let ((t8, t2, _), n) = broadcast_pair(SchedPolicy::Normal, SchedPolicy::Idle, false, true);
+    assert_eq!(n, 0);
+    assert!(
+        t2 < t8 + 100 * US,
+        "b woke at {t2} ns, broadcast at {t8} ns"
+    );
+    let ((t8, t2, _), n) = broadcast_pair(SchedPolicy::Normal, SchedPolicy::Idle, false, false);
+    assert_eq!(n, 1, "preempt=full: switched out after the first wake");
+    assert!(t2 >= t8 + MS, "b woke at {t2} ns, broadcast at {t8} ns");
+}
+
+/// A barrier's release is the last arriver's futex_wake(INT_MAX) (glibc
+/// pthread_barrier_wait(), libgomp's futex barrier): the same rule, and
+/// the sleepers are on the futex's wait list by priority (plist order), so
+/// the FIFO 10 `a` is woken first whichever arrived first.
+#[test]
+fn a_barrier_release_waking_an_rt_task_on_its_cpu_wakes_the_rest_after_it() {
+    let ((t8, t2, t9), n) = broadcast_pair(SchedPolicy::Fifo(10), SchedPolicy::Normal, true, true);
+    assert_eq!(n, 1);
+    assert!(t2 >= t8 + MS, "b woke at {t2} ns, release at {t8} ns");
+    assert!(t9 >= t8 + MS, "the waker went on after `a`: {t9} ns");
+    // A fair `a` under preempt=lazy: all woken at once.
+    let ((t8, t2, _), n) = broadcast_pair(SchedPolicy::Normal, SchedPolicy::Normal, true, true);
+    assert_eq!(n, 0);
+    assert!(t2 < t8 + 100 * US, "b woke at {t2} ns, release at {t8} ns");
+}
+
+/// A lazy request that another CPU left on the waker's CPU stays lazy
+/// through the waker's system call: the SCHED_IDLE waker on CPU 5 computes
+/// until 3 ms, `c` (normal, CPU 5) is woken from CPU 6 at 2.9 ms, which
+/// sets only TIF_NEED_RESCHED_LAZY on CPU 5 (no IPI), and at 3 ms the
+/// waker broadcasts to `a` (normal, CPU 5) and `b` (CPU 6). Neither the
+/// lazy flag nor `a`'s local lazy preemption is acted on by the
+/// preempt_enable() after `a`'s wakeup: the waker wakes `b` too, and is
+/// switched out at its return to user space.
+#[test]
+fn a_pending_lazy_request_does_not_stop_a_broadcast_halfway() {
+    let wait = |cond: u32, tag: u32| {
+        vec![
+            Step::Wait { cond, mutex: None },
+            Step::Mark { tag },
+            Step::Exit,
+        ]
+    };
+    let mut b = vec![Step::Sleep { ns: 100 * US }];
+    b.extend(wait(0, 2));
+    let threads: Vec<TestThread> = vec![
+        ("a", Some(vec![5]), wait(0, 1)),
+        ("b", Some(vec![6]), b),
+        ("c", Some(vec![5]), wait(1, 3)),
+        (
+            "signaller",
+            Some(vec![6]),
+            vec![
+                Step::Sleep { ns: 2_900 * US },
+                Step::Signal { cond: 1 },
+                Step::Exit,
+            ],
+        ),
+        (
+            "waker",
+            Some(vec![5]),
+            vec![
+                set(SchedPolicy::Idle),
+                Step::Compute { work_ns: 3 * MS },
+                Step::Mark { tag: 8 },
+                Step::Broadcast { cond: 0 },
+                Step::Exit,
+            ],
+        ),
+    ];
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(threads, vec![SyncObject::Cond, SyncObject::Cond], 50 * MS),
+    );
+    s.run();
+    let (t8, t2, t3) = (mark(&s, 8), mark(&s, 2), mark(&s, 3));
+    assert!(
+        t3 >= t8,
+        "c ran at {t3} ns, before the broadcast at {t8} ns"
+    );
+    assert_eq!(s.counters.wake_q_preemptions, 0);
+    assert!(
+        t2 < t8 + 100 * US,
+        "b woke at {t2} ns, broadcast at {t8} ns"
+    );
+}
+
+/// glibc unlocks a mutex in the kernel whenever its futex word is 2, and a
+/// locker that slept on it takes it with 2 (__lll_lock_wait() exchanges 2
+/// in): so the SCHED_IDLE hog's first unlock below, after it waited for
+/// the mutex, is a futex_wake() system call although no one is left to
+/// wake, and its return to user space acts on the lazy request of the
+/// woken thread (2 ms). The hog takes the mutex at 1.95 ms, when the
+/// holder on CPU 7 lets it go, and unlocks it 100 µs later.
+#[test]
+fn an_unlock_of_a_contended_word_returns_to_user_space_with_no_one_to_wake() {
+    let holder: TestThread = (
+        "holder",
+        Some(vec![7]),
+        vec![
+            Step::Lock { mutex: 1 },
+            Step::Compute {
+                work_ns: 1_950 * US,
+            },
+            Step::Unlock { mutex: 1 },
+            Step::Exit,
+        ],
+    );
+    let contended = lazy_wake_latency_with(
+        vec![
+            Step::Lock { mutex: 1 },
+            Step::Compute { work_ns: 100 * US },
+            Step::Unlock { mutex: 1 },
+        ],
+        vec![SyncObject::Mutex],
+        vec![holder],
+    );
+    assert!(
+        contended < 150 * US,
+        "the woken thread waited {contended} ns, past the hog's unlock"
+    );
+    let user = lazy_wake_latency(vec![Step::Mark { tag: 1 }], vec![]);
+    assert!(user > 150 * US, "without a system call: {user} ns");
+}

@@ -137,6 +137,11 @@ pub struct Rq {
     /// Next periodic balance, ns.
     pub next_balance: u64,
     pub need_resched: bool,
+    /// `need_resched` stands for a lazy request of the running task's own
+    /// CPU (resched_curr_lazy() locally sets only TIF_NEED_RESCHED_LAZY):
+    /// the return to user space acts on it, preempt_enable() in the kernel
+    /// does not ([`crate::sim::Sim::preempt_due`]).
+    pub need_resched_local_lazy: bool,
     /// A lazy reschedule is pending (`TIF_NEED_RESCHED_LAZY`), honoured at
     /// the next tick or when the running task returns from the kernel.
     pub need_resched_lazy: bool,

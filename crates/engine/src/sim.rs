@@ -115,8 +115,9 @@ pub struct BarrierState {
     pub parties: u32,
     pub arrived: u32,
     pub gen: u32,
-    /// Tasks blocked (not spinning) on the current generation.
-    pub sleepers: Vec<TaskId>,
+    /// Tasks blocked (not spinning) on the current generation, in futex
+    /// wait-list order (by priority, then arrival: `pi::futex_enqueue()`).
+    pub sleepers: std::collections::VecDeque<TaskId>,
     pub spinners: Vec<TaskId>,
 }
 
@@ -297,6 +298,10 @@ pub struct Sim {
     /// The thread whose program ran last ([`Sim::livelock_task`] when
     /// threads pass steps that take no time to each other through events).
     pub(crate) last_stepped: Option<TaskId>,
+    /// The step being run made a futex system call that woke no one (an
+    /// unlock of a word marked contended), which returns to user space
+    /// all the same ([`crate::exec`]'s `enters_kernel()`).
+    pub(crate) futex_syscall: bool,
     /// Why the workload exited, when that stopped the run
     /// ([`StopReason::Exited`]).
     pub exit_reason: Option<String>,
@@ -638,6 +643,7 @@ impl Sim {
             stop: None,
             livelock_task: None,
             last_stepped: None,
+            futex_syscall: false,
             exit_reason: None,
             started: false,
             cfg,
@@ -1674,13 +1680,32 @@ impl Sim {
     /// the local CPU.)
     pub(crate) fn resched_cpu_lazy(&mut self, cpu: CpuId, from: CpuId) {
         let rq = &mut self.rqs[cpu as usize];
-        if !self.cfg.features.enabled(Feat::PREEMPT_LAZY) || rq.curr.is_none() || cpu == from {
+        let lazy = self.cfg.features.enabled(Feat::PREEMPT_LAZY) && rq.curr.is_some();
+        if !lazy || cpu == from {
+            let was_nonlazy = rq.need_resched && !rq.need_resched_local_lazy;
             self.resched_cpu(cpu, from);
+            // The local CPU's own lazy request: the engine acts on it as soon
+            // as its task takes time or returns to user space, but a
+            // preempt_enable() inside the kernel does not.
+            self.rqs[cpu as usize].need_resched_local_lazy = lazy && !was_nonlazy;
             return;
         }
         if !rq.need_resched {
             rq.need_resched_lazy = true;
         }
+    }
+
+    /// Whether the running task `t`, inside a system call, is switched out
+    /// at its next preempt_enable() (mirrors preempt_schedule()'s
+    /// condition): a non-lazy reschedule of its own CPU is due. A lazy one
+    /// waits for the return to user space; a remote request whose IPI is
+    /// still in flight has not yet been folded into the preempt count.
+    pub(crate) fn preempt_due(&self, t: TaskId) -> bool {
+        let rq = &self.rqs[self.tasks[t as usize].cpu as usize];
+        rq.curr == Some(t)
+            && rq.need_resched
+            && !rq.need_resched_local_lazy
+            && rq.resched_at_ns <= self.now
     }
 
     /// `cpu` returns to user space or takes its tick: a pending lazy
@@ -1694,6 +1719,7 @@ impl Sim {
     pub(crate) fn resched_after(&mut self, cpu: CpuId, delay_ns: u64) {
         let rq = &mut self.rqs[cpu as usize];
         rq.need_resched = true;
+        rq.need_resched_local_lazy = false;
         // A request due before the pending event (a local one while a remote
         // IPI is in flight) gets its own event; the later one then finds the
         // flag served and does nothing.
@@ -1733,8 +1759,6 @@ impl Sim {
     /// state stay as they were.
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
-        self.rqs[cpu as usize].need_resched = false;
-        self.rqs[cpu as usize].need_resched_lazy = false;
         let prev = self.rqs[cpu as usize].curr;
         let mut picked = None;
         if let Some(p) = prev {
@@ -1745,6 +1769,7 @@ impl Sim {
                 self.prev_balance(cpu, p);
                 let next = self.pick_next_task(cpu);
                 if next == Some(p) {
+                    self.clear_need_resched(cpu);
                     return;
                 }
                 picked = next;
@@ -1761,16 +1786,29 @@ impl Sim {
             self.rqs[cpu as usize].curr = None;
         }
         match picked {
-            Some(n) => self.switch_to(cpu, prev, n),
+            Some(n) => {
+                self.clear_need_resched(cpu);
+                self.switch_to(cpu, prev, n);
+            }
             None => self.pick_and_switch(cpu, prev),
         }
+    }
+
+    /// The pick is made: the reschedule requests it served are cleared, as
+    /// __schedule() clears the flags after pick_next_task(), so that one
+    /// made during the pick (a newidle pull's attach, an RT pull) does not
+    /// stay with the task picked.
+    fn clear_need_resched(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.need_resched = false;
+        rq.need_resched_local_lazy = false;
+        rq.need_resched_lazy = false;
     }
 
     /// Picks the next task of `cpu` (balancing newly-idle if there is none) and
     /// switches to it or to idle; `prev` is the task that ran before (not
     /// runnable any more).
     pub(crate) fn pick_and_switch(&mut self, cpu: CpuId, prev: Option<TaskId>) {
-        self.rqs[cpu as usize].need_resched_lazy = false;
         // prev_balance(): after a deadline or RT task left, pull waiting ones.
         if let Some(p) = prev {
             self.prev_balance(cpu, p);
@@ -1796,6 +1834,7 @@ impl Sim {
         if next.is_none() && !hperf && self.hmp_idle_pull(cpu) {
             next = self.pick_next_entity(cpu);
         }
+        self.clear_need_resched(cpu);
         match next {
             Some(n) => self.switch_to(cpu, prev, n),
             None => {
@@ -1912,7 +1951,7 @@ impl Sim {
             self.counters.wakeups_delayed += 1;
             self.trace_wakeup(waker_cpu, t, cpu, false);
             self.wakeup_preempt(cpu, t, waker_cpu, wake_flags | WF_TTWU);
-            self.resched_lazy_honour(waker_cpu);
+            self.irq_return_to_user(waker_cpu, waker);
             return;
         }
         // try_to_wake_up() adds WF_TTWU; select_task_rq() WF_RQ_SELECTED.
@@ -1942,9 +1981,20 @@ impl Sim {
         } else {
             self.ttwu_do_activate(cpu, t, waker_cpu, wake_flags);
         }
-        // The waker's CPU was in the kernel (a system call or an interrupt)
-        // and returns to user space.
-        self.resched_lazy_honour(waker_cpu);
+        self.irq_return_to_user(waker_cpu, waker);
+    }
+
+    /// A wakeup from an interrupt (no waker task): the interrupt's return
+    /// to user space acts on a lazy reschedule of its CPU. A task's wakeup
+    /// is a system call, whose return to user space comes when its step is
+    /// done ([`Sim::return_to_user`]): a pending lazy request must not turn
+    /// into TIF_NEED_RESCHED in between, where the task's further wakeups
+    /// (preempt_enable() in wake_up_q(), the need_resched test of
+    /// check_preempt_wakeup_fair()) would see it.
+    fn irq_return_to_user(&mut self, cpu: CpuId, waker: Option<TaskId>) {
+        if waker.is_none() {
+            self.resched_lazy_honour(cpu);
+        }
     }
 
     /// Whether a wakeup from `waker_cpu` onto `cpu` goes through `cpu`'s wake

@@ -96,6 +96,11 @@ pub struct Counters {
     /// A task was preempted while it owned a mutex (lock-holder preemption:
     /// threads that need the lock wait, or spin, until it runs again).
     pub lock_holder_preemptions: u64,
+    /// A task waking several futex waiters (a broadcast, a barrier's
+    /// release) was switched out after one of the wakes, which made a
+    /// non-lazy reschedule of its CPU due, before it woke the rest
+    /// (`Sim::wake_up_q`).
+    pub wake_q_preemptions: u64,
     /// An unlock handed the mutex to a thread spinning on it (trylock) and
     /// woke a sleeping waiter that will find it taken and sleep again.
     pub lock_steals: u64,

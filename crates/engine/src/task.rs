@@ -128,6 +128,13 @@ pub struct Task {
     pub prog_start_ns: Option<u64>,
     /// A thread to create once the running clone cost is paid.
     pub pending_spawn: Option<u32>,
+    /// Wakees of this task's futex wake still to be woken (`wake_q`, in
+    /// order), left when a wakeup before them switched it out inside the
+    /// kernel ([`crate::sim::Sim::step_done`] goes on with them).
+    pub wake_q: std::collections::VecDeque<TaskId>,
+    /// The cost of the system call whose wakes `wake_q` holds, still to be
+    /// paid once they are done (FUTEX_CMP_REQUEUE's `syscall_ns`).
+    pub wake_q_cost_ns: u64,
     /// The running timed step is the end of a system call (a read's copy, a
     /// sched_yield()'s or FUTEX_CMP_REQUEUE's own cost): its completion
     /// returns to user space ([`crate::sim::Sim::step_done`]).
@@ -138,6 +145,9 @@ pub struct Task {
     pub loop_counts: [u32; 4],
     /// Sub-state of a multi-part step (1 = a condition wait re-acquiring its mutex).
     pub step_phase: u8,
+    /// The task slept on a mutex's futex (or re-locks one after a condition
+    /// wait): the lock it takes next gets the word's waiters mark.
+    pub futex_waited: bool,
     /// What a spinning task polls besides a barrier (a flag or a lock).
     pub spin_wait: Option<SpinWait>,
     /// The per-CPU mutex held since the last `LockPerCpu`.
@@ -333,12 +343,15 @@ impl Task {
             preferred_llc: None,
             llc_counted: None,
             pending_spawn: None,
+            wake_q: std::collections::VecDeque::new(),
+            wake_q_cost_ns: 0,
             syscall_return: false,
             barrier_wait: None,
             spin_wait: None,
             stats: TaskStats::default(),
             io_left: 0,
             step_phase: 0,
+            futex_waited: false,
             prog_start_ns: None,
             timer_origin_ns: None,
             timers: Vec::new(),

@@ -259,6 +259,8 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
         features.set("PREEMPT_LAZY", false)?;
         // 3.10's ttwu_queue() used the wake list only across LLCs.
         features.set("TTWU_QUEUE_IDLE", false)?;
+        // 3.10's futex_wake() woke every waiter under the bucket's lock.
+        features.set("WAKE_Q", false)?;
     }
     if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology

@@ -1595,6 +1595,51 @@ fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing(
     assert_eq!(s.counters.hmp_up, 0);
 }
 
+/// __schedule() clears the reschedule flags after pick_next_task(): the
+/// request that a newidle pull's attach makes on the pulling CPU (its
+/// wakeup_preempt() on the idle task) is served by that very pick, and the
+/// task picked starts with no reschedule due. (Left set, it made the
+/// pulled task's first return to user space run schedule() again, and a
+/// futex wake of several waiters stop after the first.)
+#[test]
+fn a_pick_clears_the_reschedule_its_newidle_pull_requested() {
+    let mut s = bare("exynos5422");
+    for _ in 0..2 {
+        s.spec.templates.push(crate::scenarios::thread(
+            "hog",
+            None,
+            vec![schedlab_workload::Step::Compute {
+                work_ns: 100_000_000,
+            }],
+        ));
+    }
+    s.now = 10_000_000;
+    let bigs = CpuMask::from_cpus([4, 5, 6, 7]);
+    let mut queued = 0;
+    for run in [true, false] {
+        let t = add_task(&mut s, 4);
+        s.tasks[t as usize].affinity = bigs;
+        s.update_rq_clock(4);
+        s.enqueue_task(4, t, EnqueueKind::Wakeup);
+        if run {
+            s.set_next_entity(4, t);
+            s.rqs[4].curr = Some(t);
+            s.tasks[t as usize].state = crate::task::TaskState::Running;
+        } else {
+            s.tasks[t as usize].state = crate::task::TaskState::Runnable;
+            queued = t;
+        }
+    }
+    s.rd_overloaded = true;
+    s.rqs[5].avg_idle = 1_000_000;
+    s.pick_and_switch(5, None);
+    assert_eq!(s.rqs[5].curr, Some(queued), "newidle balancing pulls");
+    assert!(
+        !s.rqs[5].need_resched,
+        "the pick served the attach's request"
+    );
+}
+
 #[test]
 fn a_wakee_moved_to_a_long_idle_cpu_keeps_its_load_history() {
     // A task runs 60 ms on CPU 0, sleeps 1 ms and wakes onto CPU 2, idle
