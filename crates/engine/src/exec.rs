@@ -806,19 +806,6 @@ impl Sim {
             self.wake_waiter(w, t, 0);
             if !wakees.is_empty() && self.feat(crate::Feat::WAKE_Q) && self.preempt_due(t) {
                 self.counters.wake_q_preemptions += 1;
-                if std::env::var("MWDBG").is_ok() {
-                    let c = self.tasks[t as usize].cpu as usize;
-                    eprintln!(
-                        "DBG now {} waker {} wakee {} kth {} rt {:?} at {} pend {}",
-                        self.now,
-                        t,
-                        w,
-                        self.tasks[w as usize].kthread,
-                        self.tasks[w as usize].rt.is_some(),
-                        self.rqs[c].resched_at_ns,
-                        self.rqs[c].resched_pending
-                    );
-                }
                 self.tasks[t as usize].wake_q = wakees;
                 // Switched out inside the system call: its return to user
                 // space comes when the wakes are done.
