@@ -448,6 +448,7 @@ impl Sim {
             match step {
                 Step::RunWall { ns } => {
                     self.start_activity(t, Activity::Wall, ns as f64);
+                    self.tasks[t as usize].wall_until_ns = Some(self.now.saturating_add(ns));
                     return;
                 }
                 Step::Send { bytes, .. } | Step::SendNext { bytes, .. } => {
@@ -761,6 +762,7 @@ impl Sim {
 
     pub(crate) fn start_activity(&mut self, t: TaskId, a: Activity, amount: f64) {
         let tk = &mut self.tasks[t as usize];
+        tk.wall_until_ns = None;
         tk.activity = a;
         tk.remaining = amount;
         tk.settled_ns = self.now;
@@ -838,6 +840,7 @@ impl Sim {
         let tk = &mut self.tasks[t as usize];
         tk.remaining = 0.0;
         tk.activity = Activity::Idle;
+        tk.wall_until_ns = None;
         let syscall_return = std::mem::take(&mut tk.syscall_return);
         if !tk.wake_q.is_empty() {
             // Back from preempt_schedule() inside wake_up_q(): the rest of
@@ -949,12 +952,14 @@ impl Sim {
             self.settle(s);
             let tk = &mut self.tasks[s as usize];
             tk.activity = Activity::Wall;
+            tk.wall_until_ns = None;
             tk.remaining = lat.max(1.0);
             self.begin_activity(s);
         } else {
             // Preempted while spinning: it goes on when it next runs.
             let tk = &mut self.tasks[s as usize];
             tk.activity = Activity::Wall;
+            tk.wall_until_ns = None;
             tk.remaining = lat.max(1.0);
         }
     }
@@ -1615,6 +1620,7 @@ impl Sim {
         let xfer = self.take_lock_line(t, from);
         let tk = &mut self.tasks[t as usize];
         tk.activity = Activity::Wall;
+        tk.wall_until_ns = None;
         tk.remaining = (xfer as f64).max(1.0);
         true
     }

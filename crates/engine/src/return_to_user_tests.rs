@@ -519,3 +519,42 @@ fn an_unlock_of_a_contended_word_returns_to_user_space_with_no_one_to_wake() {
     let user = lazy_wake_latency(vec![Step::Mark { tag: 1 }], vec![]);
     assert!(user > 150 * US, "without a system call: {user} ns");
 }
+
+/// rt-app's `runtime` loops over 32 µs of work until CLOCK_MONOTONIC has
+/// advanced by the duration (rt-app.c, `rtapp_runtime`), and schbench's
+/// usec_spin() polls gettimeofday() the same way: time spent preempted
+/// counts. Two such 100 ms spins sharing CPU 5 both end about 100 ms
+/// after they first ran (the second starts at the first's switch-out),
+/// each with about half of it on the CPU, not at 100 and 200 ms.
+#[test]
+fn a_wall_time_spin_counts_the_time_it_is_preempted() {
+    let spin = || {
+        vec![
+            Step::RunWall { ns: 100 * MS },
+            Step::Mark { tag: 1 },
+            Step::Exit,
+        ]
+    };
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(
+            vec![("a", Some(vec![5]), spin()), ("b", Some(vec![5]), spin())],
+            vec![],
+            1_000 * MS,
+        ),
+    );
+    s.run();
+    let ends: Vec<u64> = s.marks.iter().filter(|m| m.1 == 1).map(|m| m.2).collect();
+    assert_eq!(ends.len(), 2);
+    for &e in &ends {
+        assert!((100 * MS..110 * MS).contains(&e), "ended at {e} ns");
+    }
+    for t in s.tasks.iter().filter(|t| !t.kthread) {
+        let cpu = t.stats.cpu_time_ns;
+        assert!(
+            (45 * MS..=55 * MS).contains(&cpu),
+            "{}: {cpu} ns on the CPU",
+            t.name
+        );
+    }
+}

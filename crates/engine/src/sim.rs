@@ -2527,7 +2527,15 @@ impl Sim {
                 self.arm(t);
             }
             Activity::Wall => {
-                self.tasks[t as usize].rate = 1.0;
+                let now = self.now;
+                let tk = &mut self.tasks[t as usize];
+                tk.rate = 1.0;
+                // A busy loop that polls the clock (rt-app's `runtime`,
+                // schbench's usec_spin()) ends when the clock says so: time
+                // spent preempted counts, and one resumed past its end stops.
+                if let Some(until) = tk.wall_until_ns {
+                    tk.remaining = until.saturating_sub(now) as f64;
+                }
                 self.arm(t);
             }
             Activity::Idle => {}

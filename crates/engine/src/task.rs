@@ -36,7 +36,9 @@ pub enum Activity {
     /// progress; `remaining` is the spin budget left, in work-ns like
     /// Compute (infinite for a lock spin, which has no bound).
     Spin,
-    /// Busy for wall time (rt-app `runtime`): progresses at rate 1 on any CPU.
+    /// Busy for wall time whatever the CPU's speed: progresses at rate 1
+    /// while running; a `Step::RunWall` ends at a fixed time
+    /// (`Task::wall_until_ns`), preempted or not.
     Wall,
 }
 
@@ -145,6 +147,9 @@ pub struct Task {
     pub loop_counts: [u32; 4],
     /// Sub-state of a multi-part step (1 = a condition wait re-acquiring its mutex).
     pub step_phase: u8,
+    /// When the running `Step::RunWall` ends: its busy loop polls the clock,
+    /// so time spent preempted counts ([`crate::sim::Sim::begin_activity`]).
+    pub wall_until_ns: Option<u64>,
     /// The task slept on a mutex's futex (or re-locks one after a condition
     /// wait): the lock it takes next gets the word's waiters mark.
     pub futex_waited: bool,
@@ -351,6 +356,7 @@ impl Task {
             stats: TaskStats::default(),
             io_left: 0,
             step_phase: 0,
+            wall_until_ns: None,
             futex_waited: false,
             prog_start_ns: None,
             timer_origin_ns: None,
