@@ -355,10 +355,22 @@ pub fn trace_tgids(sim: &Sim) -> Vec<u32> {
         .collect()
 }
 
+/// A thread name as the kernel keeps it in `comm`: TASK_COMM_LEN is 16
+/// bytes with the terminator, so at most 15 bytes (cut at a character
+/// boundary, so that the text stays UTF-8).
+fn task_comm(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 fn comm(sim: &Sim, task: Option<TaskId>, cpu: CpuId) -> String {
     match task {
-        // TASK_COMM_LEN: 15 characters.
-        Some(t) => sim.tasks[t as usize].name.chars().take(15).collect(),
+        // TASK_COMM_LEN: 15 bytes and the terminator (cut at a character
+        // boundary, so that the text stays UTF-8).
+        Some(t) => task_comm(&sim.tasks[t as usize].name).to_string(),
         None => format!("swapper/{cpu}"),
     }
 }
@@ -862,6 +874,14 @@ mod tests {
     use super::*;
     use schedlab_topo::preset;
     use schedlab_workload::WorkloadSpec;
+
+    #[test]
+    fn a_comm_is_at_most_15_bytes() {
+        assert_eq!(task_comm("schbench-w0.12"), "schbench-w0.12");
+        assert_eq!(task_comm("xxxxxxxxxxxxxxxxxxxx"), "xxxxxxxxxxxxxxx");
+        // 'é' is two bytes: seven of them fit, the eighth would end at 16.
+        assert_eq!(task_comm("éééééééééééé-0"), "ééééééé");
+    }
 
     fn sim(machine: &str, feature: Option<&str>, spec: WorkloadSpec, seed: u64) -> Sim {
         let features: Vec<&str> = feature.into_iter().collect();
