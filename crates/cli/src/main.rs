@@ -1533,7 +1533,9 @@ fn compare_points(
         .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
         .ok_or_else(|| input(format!("--sweep '{sweep}': expected KEY=V1,V2,...")))?;
     let key = key.trim();
-    if a.workload.ends_with(".json") || std::path::Path::new(&a.workload).is_file() {
+    if a.workload.to_ascii_lowercase().ends_with(".json")
+        || std::path::Path::new(&a.workload).is_file()
+    {
         return Err(input(format!(
             "--sweep {key}: only built-in workloads have keys to sweep ({} is a file)",
             a.workload

@@ -237,14 +237,15 @@ impl Builtin {
     /// machine `m`.
     pub fn resolve(w: &str, m: &Machine) -> Result<Builtin, WorkloadError> {
         let nr_cpus = m.nr_cpus();
-        // Spec strings never contain '/', so a path with one is a file too.
-        let is_file =
-            w.ends_with(".json") || (w.contains('/') && std::path::Path::new(w).is_file());
+        // Spec strings never contain '/', so a path with one is a file too,
+        // a pipe included (`--workload <(jq ... file.json)` gives /dev/fd/N).
+        let path = std::path::Path::new(w);
+        let is_file = w.to_ascii_lowercase().ends_with(".json")
+            || (w.contains('/') && path.exists() && !path.is_dir());
         if !is_file {
             let mut b = Builtin::parse(w).map_err(|e| {
                 // A file name that is not a spec: say what is wrong with
                 // it as a file.
-                let path = std::path::Path::new(w);
                 if path.is_file() {
                     WorkloadError::Io {
                         file: w.to_string(),

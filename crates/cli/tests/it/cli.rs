@@ -1710,6 +1710,34 @@ fn file_errors_name_the_file_field_and_reason() {
     );
 }
 
+/// An rt-app file may come through a pipe (`--workload <(jq ...)` names
+/// /dev/fd/N; here /dev/stdin) or with an upper-case `.JSON` name.
+#[test]
+fn an_rtapp_workload_reads_from_a_pipe_and_any_case_name() {
+    use std::io::Write;
+    let dir = tempdir("rtapp-pipe");
+    let text = r#"{"tasks": {"a": {"loop": 2, "run": 1000, "sleep": 1000}}}"#;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "--machine", "exynos5422", "--workload", "/dev/stdin"])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("rt-app (simulated)"));
+    std::fs::write(dir.join("U.JSON"), text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "--machine", "exynos5422", "--workload", "U.JSON"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// `run --json -` writes the JSON report to stdout (the text report to
 /// stderr) and no file named `-`.
 #[test]
