@@ -1644,6 +1644,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     };
     let defs = std::slice::from_ref(&def);
     let plan = a.sensitivity.plan(defs, &machine_edits)?;
+    // Whether this command creates the output directory (and so removes it
+    // again, empty, when it exits with status 2).
+    let out_created = a.out.as_ref().is_some_and(|o| !o.exists());
     if let Some(out) = &a.out {
         make_out_dir("--out", out)?;
     }
@@ -1700,7 +1703,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         .cloned()
         .collect();
     let runs = def.repetitions * a.configs.len() * def.points.len();
-    if let Some(out) = &a.out {
+    // Exit status 2 leaves no output file behind (contract.md): the report
+    // above is all there is.
+    if let (Some(out), true) = (&a.out, exited.is_empty()) {
         let mut res = Results::new(env!("CARGO_PKG_VERSION"));
         res.experiments = results;
         res.machine_edits = edit_texts(&machine_edits);
@@ -1718,8 +1723,17 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         );
     }
     if let Some(first) = exited.first() {
+        if let (Some(out), true) = (&a.out, out_created) {
+            // Only an empty directory goes (remove_dir() refuses others).
+            let _ = std::fs::remove_dir(out);
+        }
+        let unwritten = a
+            .out
+            .as_ref()
+            .map(|o| format!(" (nothing written to {})", o.display()))
+            .unwrap_or_default();
         return Err(input(format!(
-            "{} of {} stopped as the workload exited; first: {first}",
+            "{} of {} stopped as the workload exited{unwritten}; first: {first}",
             exited.len(),
             counted(runs, "run")
         )));
@@ -2033,10 +2047,31 @@ fn run(
             l.lb_moved
         );
     }
-    if let Some(t) = &trace {
+    // A workload that exited makes the command exit with status 2, which
+    // leaves no output file behind (contract.md); JSON to stdout is no file.
+    let exited = stop == StopReason::Exited;
+    if exited {
+        let files: Vec<String> = trace
+            .as_ref()
+            .map(|t| t.path.display().to_string())
+            .into_iter()
+            .chain(
+                json.as_ref()
+                    .filter(|_| !json_to_stdout)
+                    .map(|p| p.display().to_string()),
+            )
+            .collect();
+        if !files.is_empty() {
+            outln!(
+                "  not written (the run exits with status 2): {}",
+                files.join(", ")
+            );
+        }
+    }
+    if let Some(t) = trace.as_ref().filter(|_| !exited) {
         t.write(&sim)?;
     }
-    if let Some(path) = json {
+    if let Some(path) = json.filter(|_| !exited || json_to_stdout) {
         let tgids = schedlab_engine::trace::trace_tgids(&sim);
         let tasks: Vec<serde_json::Value> = sim
             .tasks

@@ -1725,7 +1725,12 @@ fn an_rtapp_workload_reads_from_a_pipe_and_any_case_name() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("rt-app (simulated)"));
@@ -1883,8 +1888,9 @@ fn run_takes_rtapp_fifo_tasks() {
 /// An rt-app file with a SCHED_DEADLINE hog of 10 ms per 100 ms: the CBS
 /// throttles it every period, the trace shows its priority (-1); a file
 /// asking for more deadline bandwidth than the machine admits makes rt-app
-/// exit, and `run` with it: exit status 2, one line naming EBUSY; so does
-/// `compare`, after its report.
+/// exit, and `run` with it: exit status 2, one line naming EBUSY, and no
+/// `--json` or `--trace` file; so does `compare`, after its report, and
+/// without its `--out` directory.
 #[test]
 fn run_takes_rtapp_deadline_tasks() {
     let (v, text) = run_rtapp_traced(
@@ -1915,6 +1921,25 @@ fn run_takes_rtapp_deadline_tasks() {
         ],
         "EBUSY",
     );
+    let dir = over.parent().unwrap();
+    let (json, trace, out) = (dir.join("o.json"), dir.join("t.txt"), dir.join("cmp"));
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        over.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !json.exists() && !trace.exists(),
+        "no output file on exit 2"
+    );
+    assert!(stdout(&o).contains("not written (the run exits with status 2)"));
     let o = schedlab(&[
         "compare",
         "--machine",
@@ -1925,8 +1950,11 @@ fn run_takes_rtapp_deadline_tasks() {
         "vanilla",
         "--reps",
         "2",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists(), "no --out directory on exit 2");
     let e = stderr(&o);
     assert!(
         e.contains("2 of 2 runs stopped as the workload exited") && e.contains("EBUSY"),
