@@ -5,7 +5,9 @@
 //! weights match their tasks; timelines are ordered by deadline with true
 //! augmented fields and hold their entities' current keys; `cfs_tasks` lists
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
-//! the current task of a CPU is running there; RT tasks are in exactly one
+//! the current task of a CPU is running there; a task still holding wakes
+//! of its futex wake (switched out among them) is not asleep, and the
+//! wakees it holds are; RT tasks are in exactly one
 //! priority list when queued or running, and the RT bookkeeping (counts,
 //! bitmap, pushable lists, overload mask, cpupri) agrees with the lists.
 //! After a run (the tests and
@@ -316,6 +318,24 @@ impl Sim {
                         "task {t} asleep in a {} of object {chan} but not on its queue",
                         if writer { "write" } else { "read" }
                     ));
+                }
+            }
+        }
+        // Wake queues (`Sim::wake_up_q()`): a waker switched out among its
+        // wakes is runnable or running, and each wakee it still holds is
+        // asleep and held once (taken off its futex, woken by no one else).
+        let mut held = vec![false; self.tasks.len()];
+        for (t, task) in self.tasks.iter().enumerate() {
+            if task.wake_q.is_empty() {
+                continue;
+            }
+            if matches!(task.state, TaskState::Blocked | TaskState::Dead) {
+                return Err(format!("task {t} holds wakes while {:?}", task.state));
+            }
+            for &w in &task.wake_q {
+                match (held.get_mut(w as usize), self.tasks.get(w as usize)) {
+                    (Some(h @ false), Some(wk)) if wk.state == TaskState::Blocked => *h = true,
+                    _ => return Err(format!("task {t}: wakee {w} not asleep or held twice")),
                 }
             }
         }
