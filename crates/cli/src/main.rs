@@ -1533,8 +1533,10 @@ fn compare_points(
         .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
         .ok_or_else(|| input(format!("--sweep '{sweep}': expected KEY=V1,V2,...")))?;
     let key = key.trim();
+    let path = std::path::Path::new(&a.workload);
     if a.workload.to_ascii_lowercase().ends_with(".json")
-        || std::path::Path::new(&a.workload).is_file()
+        || path.is_file()
+        || (a.workload.contains('/') && path.exists() && !path.is_dir())
     {
         return Err(input(format!(
             "--sweep {key}: only built-in workloads have keys to sweep ({} is a file)",
@@ -1644,9 +1646,14 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     };
     let defs = std::slice::from_ref(&def);
     let plan = a.sensitivity.plan(defs, &machine_edits)?;
-    // Whether this command creates the output directory (and so removes it
-    // again, empty, when it exits with status 2).
-    let out_created = a.out.as_ref().is_some_and(|o| !o.exists());
+    // The outermost directory this command creates for --out (removed
+    // again, with what it made inside, when nothing is written there).
+    let out_created = a.out.as_ref().and_then(|o| {
+        o.ancestors()
+            .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+            .last()
+            .map(Path::to_path_buf)
+    });
     if let Some(out) = &a.out {
         make_out_dir("--out", out)?;
     }
@@ -1723,9 +1730,14 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         );
     }
     if let Some(first) = exited.first() {
-        if let (Some(out), true) = (&a.out, out_created) {
-            // Only an empty directory goes (remove_dir() refuses others).
-            let _ = std::fs::remove_dir(out);
+        if let (Some(out), Some(top)) = (&a.out, &out_created) {
+            // Only the empty directories it made go (remove_dir() refuses
+            // others), innermost first.
+            for d in out.ancestors() {
+                if std::fs::remove_dir(d).is_err() || d == top.as_path() {
+                    break;
+                }
+            }
         }
         let unwritten = a
             .out

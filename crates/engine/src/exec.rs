@@ -348,7 +348,8 @@ pub const MAX_INSTANT_STEPS: u32 = 1_000_000;
 /// or write (a pipe write that wakes pollers, `BroadcastSync`, among them),
 /// sched_setattr(), sched_setaffinity(), sched_yield(), exec, a
 /// clock_nanosleep() whose expiry has passed (hrtimer_sleeper_start_expires()
-/// finds it expired: no sleep), always; a futex-based step only when it
+/// finds it expired: no sleep), a barrier's release, always; another
+/// futex-based step only when it
 /// woke someone, since glibc calls futex_wake() only for a waiter
 /// (an uncontended unlock, a signal or post without waiters stay in user
 /// space and must not act on a lazy reschedule), or when it unlocked a
@@ -368,15 +369,17 @@ fn enters_kernel(step: &Step) -> KernelEntry {
         | Step::Yield { .. }
         | Step::BroadcastSync { .. }
         | Step::Timer { .. }
-        | Step::Delay { .. } => KernelEntry::Always,
+        | Step::Delay { .. }
+        // The last arriver's futex_wake(INT_MAX), which glibc's and
+        // libgomp's barriers make whoever waits (the others block or spin).
+        | Step::Barrier { .. } => KernelEntry::Always,
         Step::Unlock { .. }
         | Step::UnlockPerCpu
         | Step::Signal { .. }
         | Step::Broadcast { .. }
         | Step::BroadcastRequeue { .. }
         | Step::SemPost { .. }
-        | Step::SemWait { .. }
-        | Step::Barrier { .. } => KernelEntry::IfWoke,
+        | Step::SemWait { .. } => KernelEntry::IfWoke,
         _ => KernelEntry::Never,
     }
 }
@@ -1495,7 +1498,14 @@ impl Sim {
         // The owner loses the lock (an unlock by another thread, which a
         // program may do, releases it all the same).
         let released = owner.take();
-        let woken = waiters.pop_front();
+        // lll_unlock() calls futex_wake() only when the word was 2: a word
+        // of 1 (taken by a compare-and-swap after the last unlock, before
+        // the waiter that unlock woke re-locked) wakes no one.
+        let woken = if syscall || pi {
+            waiters.pop_front()
+        } else {
+            None
+        };
         let next = if handoff { woken } else { taker };
         *owner = next;
         if let Some(s) = taker {

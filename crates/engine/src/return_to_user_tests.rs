@@ -558,3 +558,116 @@ fn a_wall_time_spin_counts_the_time_it_is_preempted() {
         );
     }
 }
+
+// ----- glibc's futex words (a helper's review) -----
+
+/// glibc's lll_unlock(): `if (atomic_exchange_rel(futex, 0) > 1)
+/// futex_wake(futex, 1)`. A unlocks a word of 2 (B and C slept): it wakes
+/// B and leaves the word 0. B cannot run (an RT hog holds its CPU). D takes
+/// the free mutex by compare-and-swap 0 → 1 and unlocks it with 1: no
+/// futex_wake(), and C sleeps on until B takes the lock (with 2) and
+/// unlocks it.
+#[test]
+fn an_unlock_of_an_uncontended_word_wakes_no_one() {
+    let locker = |sleep_ns: u64, tag: u32| {
+        vec![
+            Step::Sleep { ns: sleep_ns },
+            Step::Lock { mutex: 0 },
+            Step::Mark { tag },
+            Step::Unlock { mutex: 0 },
+            Step::Exit,
+        ]
+    };
+    let threads: Vec<TestThread> = vec![
+        (
+            "A",
+            Some(vec![4]),
+            vec![
+                Step::Lock { mutex: 0 },
+                Step::Compute { work_ns: MS },
+                Step::Unlock { mutex: 0 },
+                Step::Exit,
+            ],
+        ),
+        ("B", Some(vec![5]), locker(100 * US, 2)),
+        ("C", Some(vec![6]), locker(200 * US, 3)),
+        (
+            "hog",
+            Some(vec![5]),
+            vec![
+                set(SchedPolicy::Fifo(50)),
+                Step::Sleep { ns: 500 * US },
+                Step::Compute { work_ns: 5 * MS },
+                Step::Exit,
+            ],
+        ),
+        ("D", Some(vec![7]), locker(1_300 * US, 4)),
+    ];
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(threads, vec![SyncObject::Mutex], 50 * MS),
+    );
+    s.run();
+    let (b, c, d) = (mark(&s, 2), mark(&s, 3), mark(&s, 4));
+    assert!(
+        c > b,
+        "C took the lock at {c} ns, woken by D's unlock at {d} ns, before B ({b} ns)"
+    );
+}
+
+/// glibc before 2.25: pthread_cond_broadcast()'s FUTEX_CMP_REQUEUE wakes
+/// W1 and moves W2 and W3 onto the mutex's futex without touching its
+/// word, so the broadcaster's unlock (word 1) wakes no one; W1 re-locks
+/// with 2 (__pthread_mutex_cond_lock()), so its unlock wakes W2, and W2's
+/// W3: each waiter is woken once, the point of the requeue.
+#[test]
+fn a_requeue_broadcast_then_unlock_wakes_each_waiter_once() {
+    let waiter = |stagger_ns: u64, tag: u32| {
+        vec![
+            Step::Compute {
+                work_ns: stagger_ns,
+            },
+            Step::Lock { mutex: 1 },
+            Step::Wait {
+                cond: 0,
+                mutex: Some(1),
+            },
+            Step::Mark { tag },
+            Step::Compute { work_ns: 100 * US },
+            Step::Unlock { mutex: 1 },
+            Step::Exit,
+        ]
+    };
+    let threads: Vec<TestThread> = vec![
+        ("W1", Some(vec![5]), waiter(10 * US, 1)),
+        ("W2", Some(vec![6]), waiter(20 * US, 2)),
+        ("W3", Some(vec![7]), waiter(30 * US, 3)),
+        (
+            "bc",
+            Some(vec![4]),
+            vec![
+                Step::Compute { work_ns: MS },
+                Step::Lock { mutex: 1 },
+                Step::BroadcastRequeue {
+                    cond: 0,
+                    mutex: 1,
+                    syscall_ns: 0,
+                },
+                Step::Unlock { mutex: 1 },
+                Step::Exit,
+            ],
+        ),
+    ];
+    let mut s = quiet_sim(
+        "exynos5422",
+        spec(threads, vec![SyncObject::Cond, SyncObject::Mutex], 50 * MS),
+    );
+    s.run();
+    let w: Vec<u64> = s
+        .tasks
+        .iter()
+        .filter(|t| t.name.starts_with('W'))
+        .map(|t| t.stats.wakeups)
+        .collect();
+    assert_eq!(w, vec![1, 1, 1], "wakeups of W1, W2, W3");
+}

@@ -142,6 +142,12 @@ pub struct Rq {
     /// the return to user space acts on it, preempt_enable() in the kernel
     /// does not ([`crate::sim::Sim::preempt_due`]).
     pub need_resched_local_lazy: bool,
+    /// `need_resched` was set by this CPU itself (set_preempt_need_resched()
+    /// folds it into the preempt count), so a preempt_enable() in the
+    /// kernel acts on it; a remote request whose IPI is in flight has only
+    /// set the task's flag, which __resched_curr() then finds set and
+    /// leaves alone ([`crate::sim::Sim::preempt_due`]).
+    pub resched_folded: bool,
     /// A lazy reschedule is pending (`TIF_NEED_RESCHED_LAZY`), honoured at
     /// the next tick or when the running task returns from the kernel.
     pub need_resched_lazy: bool,

@@ -1667,8 +1667,13 @@ impl Sim {
     /// another CPU arrives after its IPI, unless `cpu` polls in idle, and an
     /// idle `cpu` then leaves its idle state ([`Sim::wake_delay_ns`]).
     pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
+        let rq = &self.rqs[cpu as usize];
+        let was_nonlazy = rq.need_resched && !rq.need_resched_local_lazy;
         let delay = self.wake_delay_ns(cpu, from, 0);
         self.resched_after(cpu, delay);
+        if cpu == from && !was_nonlazy {
+            self.rqs[cpu as usize].resched_folded = true;
+        }
     }
 
     /// A fair-class reschedule (mirrors resched_curr_lazy()): with
@@ -1702,10 +1707,7 @@ impl Sim {
     /// still in flight has not yet been folded into the preempt count.
     pub(crate) fn preempt_due(&self, t: TaskId) -> bool {
         let rq = &self.rqs[self.tasks[t as usize].cpu as usize];
-        rq.curr == Some(t)
-            && rq.need_resched
-            && !rq.need_resched_local_lazy
-            && rq.resched_at_ns <= self.now
+        rq.curr == Some(t) && rq.need_resched && !rq.need_resched_local_lazy && rq.resched_folded
     }
 
     /// `cpu` returns to user space or takes its tick: a pending lazy
@@ -1802,6 +1804,7 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         rq.need_resched = false;
         rq.need_resched_local_lazy = false;
+        rq.resched_folded = false;
         rq.need_resched_lazy = false;
     }
 
@@ -1985,14 +1988,21 @@ impl Sim {
     }
 
     /// A wakeup from an interrupt (no waker task): the interrupt's return
-    /// to user space acts on a lazy reschedule of its CPU. A task's wakeup
+    /// to user space acts on a lazy reschedule of its CPU, unless it
+    /// interrupted a system call. A task's wakeup
     /// is a system call, whose return to user space comes when its step is
     /// done ([`Sim::return_to_user`]): a pending lazy request must not turn
     /// into TIF_NEED_RESCHED in between, where the task's further wakeups
     /// (preempt_enable() in wake_up_q(), the need_resched test of
     /// check_preempt_wakeup_fair()) would see it.
     fn irq_return_to_user(&mut self, cpu: CpuId, waker: Option<TaskId>) {
-        if waker.is_none() {
+        // An interrupt of a task inside a system call that takes time (a
+        // read's copy, a yield's cost) returns to the kernel, which leaves
+        // TIF_NEED_RESCHED_LAZY for the system call's own return.
+        let in_kernel = self.rqs[cpu as usize]
+            .curr
+            .is_some_and(|c| self.tasks[c as usize].syscall_return);
+        if waker.is_none() && !in_kernel {
             self.resched_lazy_honour(cpu);
         }
     }

@@ -1922,7 +1922,7 @@ fn run_takes_rtapp_deadline_tasks() {
         "EBUSY",
     );
     let dir = over.parent().unwrap();
-    let (json, trace, out) = (dir.join("o.json"), dir.join("t.txt"), dir.join("cmp"));
+    let (json, trace, out) = (dir.join("o.json"), dir.join("t.txt"), dir.join("cmp/a/b"));
     let o = schedlab(&[
         "run",
         "--machine",
@@ -1954,7 +1954,7 @@ fn run_takes_rtapp_deadline_tasks() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(!out.exists(), "no --out directory on exit 2");
+    assert!(!dir.join("cmp").exists(), "no --out directory on exit 2");
     let e = stderr(&o);
     assert!(
         e.contains("2 of 2 runs stopped as the workload exited") && e.contains("EBUSY"),
