@@ -1543,15 +1543,10 @@ fn under_linaro_mp_the_stock_wakeup_search_stays_in_the_llc_without_fit_tests() 
     assert_eq!(setup(true), 2);
 }
 
-#[test]
-fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing() {
-    // Exynos 5422 under Linaro MP: big CPU 5 goes idle while big CPU 4
-    // runs one task and queues another (allowed on the big CPUs), and a
-    // heavy task runs on little CPU 0. 3.10's idle_balance() balances the
-    // domains first, and hmp_idle_pull() only runs when that pulled nothing.
-    let mut s = bare("exynos5422");
-    s.cfg.features.set("HMP_LINARO", true).unwrap();
-    for _ in 0..2 {
+/// Gives `s` `n` thread templates of one 100 ms compute step, for tasks
+/// that [`add_task`] adds by hand and a pick then runs.
+fn push_hog_templates(s: &mut Sim, n: usize) {
+    for _ in 0..n {
         s.spec.templates.push(crate::scenarios::thread(
             "hog",
             None,
@@ -1560,6 +1555,17 @@ fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing(
             }],
         ));
     }
+}
+
+#[test]
+fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing() {
+    // Exynos 5422 under Linaro MP: big CPU 5 goes idle while big CPU 4
+    // runs one task and queues another (allowed on the big CPUs), and a
+    // heavy task runs on little CPU 0. 3.10's idle_balance() balances the
+    // domains first, and hmp_idle_pull() only runs when that pulled nothing.
+    let mut s = bare("exynos5422");
+    s.cfg.features.set("HMP_LINARO", true).unwrap();
+    push_hog_templates(&mut s, 2);
     s.now = 10_000_000;
     let bigs = CpuMask::from_cpus([4, 5, 6, 7]);
     let start = |s: &mut Sim, cpu: u16, affinity: CpuMask, run: bool| {
@@ -1604,15 +1610,7 @@ fn linaro_mp_pulls_from_a_little_cpu_only_when_newidle_balancing_pulled_nothing(
 #[test]
 fn a_pick_clears_the_reschedule_its_newidle_pull_requested() {
     let mut s = bare("exynos5422");
-    for _ in 0..2 {
-        s.spec.templates.push(crate::scenarios::thread(
-            "hog",
-            None,
-            vec![schedlab_workload::Step::Compute {
-                work_ns: 100_000_000,
-            }],
-        ));
-    }
+    push_hog_templates(&mut s, 2);
     s.now = 10_000_000;
     let bigs = CpuMask::from_cpus([4, 5, 6, 7]);
     let mut queued = 0;
