@@ -7,7 +7,8 @@
 //! hold exactly the queued tasks, and so does HPERF_HMP's druntime index;
 //! the current task of a CPU is running there; a task still holding wakes
 //! of its futex wake (switched out among them) is not asleep, and the
-//! wakees it holds are; RT tasks are in exactly one
+//! wakees it holds are; only a task in a `Wall` activity has a RunWall end
+//! time; RT tasks are in exactly one
 //! priority list when queued or running, and the RT bookkeeping (counts,
 //! bitmap, pushable lists, overload mask, cpupri) agrees with the lists.
 //! After a run (the tests and
@@ -326,6 +327,13 @@ impl Sim {
         // asleep and held once (taken off its futex, woken by no one else).
         let mut held = vec![false; self.tasks.len()];
         for (t, task) in self.tasks.iter().enumerate() {
+            // A RunWall's end time lives only as long as its activity.
+            if task.wall_until_ns.is_some() && task.activity != crate::task::Activity::Wall {
+                return Err(format!(
+                    "task {t}: a RunWall end with activity {:?}",
+                    task.activity
+                ));
+            }
             if task.wake_q.is_empty() {
                 continue;
             }

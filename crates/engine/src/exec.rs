@@ -585,8 +585,7 @@ impl Sim {
                         return;
                     }
                     if woke && syscall_ns > 0 {
-                        self.tasks[t as usize].syscall_return = true;
-                        self.start_activity(t, Activity::Compute, syscall_ns as f64);
+                        self.start_syscall_activity(t, Activity::Compute, syscall_ns as f64);
                         return;
                     }
                 }
@@ -612,8 +611,7 @@ impl Sim {
                 Step::Yield { syscall_ns } => {
                     let switched = matches!(self.yield_task(t), Flow::Stop);
                     if syscall_ns > 0 {
-                        self.tasks[t as usize].syscall_return = true;
-                        self.start_activity(t, Activity::Compute, syscall_ns as f64);
+                        self.start_syscall_activity(t, Activity::Compute, syscall_ns as f64);
                         return;
                     }
                     if switched {
@@ -763,9 +761,16 @@ impl Sim {
         self.block_current(t, true);
     }
 
+    /// [`Sim::start_activity`] for the timed part of a system call (a
+    /// read's copy, a yield's or a requeue's own cost, a switch-out inside
+    /// the kernel): its end returns to user space ([`Sim::step_done`]).
+    fn start_syscall_activity(&mut self, t: TaskId, a: Activity, amount: f64) {
+        self.tasks[t as usize].syscall_return = true;
+        self.start_activity(t, a, amount);
+    }
+
     pub(crate) fn start_activity(&mut self, t: TaskId, a: Activity, amount: f64) {
         let tk = &mut self.tasks[t as usize];
-        tk.wall_until_ns = None;
         tk.activity = a;
         tk.remaining = amount;
         tk.settled_ns = self.now;
@@ -814,8 +819,7 @@ impl Sim {
                 self.tasks[t as usize].wake_q = wakees;
                 // Switched out inside the system call: its return to user
                 // space comes when the wakes are done.
-                self.tasks[t as usize].syscall_return = true;
-                self.start_activity(t, Activity::Wall, 0.0);
+                self.start_syscall_activity(t, Activity::Wall, 0.0);
                 return true;
             }
         }
@@ -854,8 +858,7 @@ impl Sim {
             }
             let cost_ns = std::mem::take(&mut self.tasks[t as usize].wake_q_cost_ns);
             if cost_ns > 0 {
-                self.tasks[t as usize].syscall_return = true;
-                self.start_activity(t, Activity::Compute, cost_ns as f64);
+                self.start_syscall_activity(t, Activity::Compute, cost_ns as f64);
                 return;
             }
             self.advance_from(t, true);
@@ -955,14 +958,12 @@ impl Sim {
             self.settle(s);
             let tk = &mut self.tasks[s as usize];
             tk.activity = Activity::Wall;
-            tk.wall_until_ns = None;
             tk.remaining = lat.max(1.0);
             self.begin_activity(s);
         } else {
             // Preempted while spinning: it goes on when it next runs.
             let tk = &mut self.tasks[s as usize];
             tk.activity = Activity::Wall;
-            tk.wall_until_ns = None;
             tk.remaining = lat.max(1.0);
         }
     }
@@ -1145,8 +1146,7 @@ impl Sim {
                 let line = self.machine.caches.first().map_or(64, |c| c.line_bytes);
                 let ns = schedlab_hw::transfer_ns(&self.machine, f, cpu, bytes, line)
                     + schedlab_hw::dependent_transfer_ns(&self.machine, f, cpu, CHAN_META_LINES);
-                self.tasks[t as usize].syscall_return = true;
-                self.start_activity(t, Activity::Wall, ns as f64);
+                self.start_syscall_activity(t, Activity::Wall, ns as f64);
                 Flow::Stop
             }
             _ => Flow::Next,
@@ -1630,7 +1630,6 @@ impl Sim {
         let xfer = self.take_lock_line(t, from);
         let tk = &mut self.tasks[t as usize];
         tk.activity = Activity::Wall;
-        tk.wall_until_ns = None;
         tk.remaining = (xfer as f64).max(1.0);
         true
     }

@@ -149,6 +149,8 @@ pub struct Task {
     pub step_phase: u8,
     /// When the running `Step::RunWall` ends: its busy loop polls the clock,
     /// so time spent preempted counts ([`crate::sim::Sim::begin_activity`]).
+    /// Set by the step, cleared when it is done (`Sim::step_done`): only a
+    /// `Wall` activity has one (check.rs).
     pub wall_until_ns: Option<u64>,
     /// The task slept on a mutex's futex (or re-locks one after a condition
     /// wait): the lock it takes next gets the word's waiters mark.
