@@ -231,6 +231,12 @@ pub struct Rq {
 }
 
 impl Rq {
+    /// A non-lazy reschedule is pending (TIF_NEED_RESCHED): `need_resched`
+    /// set by anything but the local CPU's own lazy request.
+    pub fn need_resched_nonlazy(&self) -> bool {
+        self.need_resched && !self.need_resched_local_lazy
+    }
+
     /// `rq->nr_running`: the fair and the RT tasks queued here, and the
     /// deadline tasks that are not throttled.
     pub fn nr_running(&self) -> u32 {

@@ -1667,8 +1667,7 @@ impl Sim {
     /// another CPU arrives after its IPI, unless `cpu` polls in idle, and an
     /// idle `cpu` then leaves its idle state ([`Sim::wake_delay_ns`]).
     pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
-        let rq = &self.rqs[cpu as usize];
-        let was_nonlazy = rq.need_resched && !rq.need_resched_local_lazy;
+        let was_nonlazy = self.rqs[cpu as usize].need_resched_nonlazy();
         let delay = self.wake_delay_ns(cpu, from, 0);
         self.resched_after(cpu, delay);
         if cpu == from && !was_nonlazy {
@@ -1687,7 +1686,7 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         let lazy = self.cfg.features.enabled(Feat::PREEMPT_LAZY) && rq.curr.is_some();
         if !lazy || cpu == from {
-            let was_nonlazy = rq.need_resched && !rq.need_resched_local_lazy;
+            let was_nonlazy = rq.need_resched_nonlazy();
             self.resched_cpu(cpu, from);
             // The local CPU's own lazy request: the engine acts on it as soon
             // as its task takes time or returns to user space, but a
@@ -1707,7 +1706,7 @@ impl Sim {
     /// still in flight has not yet been folded into the preempt count.
     pub(crate) fn preempt_due(&self, t: TaskId) -> bool {
         let rq = &self.rqs[self.tasks[t as usize].cpu as usize];
-        rq.curr == Some(t) && rq.need_resched && !rq.need_resched_local_lazy && rq.resched_folded
+        rq.curr == Some(t) && rq.need_resched_nonlazy() && rq.resched_folded
     }
 
     /// `cpu` returns to user space or takes its tick: a pending lazy
