@@ -704,6 +704,11 @@ impl Sim {
                     return;
                 }
                 Step::Mark { tag } => self.record_mark(t, tag, self.now),
+                Step::ForkLimit { template, limit } => {
+                    if !self.fork_allowed(t, template, limit) {
+                        return;
+                    }
+                }
                 Step::Loop { start, count, slot } => {
                     let s = (slot as usize).min(3);
                     let tk = &mut self.tasks[t as usize];
@@ -1897,6 +1902,36 @@ impl Sim {
         }
         self.resched_cpu(cpu, cpu);
         Flow::Stop
+    }
+
+    /// rt-app's fork limit (the check of FORKS_LIMIT before a `fork`
+    /// event): false, and the workload exits, when thread `t` already
+    /// created `limit` threads of `template` at such guards; else its count
+    /// goes up by one.
+    fn fork_allowed(&mut self, t: TaskId, template: u32, limit: u32) -> bool {
+        let counts = &mut self.tasks[t as usize].fork_counts;
+        let i = match counts.iter().position(|e| e.0 == template) {
+            Some(i) => i,
+            None => {
+                counts.push((template, 0));
+                counts.len() - 1
+            }
+        };
+        if counts[i].1 >= limit {
+            let target = self
+                .spec
+                .templates
+                .get(template as usize)
+                .map_or("?", |tpl| tpl.name.as_str())
+                .to_string();
+            self.workload_exits(
+                t,
+                format!("reached its fork limit ({limit}) forking '{target}'"),
+            );
+            return false;
+        }
+        counts[i].1 += 1;
+        true
     }
 
     /// Hands a benchmark mark to the run's [`crate::sim::MarkSink`], or keeps it.
@@ -4102,5 +4137,65 @@ mod tests {
         assert_eq!(capped.tasks.len(), 100);
         assert_eq!(capped.counters.forks, 92);
         assert_eq!(capped.counters.forks_failed, 109);
+    }
+
+    /// rt-app's fork limit counts per thread and target: a parent may fork
+    /// `limit` children of a template at its guards, and the next pass
+    /// makes the workload exit; each child, forking at the same guard,
+    /// starts from zero.
+    #[test]
+    fn a_thread_past_its_fork_limit_ends_the_workload() {
+        let fork = |template| {
+            [
+                Step::ForkLimit { template, limit: 3 },
+                Step::Spawn { template },
+            ]
+        };
+        let mut parent: Vec<Step> = fork(1).to_vec();
+        parent.push(Step::Loop {
+            start: 0,
+            count: 10,
+            slot: 0,
+        });
+        parent.push(Step::Exit);
+        // Each child forks two grandchildren of its own (within its limit).
+        let mut child: Vec<Step> = fork(2).to_vec();
+        child.extend(fork(2));
+        child.push(Step::Exit);
+        let grandchild = vec![Step::Compute { work_ns: 10_000 }, Step::Exit];
+        let mut s = spec(
+            vec![
+                tpl("parent", parent),
+                tpl("child", child),
+                tpl("grandchild", grandchild),
+            ],
+            vec![],
+        );
+        s.initial = vec![0];
+        let m = preset("exynos5422").unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        let mut sim = Sim::new(
+            m,
+            d,
+            s,
+            SimConfig {
+                seed: 2,
+                checked: true,
+                ..SimConfig::default()
+            },
+        );
+        assert_eq!(sim.run(), StopReason::Exited);
+        let why = sim.exit_reason.clone().unwrap();
+        assert!(
+            why.contains("thread parent") && why.contains("fork limit (3) forking 'child'"),
+            "{why}"
+        );
+        let children = sim.tasks.iter().filter(|t| t.template == 1).count();
+        assert_eq!(children, 3);
+        let parent = sim.tasks.iter().find(|t| t.template == 0).unwrap();
+        assert_eq!(parent.fork_counts, vec![(1, 3)]);
+        for c in sim.tasks.iter().filter(|t| t.template == 1) {
+            assert!(c.fork_counts.iter().all(|&(tpl, n)| tpl == 2 && n <= 2));
+        }
     }
 }

@@ -130,6 +130,9 @@ pub struct Task {
     pub prog_start_ns: Option<u64>,
     /// A thread to create once the running clone cost is paid.
     pub pending_spawn: Option<u32>,
+    /// Threads created so far per template at rt-app fork guards
+    /// (`Step::ForkLimit`): (template, count), in first-fork order.
+    pub fork_counts: Vec<(u32, u32)>,
     /// Wakees of this task's futex wake still to be woken (`wake_q`, in
     /// order), left when a wakeup before them switched it out inside the
     /// kernel ([`crate::sim::Sim::step_done`] goes on with them).
@@ -350,6 +353,7 @@ impl Task {
             preferred_llc: None,
             llc_counted: None,
             pending_spawn: None,
+            fork_counts: Vec::new(),
             wake_q: std::collections::VecDeque::new(),
             wake_q_cost_ns: 0,
             syscall_return: false,

@@ -52,6 +52,12 @@ pub enum Step {
     Barrier { id: SyncId, spin_ns: u64 },
     /// Create a new thread from a template (pthread_create / clone).
     Spawn { template: TemplateId },
+    /// rt-app's guard before a `fork` (FORKS_LIMIT): when this thread has
+    /// passed such a guard for `template` `limit` times already, the
+    /// workload exits with an error (rt-app's exit(EXIT_FAILURE)); else the
+    /// thread's count for `template` goes up by one. Counted per thread: a
+    /// forked thread starts from zero.
+    ForkLimit { template: TemplateId, limit: u32 },
     /// Record the current time under `tag` (the benchmark's own timer calls).
     Mark { tag: u32 },
     /// Jump back to step `start` until this step has been reached `count` times

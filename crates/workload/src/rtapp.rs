@@ -68,6 +68,11 @@ pub const TAG_TIMER_RUN: u32 = 1;
 /// simulated time stand still.
 pub const SCHED_YIELD_NS: u64 = 500;
 
+/// rt-app's FORKS_LIMIT: a thread's fork events of one task may create at
+/// most this many threads; the next one makes rt-app exit with an error
+/// ("... reached its fork limit"). It stops fork bombs.
+pub const FORKS_LIMIT: u32 = 1024;
+
 /// Simulated time limit when the file sets no duration (or -1), ns.
 pub const DEFAULT_MAX_TIME_NS: u64 = 60_000_000_000;
 /// Highest CPU number a `cpus` list may name (CpuMask width).
@@ -885,7 +890,11 @@ fn parse_with(text: &str, nr_cpus: usize, capacities: Option<&[u64]>) -> Result<
                 return err(path, format!("fork of unknown task '{target}'"));
             };
             for tpl in &mut templates[tpl_of_def..tpl_of_def + n] {
-                tpl.steps[*at] = Step::Spawn { template: t };
+                tpl.steps[*at] = Step::ForkLimit {
+                    template: t,
+                    limit: FORKS_LIMIT,
+                };
+                tpl.steps[*at + 1] = Step::Spawn { template: t };
             }
         }
         tpl_of_def += n;
@@ -1601,6 +1610,10 @@ fn events(
             "fork" => {
                 let target = name(v)?;
                 def.forks.push((steps.len(), target, p.clone()));
+                steps.push(Step::ForkLimit {
+                    template: 0,
+                    limit: FORKS_LIMIT,
+                });
                 steps.push(Step::Spawn { template: 0 });
             }
             _ => return err(&p, "unsupported event"),
@@ -2089,6 +2102,42 @@ mod tests {
         )
         .unwrap();
         assert!(!r.notes.iter().any(|n| n.contains("instance 0")));
+    }
+
+    #[test]
+    fn a_fork_is_guarded_by_rt_apps_fork_limit() {
+        let r = parse(
+            r#"{"tasks": {"a": {"instance": 0, "run": 1}, "b": {"loop": 1, "fork": "a"}}}"#,
+            4,
+        )
+        .unwrap();
+        let b = r
+            .spec
+            .templates
+            .iter()
+            .find(|t| t.name.starts_with('b'))
+            .unwrap();
+        let a = r
+            .spec
+            .templates
+            .iter()
+            .position(|t| t.name.starts_with('a'))
+            .unwrap() as u32;
+        let at = b
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::ForkLimit { .. }))
+            .unwrap();
+        assert_eq!(
+            b.steps[at..at + 2],
+            [
+                Step::ForkLimit {
+                    template: a,
+                    limit: FORKS_LIMIT
+                },
+                Step::Spawn { template: a }
+            ]
+        );
     }
 
     #[test]

@@ -1963,6 +1963,36 @@ fn run_takes_rtapp_deadline_tasks() {
     assert!(stdout(&o).contains("EBUSY"), "the report comes first");
 }
 
+/// rt-app's fork limit: a thread that forks a task a 1025th time makes
+/// the workload exit (status 2) with rt-app's reason, where the run would
+/// otherwise go on creating threads.
+#[test]
+fn run_stops_a_fork_loop_at_rt_apps_fork_limit() {
+    let dir = tempdir("forklimit");
+    let bomb = dir.join("bomb.json");
+    std::fs::write(
+        &bomb,
+        r#"{"global": {"duration": 5},
+            "tasks": {"parent": {"loop": 2000, "fork": "child", "sleep": 100},
+                      "child": {"instance": 0, "loop": 1, "run": 10}}}"#,
+    )
+    .unwrap();
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "exynos5422",
+        "--workload",
+        bomb.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("thread parent-0")
+            && e.contains("reached its fork limit (1024) forking 'child'"),
+        "{e}"
+    );
+}
+
 /// rt-app's `pi_enabled`: a fair thread holding the lock an RT thread
 /// (FIFO 90) waits for runs at that priority (kernel prio 9 in the trace)
 /// and finishes before an RT hog of middle priority; without it the hog
