@@ -258,13 +258,41 @@ impl Sim {
             if u32::from(rq.curr.is_some()) != class_currs {
                 return Err(format!("cpu {c}: rq curr and its class's curr disagree"));
             }
-            // The next buddy is queued here and never delayed.
-            if let Some(b) = rq.cfs.next {
+            // The buddies are queued here and never delayed; only 3.10's
+            // CFS has last and skip buddies.
+            for (what, b) in [
+                ("next", rq.cfs.next),
+                ("last", rq.cfs.last),
+                ("skip", rq.cfs.skip),
+            ] {
+                let Some(b) = b else { continue };
                 let se = &self.tasks[b as usize].se;
                 if !se.on_rq || se.sched_delayed || self.tasks[b as usize].cpu as usize != c {
                     return Err(format!(
-                        "cpu {c}: next buddy {b} is not a runnable task here"
+                        "cpu {c}: {what} buddy {b} is not a runnable task here"
                     ));
+                }
+                if what != "next" && !self.cfs_mode() {
+                    return Err(format!("cpu {c}: {what} buddy {b} under EEVDF"));
+                }
+            }
+            // 3.10's CFS orders the timeline by vruntime: every fair entity
+            // here has its deadline at its vruntime, and none is delayed.
+            if self.cfs_mode() {
+                for t in rq
+                    .cfs
+                    .timeline
+                    .to_vec(self.run_nodes.as_slice())
+                    .into_iter()
+                    .chain(rq.cfs.curr)
+                {
+                    let se = &self.tasks[t as usize].se;
+                    if se.deadline != se.vruntime || se.sched_delayed {
+                        return Err(format!(
+                            "cpu {c}: task {t} under CFS has deadline {} != vruntime {} or is delayed",
+                            se.deadline, se.vruntime
+                        ));
+                    }
                 }
             }
         }

@@ -1860,7 +1860,9 @@ impl Sim {
     /// runnable, an eligible task forfeits the rest of its request: its
     /// vruntime moves to its deadline and a new deadline is set one slice on
     /// (update_deadline(), the base slice unless the task asked for its own);
-    /// an ineligible one keeps both. Then the CPU reschedules.
+    /// an ineligible one keeps both. Then the CPU reschedules. Under 3.10's
+    /// CFS (EEVDF off) the task becomes the skip buddy instead
+    /// (yield_task_fair() of 3.10, set_skip_buddy()).
     fn yield_task(&mut self, t: TaskId) -> Flow {
         let cpu = self.tasks[t as usize].cpu;
         if self.task_is_dl(t) {
@@ -1887,6 +1889,16 @@ impl Sim {
         }
         self.clear_buddies(cpu, t);
         self.update_rq_clock(cpu);
+        if self.cfs_mode() {
+            // 3.10's yield_task_fair(): the task becomes the skip buddy,
+            // which the pick passes over for a second close enough to it.
+            if !self.tasks[t as usize].batch_policy {
+                self.update_curr(cpu);
+            }
+            self.rqs[cpu as usize].cfs.skip = Some(t);
+            self.resched_cpu(cpu, cpu);
+            return Flow::Stop;
+        }
         self.update_curr(cpu);
         let vruntime = self.tasks[t as usize].se.vruntime;
         if self.vruntime_eligible(cpu, vruntime) {

@@ -16,6 +16,15 @@ pub struct CfsRq {
     /// The next buddy (`cfs_rq->next`): a task a PREEMPT_SHORT wakeup
     /// preemption nominated, picked first while eligible (PICK_BUDDY).
     pub next: Option<TaskId>,
+    /// Without EEVDF (3.10's CFS, fair/cfs.rs): the last buddy, a task a
+    /// wakeup preempted on a crowded runqueue (`cfs_rq->last`), and the skip
+    /// buddy, a task that yielded (`cfs_rq->skip`). Always `None` with EEVDF.
+    pub last: Option<TaskId>,
+    pub skip: Option<TaskId>,
+    /// Without EEVDF: the runqueue's monotonic floor of vruntime
+    /// (`cfs_rq->min_vruntime`), what placement and migration measure
+    /// vruntimes against. Not kept up with EEVDF.
+    pub min_vruntime: u64,
     /// Entities on the runqueue including curr and delayed ones (`h_nr_queued`).
     pub nr_queued: u32,
     /// Delayed-dequeue entities among them.

@@ -348,6 +348,8 @@ pub struct Sim {
     /// this machine and the tunables.
     pub(crate) base_slice_ns: u64,
     pub(crate) normalized_base_slice_ns: u64,
+    /// 3.10's CFS knobs, read with feature EEVDF off.
+    pub(crate) cfs310: crate::tunables::Cfs310,
     /// An HMP move is in progress (no nested idle pulls).
     pub(crate) hmp_in_balance: bool,
     /// HPERF_HMP: the queued (not running) fair tasks of the little [0] and
@@ -574,6 +576,7 @@ impl Sim {
             uclamp_used: false,
             base_slice_ns: cfg.tunables.base_slice_ns(n),
             normalized_base_slice_ns: cfg.tunables.normalized_base_slice_ns(n),
+            cfs310: cfg.tunables.cfs310(n),
             hmp_in_balance: false,
             hperf_queued: Default::default(),
             kcap_max: kcap.iter().copied().max().unwrap_or(1024),
@@ -1380,9 +1383,13 @@ impl Sim {
             self.task_tick_rt(cpu, t);
         } else if let Some(t) = self.rqs[cpu as usize].curr {
             self.update_load_avg(cpu, t);
+            // entity_tick(): under EEVDF the reschedule, when the request or
+            // the protected slice is used up, happens in update_curr(); 3.10's
+            // CFS tests curr's share here.
+            if self.cfs_mode() && self.rqs[cpu as usize].cfs.nr_queued > 1 {
+                self.check_preempt_tick(cpu, t);
+            }
             // task_tick_fair(): misfit detection for asymmetric capacities.
-            // (entity_tick()'s reschedule, when the request or the protected
-            // slice is used up, happens in update_curr().)
             self.update_misfit_status(cpu, Some(t));
             self.task_tick_cache(cpu, t);
         }
@@ -1757,7 +1764,9 @@ impl Sim {
     /// pick, as in pick_next_task_fair(); when the pick is prev again, the
     /// kernel's put_prev_set_next_task() does nothing, so prev just goes on
     /// running: its protected slice, its `exec_start` and its hardware
-    /// state stay as they were.
+    /// state stay as they were. (Under 3.10's CFS, whose __schedule() always
+    /// put prev back and set it again, prev's turn restarts and its buddies
+    /// are cleared.)
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
         self.update_rq_clock(cpu);
         let prev = self.rqs[cpu as usize].curr;
@@ -1770,6 +1779,14 @@ impl Sim {
                 self.prev_balance(cpu, p);
                 let next = self.pick_next_task(cpu);
                 if next == Some(p) {
+                    if self.cfs_mode() && self.task_is_fair(p) {
+                        // 3.10 put prev back and set it again:
+                        // set_next_entity() starts a new turn and the
+                        // pick cleared its buddies.
+                        self.clear_buddies(cpu, p);
+                        let se = &mut self.tasks[p as usize].se;
+                        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+                    }
                     self.clear_need_resched(cpu);
                     return;
                 }
@@ -2356,6 +2373,21 @@ impl Sim {
         }
         t.cpu = parent_cpu;
         t.recent_used_cpu = parent_cpu;
+        if self.cfs_mode() {
+            // 3.10's task_fork_fair(): the child starts at its running
+            // parent's vruntime (else at the floor), measured on the
+            // parent's runqueue; placement adds START_DEBIT.
+            let running = parent.filter(|&p| self.rqs[parent_cpu as usize].cfs.curr == Some(p));
+            t.se.vruntime = match running {
+                Some(p) => {
+                    self.update_rq_clock(parent_cpu);
+                    self.update_curr(parent_cpu);
+                    self.tasks[p as usize].se.vruntime
+                }
+                None => self.rqs[parent_cpu as usize].cfs.min_vruntime,
+            };
+            t.se.vrt_cpu = parent_cpu;
+        }
         t.settled_ns = self.now;
         let tgid = t.tgid;
         self.tasks.push(t);

@@ -76,6 +76,16 @@ pub struct SchedEntity {
     /// The deadline is kept relative to vruntime while migrating
     /// (PLACE_REL_DEADLINE).
     pub rel_deadline: bool,
+    /// Without EEVDF (3.10's CFS): the CPU whose `min_vruntime` `vruntime`
+    /// is measured against; an enqueue elsewhere moves it by the difference
+    /// of the two floors, as task_waking_fair() and a migration's dequeue
+    /// and enqueue do.
+    pub vrt_cpu: CpuId,
+    /// Without EEVDF: the floor `vruntime` was made relative to when the
+    /// entity left a runqueue other than for sleep (3.10's dequeue_entity()
+    /// subtracts `min_vruntime` before it updates the floor); `None`: the
+    /// current floor of `vrt_cpu`, as task_waking_fair() reads it.
+    pub vrt_floor: Option<u64>,
 }
 
 /// Per-task counters, as schedstat keeps them.

@@ -107,6 +107,20 @@ impl Default for Tunables {
     }
 }
 
+/// The scaled CFS knobs of a 3.10 kernel ([`Tunables::cfs310`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cfs310 {
+    /// sysctl_sched_latency: the period in which each of up to
+    /// `latency_ns / min_granularity_ns` tasks runs once.
+    pub latency_ns: u64,
+    /// sysctl_sched_min_granularity: a task's shortest turn; the period
+    /// stretches by it per task beyond sched_nr_latency.
+    pub min_granularity_ns: u64,
+    /// sysctl_sched_wakeup_granularity: how far (at nice 0) curr's vruntime
+    /// must lead a wakee's for the wakee to preempt it.
+    pub wakeup_granularity_ns: u64,
+}
+
 /// sysctl_sched_migration_cost's default, 0.5 ms (also sched_init()'s seed
 /// of every runqueue's avg_idle and max_idle_balance_cost).
 pub const MIGRATION_COST_NS: u64 = 500_000;
@@ -130,6 +144,20 @@ impl Tunables {
             0 => 1,
             2 => n,
             _ => 1 + (63 - n.leading_zeros() as u64),
+        }
+    }
+
+    /// 3.10's CFS knobs (sysctl_sched_latency, _min_granularity and
+    /// _wakeup_granularity: 6, 0.75 and 1 ms at boot) with the factor of
+    /// `tunable_scaling` (log by default), as its update_sysctl() scaled
+    /// them. A 7.3 kernel has no such files; the fair class reads them only
+    /// with feature EEVDF off.
+    pub fn cfs310(&self, ncpus: usize) -> Cfs310 {
+        let f = Self::factor(self.tunable_scaling.unwrap_or(1), ncpus);
+        Cfs310 {
+            latency_ns: 6_000_000 * f,
+            min_granularity_ns: 750_000 * f,
+            wakeup_granularity_ns: 1_000_000 * f,
         }
     }
 

@@ -4,10 +4,14 @@
 //! This module holds the per-runqueue EEVDF mechanics: vruntime accounting,
 //! the weighted average V, lag, eligibility, placement, the earliest-eligible-
 //! virtual-deadline pick, enqueue/dequeue with delayed dequeue, and the glue
-//! between entities and PELT.
+//! between entities and PELT. With feature EEVDF off, the pick, placement
+//! and preemption rules are 3.10's CFS instead (`cfs.rs`).
 
 pub mod balance;
 pub mod cache_aware;
+pub mod cfs;
+#[cfg(test)]
+mod cfs_tests;
 #[cfg(test)]
 mod fidelity_tests;
 pub mod hmp;
@@ -221,6 +225,13 @@ impl Sim {
             .vruntime
             .wrapping_add(calc_delta_fair(delta, tk.se.weight));
         self.account_mm_sched(cpu, c, delta);
+        if self.cfs_mode() {
+            // 3.10: no deadline; the floor follows curr and the leftmost.
+            let se = &mut self.tasks[c as usize].se;
+            se.deadline = se.vruntime;
+            self.update_min_vruntime(cpu);
+            return;
+        }
         let tk = &mut self.tasks[c as usize];
         // update_deadline()
         let mut resched = false;
@@ -519,8 +530,12 @@ impl Sim {
 
     /// Earliest eligible virtual deadline first (mirrors pick_eevdf()); with
     /// `protect`, an eligible curr keeps the CPU until its protected vruntime
-    /// (set_protect_slice() decides how far that is).
+    /// (set_protect_slice() decides how far that is). With EEVDF off,
+    /// 3.10's pick ([`Sim::pick_cfs`]).
     pub(crate) fn pick_eevdf(&self, cpu: CpuId, protect: bool) -> Option<TaskId> {
+        if self.cfs_mode() {
+            return self.pick_cfs(cpu);
+        }
         let cfs = &self.rqs[cpu as usize].cfs;
         let first = cfs.timeline.first();
         let mut curr = cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq);
@@ -567,6 +582,7 @@ impl Sim {
 
     /// Places an entity being enqueued (mirrors place_entity()): keep its lag,
     /// inflated for its own effect on V; new tasks start half a slice early.
+    /// (With EEVDF off, [`Sim::place_entity_cfs`] places instead.)
     fn place_entity(&mut self, cpu: CpuId, t: TaskId, initial: bool) {
         let v = self.avg_vruntime(cpu);
         let slice = self.base_slice_ns;
@@ -636,9 +652,15 @@ impl Sim {
             // SCHED_IDLE (set_load_weight()): the policy overrides nice.
             self.tasks[t as usize].se.weight = WEIGHT_IDLEPRIO;
         }
+        // 3.10's enqueue_entity() adds the floor before update_curr().
+        let floor_before = self.rqs[cpu as usize].cfs.min_vruntime;
         self.update_curr(cpu);
         self.tasks[t as usize].cpu = cpu;
-        self.place_entity(cpu, t, kind == EnqueueKind::New);
+        if self.cfs_mode() {
+            self.place_entity_cfs(cpu, t, kind, floor_before);
+        } else {
+            self.place_entity(cpu, t, kind == EnqueueKind::New);
+        }
         // Sleeping time decays the task's signals; its blocked contribution is
         // already part of the runqueue's.
         self.update_load_avg(cpu, t);
@@ -682,7 +704,7 @@ impl Sim {
     /// enqueue path); from set_next_task_fair() the kernel's check finds the
     /// previous task still current and does nothing.
     pub(crate) fn hrtick_start_fair(&mut self, cpu: CpuId, t: TaskId, is_curr: bool) {
-        if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
+        if self.rqs[cpu as usize].cfs.nr_queued <= 1 || self.cfs_mode() {
             return;
         }
         let se = &self.tasks[t as usize].se;
@@ -724,7 +746,9 @@ impl Sim {
         self.update_load_avg(cpu, t);
         let is_curr = self.rqs[cpu as usize].cfs.curr == Some(t);
         self.update_entity_lag(cpu, t);
+        let cfs_mode = self.cfs_mode();
         if sleep
+            && !cfs_mode
             && self.feat(Feat::DELAY_DEQUEUE)
             && !self.tasks[t as usize].se.sched_delayed
             && !self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime)
@@ -742,7 +766,11 @@ impl Sim {
             return false;
         }
         let was_delayed = self.tasks[t as usize].se.sched_delayed;
-        if !sleep && self.feat(Feat::PLACE_REL_DEADLINE) {
+        if !sleep && cfs_mode {
+            let floor = self.rqs[cpu as usize].cfs.min_vruntime;
+            self.tasks[t as usize].se.vrt_floor = Some(floor);
+        }
+        if !sleep && !cfs_mode && self.feat(Feat::PLACE_REL_DEADLINE) {
             let se = &mut self.tasks[t as usize].se;
             se.deadline = se.deadline.wrapping_sub(se.vruntime);
             se.rel_deadline = true;
@@ -784,6 +812,17 @@ impl Sim {
         self.account_llc_dequeue(t);
         self.update_cfs_avg(cpu);
         self.update_zero_vruntime(cpu);
+        if cfs_mode {
+            // 3.10's dequeue_entity() reads a sleeping curr still as curr; a
+            // curr leaving otherwise has had its vruntime made relative
+            // first, which leaves the floor where it is.
+            if !is_curr {
+                self.update_min_vruntime(cpu);
+            } else if sleep {
+                let v = self.tasks[t as usize].se.vruntime;
+                self.update_min_vruntime_with(cpu, Some(v));
+            }
+        }
         true
     }
 
@@ -861,7 +900,9 @@ impl Sim {
     /// → set_next_entity()): a picked buddy stops being the buddy.
     pub(crate) fn set_next_entity(&mut self, cpu: CpuId, t: TaskId) {
         self.set_next_task_again(cpu, t);
-        self.set_protect_slice(cpu, t);
+        if !self.cfs_mode() {
+            self.set_protect_slice(cpu, t);
+        }
     }
 
     /// Makes the task that was running on `cpu` curr again after a change
@@ -899,6 +940,8 @@ impl Sim {
     /// the wakee. The picks are pick_next_entity()'s: delayed tasks they meet
     /// are dequeued for good on the way. Without preemption, curr's
     /// protection shrinks to the shortest slice (update_protect_slice()).
+    /// With EEVDF off, after the same SCHED_IDLE rules and nothing while a
+    /// reschedule is due, 3.10's test ([`Sim::check_preempt_wakeup_cfs`]).
     pub(crate) fn wakeup_preempt_fair(
         &mut self,
         cpu: CpuId,
@@ -916,8 +959,10 @@ impl Sim {
         // A per-CPU kthread (system noise) is short: it stands for work that
         // does not wait for curr's slice (interrupt-like noise), so curr's
         // protection ends and the pick decides by eligibility and deadline
-        // alone. (A real kworker would follow the rules below.)
-        let kthread = self.tasks[wakee as usize].kthread;
+        // alone. (A real kworker would follow the rules below.) Under
+        // 3.10's CFS it takes the granularity test like any wakee, which
+        // its sleeper credit passes unless curr is itself far behind.
+        let kthread = self.tasks[wakee as usize].kthread && !self.cfs_mode();
         self.update_curr(cpu);
         if kthread {
             self.cancel_protect_slice(curr);
@@ -930,9 +975,19 @@ impl Sim {
             self.tasks[curr as usize].idle_policy,
             self.tasks[wakee as usize].idle_policy,
         );
+        let cfs_mode = self.cfs_mode();
+        if cfs_mode && self.rqs[cpu as usize].need_resched {
+            return;
+        }
         if c_idle && !p_idle {
             self.cancel_protect_slice(curr);
             self.resched_cpu_lazy(cpu, from);
+            return;
+        }
+        if cfs_mode {
+            if !p_idle {
+                self.check_preempt_wakeup_cfs(cpu, curr, wakee, from);
+            }
             return;
         }
         let wk = &self.tasks[wakee as usize];
@@ -1038,6 +1093,13 @@ impl Sim {
         let cfs = &mut self.rqs[cpu as usize].cfs;
         if cfs.next == Some(t) {
             cfs.next = None;
+        }
+        // 3.10's last and skip buddies (never set with EEVDF).
+        if cfs.last == Some(t) {
+            cfs.last = None;
+        }
+        if cfs.skip == Some(t) {
+            cfs.skip = None;
         }
     }
 
