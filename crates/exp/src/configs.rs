@@ -261,6 +261,9 @@ fn resolve_named(name: &str, arch: Arch) -> Result<RunConfig, String> {
         features.set("TTWU_QUEUE_IDLE", false)?;
         // 3.10's futex_wake() woke every waiter under the bucket's lock.
         features.set("WAKE_Q", false)?;
+        // 3.10's fair class is CFS: vruntime order, sleeper credit, wakeup
+        // granularity, sched_slice() turns.
+        features.set("EEVDF", false)?;
     }
     if name == "cluster-naive" || name == "cluster-naive-noitmt" {
         // S3's baseline behaviour: 5.16's balancer on 5.16's topology
@@ -312,6 +315,32 @@ mod tests {
         let e = check_machine(&both, &exynos).unwrap_err();
         assert!(e.contains("switch on one"), "{e}");
         assert!(check_machine(&resolve("vanilla", Arch::X86).unwrap(), &m("genoa")).is_ok());
+    }
+
+    /// The S5 configurations run the 3.10 kernels' scheduler around their
+    /// scheme: CFS, no lazy preemption, no wake queue, the wake list only
+    /// across LLCs, the tick stopped at every idle entry, HZ=200; the
+    /// others run 7.3's.
+    #[test]
+    fn the_s5_configurations_run_3_10s_fair_class() {
+        let off310 = [
+            Feat::EEVDF,
+            Feat::PREEMPT_LAZY,
+            Feat::WAKE_Q,
+            Feat::TTWU_QUEUE_IDLE,
+            Feat::IDLE_GOV_TICK,
+        ];
+        for c in ["linaro-mp", "hperf-hmp"] {
+            let cfg = resolve(c, Arch::Arm64).unwrap();
+            for f in off310 {
+                assert!(!cfg.features.enabled(f), "{c}: {f:?}");
+            }
+            assert_eq!(cfg.hz, S5_HZ);
+        }
+        for c in ["vanilla", "cluster", "cache-aware"] {
+            let cfg = resolve(c, Arch::Arm64).unwrap();
+            assert!(off310.iter().all(|&f| cfg.features.enabled(f)), "{c}");
+        }
     }
 
     #[test]
