@@ -1740,14 +1740,30 @@ impl Sim {
     /// rt_mutex (futex_proxy_trylock_atomic() fails, then
     /// rt_mutex_start_proxy_lock() for each) and lends the owner its
     /// priority; a free mutex goes at once to the first waiter, which is
-    /// woken, and the others queue behind it.
+    /// woken, and the others queue behind it. Only a waiter whose wait
+    /// names `m` (FUTEX_WAIT_REQUEUE_PI onto it) can be requeued; the kernel
+    /// refuses the others (futex_requeue()'s requeue_pi_key check), which
+    /// are woken here instead, as a plain wake would, and take no mutex.
     fn cond_broadcast_requeue_pi(&mut self, t: TaskId, cond: u32, m: u32) -> bool {
         let Some(Obj::Cond { waiters }) = self.obj(cond) else {
             return false;
         };
-        let all: Vec<TaskId> = waiters.drain(..).collect();
+        let (all, plain): (Vec<TaskId>, Vec<TaskId>) = {
+            let drained: Vec<TaskId> = waiters.drain(..).collect();
+            drained.into_iter().partition(|&w| {
+                let tk = &self.tasks[w as usize];
+                matches!(
+                    self.step_at(tk.template, tk.pc),
+                    Some(Step::Wait { mutex: Some(x), .. }) if *x == m
+                )
+            })
+        };
+        let any_plain = !plain.is_empty();
+        for w in plain {
+            self.wake_waiter(w, t, 0);
+        }
         let Some(&first) = all.first() else {
-            return false;
+            return any_plain;
         };
         let cpu = self.tasks[t as usize].cpu;
         let (owner, queued) = match self.ipc.objs.get_mut(m as usize) {

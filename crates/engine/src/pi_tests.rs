@@ -1027,3 +1027,71 @@ fn a_chain_passes_on_the_first_lenders_parameters() {
     assert_eq!(inherited(b), Some(params(5, 200)));
     assert_eq!(s.run(), StopReason::Finished);
 }
+
+/// A requeue-PI broadcast onto a free PI mutex: only a waiter whose wait
+/// names that mutex is handed it; one that waited without a mutex is woken
+/// plainly and takes none (the kernel refuses to requeue a waiter whose
+/// FUTEX_WAIT_REQUEUE_PI named another futex). Before, the bare waiter was
+/// handed the mutex it never took, and its later unlock of it left the
+/// hand-over marked (fuzz machine case 1067).
+#[test]
+fn a_requeue_pi_broadcast_hands_the_mutex_only_to_a_waiter_that_names_it() {
+    let mut s = sim(
+        vec![
+            (
+                "bare",
+                Some(vec![5]),
+                vec![
+                    Step::Wait {
+                        cond: 1,
+                        mutex: None,
+                    },
+                    work(MS),
+                ],
+            ),
+            (
+                "named",
+                Some(vec![6]),
+                vec![
+                    sleep(MS / 4),
+                    lock(0),
+                    Step::Wait {
+                        cond: 1,
+                        mutex: Some(0),
+                    },
+                    work(MS),
+                    unlock(0),
+                ],
+            ),
+            (
+                "bc",
+                Some(vec![4]),
+                vec![
+                    sleep(MS / 2),
+                    Step::BroadcastRequeue {
+                        cond: 1,
+                        mutex: 0,
+                        syscall_ns: 0,
+                    },
+                    work(MS),
+                ],
+            ),
+        ],
+        vec![SyncObject::PiMutex, SyncObject::Cond],
+        5 * MS,
+    );
+    s.run_until(MS / 2 + 100_000);
+    let (bare, named) = (task(&s, 0), task(&s, 1));
+    assert_eq!(
+        s.ipc.mutex_owner(0),
+        Some(named),
+        "the named waiter owns it"
+    );
+    assert!(s.tasks[bare as usize]
+        .pi
+        .as_deref()
+        .is_none_or(|p| p.handed.is_none() && p.owned.is_empty()));
+    s.run();
+    assert!(one_ms(cpu_ns(&s, 0)), "the bare waiter ran its work");
+    assert_eq!(s.ipc.mutex_owner(0), None);
+}
