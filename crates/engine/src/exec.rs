@@ -1937,15 +1937,8 @@ impl Sim {
     /// created `limit` threads of `template` at such guards; else its count
     /// goes up by one.
     fn fork_allowed(&mut self, t: TaskId, template: u32, limit: u32) -> bool {
-        let counts = &mut self.tasks[t as usize].fork_counts;
-        let i = match counts.iter().position(|e| e.0 == template) {
-            Some(i) => i,
-            None => {
-                counts.push((template, 0));
-                counts.len() - 1
-            }
-        };
-        if counts[i].1 >= limit {
+        let count = self.fork_counts.entry((t, template)).or_insert(0);
+        if *count >= limit {
             let target = self
                 .spec
                 .templates
@@ -1958,7 +1951,7 @@ impl Sim {
             );
             return false;
         }
-        counts[i].1 += 1;
+        *count += 1;
         true
     }
 
@@ -2124,6 +2117,13 @@ mod tests {
         let mut t = tpl(name, steps);
         t.affinity = Some(CpuMask::from_cpus([cpu]));
         t
+    }
+
+    /// A simulator of exynos5422 with its default domains running `s`.
+    fn exynos(s: WorkloadSpec, cfg: SimConfig) -> Sim {
+        let m = preset("exynos5422").unwrap();
+        let d = build_domains(&m, &DomainConfig::default()).unwrap();
+        Sim::new(m, d, s, cfg)
     }
 
     fn spec(templates: Vec<ThreadTemplate>, sync: Vec<SyncObject>) -> WorkloadSpec {
@@ -3953,11 +3953,7 @@ mod tests {
             vec![],
         );
         s.max_time_ns = 10_000_000;
-        let m = preset("exynos5422").unwrap();
-        let d = build_domains(&m, &DomainConfig::default()).unwrap();
-        Sim::new(
-            m,
-            d,
+        exynos(
             s,
             SimConfig {
                 seed: 1,
@@ -4062,11 +4058,7 @@ mod tests {
             vec![SyncObject::Barrier { parties: 4 }],
         );
         s.max_time_ns = 10_000_000;
-        let m = preset("exynos5422").unwrap();
-        let d = build_domains(&m, &DomainConfig::default()).unwrap();
-        let mut sim = Sim::new(
-            m,
-            d,
+        let mut sim = exynos(
             s,
             SimConfig {
                 seed: 3,
@@ -4100,11 +4092,7 @@ mod tests {
             vec![pinned("spin", 0, spin), pinned("work", 1, work)],
             vec![SyncObject::Mutex],
         );
-        let m = preset("exynos5422").unwrap();
-        let d = build_domains(&m, &DomainConfig::default()).unwrap();
-        let mut sim = Sim::new(
-            m,
-            d,
+        let mut sim = exynos(
             s,
             SimConfig {
                 seed: 1,
@@ -4140,11 +4128,7 @@ mod tests {
                 vec![],
             );
             s.initial = vec![0];
-            let m = preset("exynos5422").unwrap();
-            let d = build_domains(&m, &DomainConfig::default()).unwrap();
-            let mut sim = Sim::new(
-                m,
-                d,
+            let mut sim = exynos(
                 s,
                 SimConfig {
                     seed: 2,
@@ -4200,11 +4184,7 @@ mod tests {
             vec![],
         );
         s.initial = vec![0];
-        let m = preset("exynos5422").unwrap();
-        let d = build_domains(&m, &DomainConfig::default()).unwrap();
-        let mut sim = Sim::new(
-            m,
-            d,
+        let mut sim = exynos(
             s,
             SimConfig {
                 seed: 2,
@@ -4221,9 +4201,13 @@ mod tests {
         let children = sim.tasks.iter().filter(|t| t.template == 1).count();
         assert_eq!(children, 3);
         let parent = sim.tasks.iter().find(|t| t.template == 0).unwrap();
-        assert_eq!(parent.fork_counts, vec![(1, 3)]);
+        assert_eq!(sim.fork_counts.get(&(parent.id, 1)), Some(&3));
         for c in sim.tasks.iter().filter(|t| t.template == 1) {
-            assert!(c.fork_counts.iter().all(|&(tpl, n)| tpl == 2 && n <= 2));
+            assert!(sim
+                .fork_counts
+                .iter()
+                .filter(|(k, _)| k.0 == c.id)
+                .all(|(&(_, tpl), &n)| tpl == 2 && n <= 2));
         }
     }
 }

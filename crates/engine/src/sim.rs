@@ -220,6 +220,9 @@ pub struct Sim {
     /// Benchmark timer marks: (task, tag, time), unless a [`MarkSink`]
     /// takes them.
     pub marks: Vec<(TaskId, u32, u64)>,
+    /// Threads each thread created per template at rt-app fork guards
+    /// (`Step::ForkLimit`): (thread, template) → count.
+    pub(crate) fork_counts: std::collections::BTreeMap<(TaskId, u32), u32>,
     /// Where marks go as they are made instead of [`Sim::marks`], when set.
     pub mark_sink: Option<Box<dyn MarkSink>>,
     /// When the first thread of the workload began its program (rt-app's
@@ -612,6 +615,7 @@ impl Sim {
                 ..Counters::default()
             },
             marks: Vec::new(),
+            fork_counts: Default::default(),
             mark_sink: None,
             live: 0,
             parked: 0,

@@ -81,11 +81,14 @@ pub struct SchedEntity {
     /// of the two floors, as task_waking_fair() and a migration's dequeue
     /// and enqueue do.
     pub vrt_cpu: CpuId,
-    /// Without EEVDF: the floor `vruntime` was made relative to when the
-    /// entity left a runqueue other than for sleep (3.10's dequeue_entity()
-    /// subtracts `min_vruntime` before it updates the floor); `None`: the
-    /// current floor of `vrt_cpu`, as task_waking_fair() reads it.
-    pub vrt_floor: Option<u64>,
+    /// Without EEVDF, when `vrt_floor_saved`: the floor `vruntime` was made
+    /// relative to when the entity left a runqueue other than for sleep
+    /// (3.10's dequeue_entity() subtracts `min_vruntime` before it updates
+    /// the floor); otherwise the current floor of `vrt_cpu` counts, as
+    /// task_waking_fair() reads it. (Two fields rather than an `Option`:
+    /// a Task stays under 1 KiB.)
+    pub vrt_floor: u64,
+    pub vrt_floor_saved: bool,
 }
 
 /// Per-task counters, as schedstat keeps them.
@@ -140,9 +143,6 @@ pub struct Task {
     pub prog_start_ns: Option<u64>,
     /// A thread to create once the running clone cost is paid.
     pub pending_spawn: Option<u32>,
-    /// Threads created so far per template at rt-app fork guards
-    /// (`Step::ForkLimit`): (template, count), in first-fork order.
-    pub fork_counts: Vec<(u32, u32)>,
     /// Wakees of this task's futex wake still to be woken (`wake_q`, in
     /// order), left when a wakeup before them switched it out inside the
     /// kernel ([`crate::sim::Sim::step_done`] goes on with them).
@@ -363,7 +363,6 @@ impl Task {
             preferred_llc: None,
             llc_counted: None,
             pending_spawn: None,
-            fork_counts: Vec::new(),
             wake_q: std::collections::VecDeque::new(),
             wake_q_cost_ns: 0,
             syscall_return: false,
@@ -452,6 +451,7 @@ mod tests {
         assert_eq!(nice_to_weight(-20), 88761);
         assert_eq!(nice_to_weight(19), 15);
         assert_eq!(nice_to_weight(100), 15);
-        assert!(std::mem::size_of::<Task>() < 1024);
+        let size = std::mem::size_of::<Task>();
+        assert!(size < 1024, "a Task takes {size} bytes");
     }
 }

@@ -178,9 +178,11 @@ impl Sim {
         floor_before: u64,
     ) {
         let se = self.tasks[t as usize].se;
-        let base = se
-            .vrt_floor
-            .unwrap_or(self.rqs[se.vrt_cpu as usize].cfs.min_vruntime);
+        let base = if se.vrt_floor_saved {
+            se.vrt_floor
+        } else {
+            self.rqs[se.vrt_cpu as usize].cfs.min_vruntime
+        };
         let mut v = floor_before.wrapping_add(se.vruntime.wrapping_sub(base));
         match kind {
             EnqueueKind::New => {
@@ -206,7 +208,7 @@ impl Sim {
         se.vruntime = v;
         se.deadline = v;
         se.vrt_cpu = cpu;
-        se.vrt_floor = None;
+        se.vrt_floor_saved = false;
     }
 
     /// The wakeup preemption test of 3.10 (mirrors check_preempt_wakeup()

@@ -175,20 +175,27 @@ fn a_moved_task_is_measured_against_the_floor_before_its_dequeue_raised_it() {
     assert_eq!(vr(&s, m), f1);
 }
 
+/// Two new tasks on cpu0, a at 24 ms and b at 12 ms (START_DEBIT); b,
+/// leftmost, runs and yields (the skip buddy).
+fn two_new_the_second_yielding() -> (Sim, TaskId, TaskId) {
+    let mut s = cfs_bare();
+    let (a, b) = (add_task(&mut s, 0), add_task(&mut s, 0));
+    s.enqueue_task(0, a, EnqueueKind::New);
+    s.enqueue_task(0, b, EnqueueKind::New);
+    run(&mut s, 0, b);
+    s.rqs[0].cfs.skip = Some(b);
+    (s, a, b)
+}
+
 #[test]
 fn a_curr_picked_again_starts_a_new_turn_and_loses_its_buddies() {
     // 3.10's __schedule() puts prev back and sets it again, so a yield
     // whose yielder is picked again (the other task is more than the
     // wakeup granularity ahead of it) clears the skip buddy and restarts
     // the turn check_preempt_tick() measures.
-    let mut s = cfs_bare();
-    let (a, b) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, a, EnqueueKind::New);
-    s.enqueue_task(0, b, EnqueueKind::New);
-    // b at 12 ms, a at 24 ms: b runs 2 ms, 10 ms behind a.
-    run(&mut s, 0, b);
+    let (mut s, _, b) = two_new_the_second_yielding();
+    // b runs 2 ms, 10 ms behind a.
     s.now = 2 * MS;
-    s.rqs[0].cfs.skip = Some(b);
     s.schedule(0);
     assert_eq!(s.rqs[0].curr, Some(b));
     assert_eq!(s.rqs[0].cfs.skip, None);
@@ -199,13 +206,7 @@ fn a_curr_picked_again_starts_a_new_turn_and_loses_its_buddies() {
 
 #[test]
 fn a_yielding_task_is_passed_over_for_one_close_behind_it() {
-    let mut s = cfs_bare();
-    let (a, b) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, a, EnqueueKind::New);
-    s.enqueue_task(0, b, EnqueueKind::New);
-    // a at 24 ms, b at 12 ms: b is leftmost. It yields.
-    run(&mut s, 0, b);
-    s.rqs[0].cfs.skip = Some(b);
+    let (mut s, a, b) = two_new_the_second_yielding();
     // a leads b by 12 ms, past the granularity: b runs on.
     assert_eq!(s.pick_eevdf(0, true), Some(b));
     // After 10 ms b is 2 ms behind a: within the granularity, a runs.

@@ -768,7 +768,9 @@ impl Sim {
         let was_delayed = self.tasks[t as usize].se.sched_delayed;
         if !sleep && cfs_mode {
             let floor = self.rqs[cpu as usize].cfs.min_vruntime;
-            self.tasks[t as usize].se.vrt_floor = Some(floor);
+            let se = &mut self.tasks[t as usize].se;
+            se.vrt_floor = floor;
+            se.vrt_floor_saved = true;
         }
         if !sleep && !cfs_mode && self.feat(Feat::PLACE_REL_DEADLINE) {
             let se = &mut self.tasks[t as usize].se;
