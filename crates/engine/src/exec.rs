@@ -1886,7 +1886,7 @@ impl Sim {
             // for its next period; schedule() picks the next entity.
             self.update_rq_clock(cpu);
             self.yield_task_dl(cpu, t);
-            self.resched_cpu(cpu, cpu);
+            self.yield_schedule(cpu, t);
             return Flow::Stop;
         }
         if let Some(rt) = self.tasks[t as usize].rt {
@@ -1897,7 +1897,7 @@ impl Sim {
             if self.rqs[cpu as usize].rt.queues[rt.prio as usize].len() <= 1 {
                 return Flow::Next;
             }
-            self.resched_cpu(cpu, cpu);
+            self.yield_schedule(cpu, t);
             return Flow::Stop;
         }
         if self.rqs[cpu as usize].cfs.nr_queued <= 1 {
@@ -1912,7 +1912,7 @@ impl Sim {
                 self.update_curr(cpu);
             }
             self.rqs[cpu as usize].cfs.skip = Some(t);
-            self.resched_cpu(cpu, cpu);
+            self.yield_schedule(cpu, t);
             return Flow::Stop;
         }
         self.update_curr(cpu);
@@ -1928,8 +1928,15 @@ impl Sim {
                 .vruntime
                 .wrapping_add(crate::fair::calc_delta_fair(se.slice, se.weight));
         }
-        self.resched_cpu(cpu, cpu);
+        self.yield_schedule(cpu, t);
         Flow::Stop
+    }
+
+    /// sched_yield() ends in schedule(): a voluntary switch, which the
+    /// trace shows as prev_state R, not a preemption's R+ (`Rq::yielded`).
+    fn yield_schedule(&mut self, cpu: CpuId, t: TaskId) {
+        self.rqs[cpu as usize].yielded = Some(t);
+        self.resched_cpu(cpu, cpu);
     }
 
     /// rt-app's fork limit (the check of FORKS_LIMIT before a `fork`

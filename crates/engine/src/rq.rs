@@ -162,6 +162,10 @@ pub struct Rq {
     pub need_resched_lazy: bool,
     /// A Resched event is pending (avoid duplicates).
     pub resched_pending: bool,
+    /// The running task called sched_yield(): the schedule() it asked for
+    /// is voluntary (tracepoint prev_state R, not R+). Cleared by that
+    /// schedule().
+    pub yielded: Option<TaskId>,
     /// When the pending Resched event fires (the request's IPI arrives).
     pub resched_at_ns: u64,
     /// Tasks on this CPU's wake list (`ttwu_pending`): woken by another

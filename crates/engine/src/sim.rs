@@ -1792,6 +1792,7 @@ impl Sim {
                         se.prev_sum_exec_runtime = se.sum_exec_runtime;
                     }
                     self.clear_need_resched(cpu);
+                    self.rqs[cpu as usize].yielded = None;
                     return;
                 }
                 picked = next;
@@ -1814,6 +1815,7 @@ impl Sim {
             }
             None => self.pick_and_switch(cpu, prev),
         }
+        self.rqs[cpu as usize].yielded = None;
     }
 
     /// The pick is made: the reschedule requests it served are cleared, as

@@ -91,7 +91,8 @@ pub enum PrioTo {
 /// The `prev_state` of a sched_switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
-    /// The idle task leaving the CPU ("R", TASK_RUNNING).
+    /// The idle task leaving the CPU, or a task that yielded ("R",
+    /// TASK_RUNNING).
     Running,
     /// Preempted while runnable ("R+", TASK_REPORT_MAX).
     Preempted,
@@ -248,8 +249,13 @@ impl Sim {
         if prev == next {
             return;
         }
+        let yielded = self.rqs[cpu as usize].yielded;
         let prev_state = prev.map_or(PrevState::Running, |p| {
-            prev_state_of(self.tasks[p as usize].state)
+            match prev_state_of(self.tasks[p as usize].state) {
+                // sched_yield()'s schedule() is no preemption.
+                PrevState::Preempted if yielded == Some(p) => PrevState::Running,
+                s => s,
+            }
         });
         self.trace_push(
             cpu,
@@ -780,7 +786,8 @@ pub fn check_trace(s: &Sim) -> Result<(u64, u64), String> {
                         PrevState::Preempted => Seen::Runnable,
                         PrevState::Sleeping => Seen::Blocked,
                         PrevState::Dead => Seen::Dead,
-                        PrevState::Running => return fail("a task leaves as idle", r),
+                        // A task that yielded leaves runnable too.
+                        PrevState::Running => Seen::Runnable,
                     };
                 } else if prev_state != PrevState::Running {
                     return fail("the idle task leaves in a task state", r);
@@ -978,6 +985,60 @@ mod tests {
             s.run();
             assert_consistent(&s);
         }
+    }
+
+    /// sched_yield()'s schedule() is voluntary: tracefs shows the yielder
+    /// leaving as R, a preempted task as R+.
+    #[test]
+    fn a_yielding_task_leaves_as_r_and_a_preempted_one_as_r_plus() {
+        use schedlab_workload::Step;
+        let spec = crate::scenarios::threads_spec(
+            "yield",
+            vec![
+                (
+                    "y",
+                    Some(vec![4]),
+                    vec![
+                        Step::Compute { work_ns: 100_000 },
+                        Step::Yield { syscall_ns: 500 },
+                        Step::Loop {
+                            start: 0,
+                            count: 100,
+                            slot: 0,
+                        },
+                    ],
+                ),
+                (
+                    "hog",
+                    Some(vec![4]),
+                    vec![Step::Compute {
+                        work_ns: 50_000_000,
+                    }],
+                ),
+            ],
+            30_000_000,
+        );
+        let mut s = sim("exynos5422", None, spec, 1);
+        s.enable_trace(usize::MAX);
+        s.run();
+        check_trace(&s).unwrap_or_else(|e| panic!("{e}"));
+        let y = s.tasks.iter().position(|t| &*t.name == "y").unwrap() as TaskId;
+        let hog = s.tasks.iter().position(|t| &*t.name == "hog").unwrap() as TaskId;
+        let left = |who: TaskId, st: PrevState| {
+            s.trace
+                .as_deref()
+                .unwrap()
+                .records
+                .iter()
+                .filter(|r| {
+                    matches!(r.kind, TraceKind::Switch { prev: Some(p), prev_state, .. }
+                        if p == who && prev_state == st)
+                })
+                .count()
+        };
+        assert!(left(y, PrevState::Running) > 0, "the yielder leaves as R");
+        assert_eq!(left(hog, PrevState::Running), 0);
+        assert!(left(hog, PrevState::Preempted) > 0, "the hog is preempted");
     }
 
     #[test]
