@@ -1629,6 +1629,18 @@ impl Sim {
         env.mt == MigrationType::Misfit || env.mt == MigrationType::LlcTask
     }
 
+    /// No first-try move (`failed` balance attempts 0) of a task that is not
+    /// eligible on `src` to a busy `dst` (mirrors
+    /// task_is_ineligible_on_dst_cpu(), with PLACE_LAG). An EEVDF rule: 3.10's
+    /// CFS has no eligibility.
+    pub(crate) fn ineligible_on_dst(&self, src: CpuId, dst: CpuId, t: TaskId, failed: u32) -> bool {
+        failed == 0
+            && self.feat(Feat::PLACE_LAG)
+            && !self.cfs_mode()
+            && self.rqs[dst as usize].cfs.nr_queued > 0
+            && !self.vruntime_eligible(src, self.tasks[t as usize].se.vruntime)
+    }
+
     /// Can `t` move from env.src to env.dst (mirrors can_migrate_task())?
     fn can_migrate_task(&self, env: &mut LbEnv, t: TaskId) -> bool {
         let tk = &self.tasks[t as usize];
@@ -1636,13 +1648,7 @@ impl Sim {
             return false;
         }
         let failed = self.sd[env.this_cpu as usize][env.level].nr_balance_failed;
-        // task_is_ineligible_on_dst_cpu(): no first-try move of a task that
-        // is not eligible where it is to a busy dst.
-        if failed == 0
-            && self.feat(Feat::PLACE_LAG)
-            && self.rqs[env.dst as usize].cfs.nr_queued > 0
-            && !self.vruntime_eligible(env.src, tk.se.vruntime)
-        {
+        if self.ineligible_on_dst(env.src, env.dst, t, failed) {
             return false;
         }
         if tk.kthread {
@@ -1688,15 +1694,18 @@ impl Sim {
 
     /// Did `t` run on its CPU so recently that moving it loses a warm cache
     /// (mirrors task_hot())? Never for SCHED_IDLE tasks or within an SMT domain;
-    /// always for the next buddy when the destination has work.
+    /// always for the next (or, under 3.10's CFS, last) buddy when the
+    /// destination has work.
     pub(crate) fn task_hot(&self, sd_flags: SdFlags, src: CpuId, dst: CpuId, t: TaskId) -> bool {
         if self.tasks[t as usize].idle_policy || sd_flags.contains(SdFlags::SHARE_CPUCAPACITY) {
             return false;
         }
-        // CACHE_HOT_BUDDY: the next buddy stays where it was nominated.
+        // CACHE_HOT_BUDDY: the next buddy stays where it was nominated (and
+        // under 3.10's CFS the last buddy too; EEVDF has none).
+        let cfs = &self.rqs[src as usize].cfs;
         if self.feat(Feat::CACHE_HOT_BUDDY)
             && self.rqs[dst as usize].nr_running() > 0
-            && self.rqs[src as usize].cfs.next == Some(t)
+            && (cfs.next == Some(t) || cfs.last == Some(t))
         {
             return true;
         }
@@ -1872,8 +1881,6 @@ impl Sim {
         self.update_rq_clock(src);
         let prev = self.stopper_preempt(src);
         let failed = self.sd[dst as usize][level].nr_balance_failed;
-        let dst_busy = self.rqs[dst as usize].cfs.nr_queued > 0;
-        let place_lag = self.feat(Feat::PLACE_LAG);
         // detach_one_task() walks cfs_tasks from the tail.
         let llc_only = std::mem::take(&mut self.cache.active_llc[src as usize]);
         let dst_llc = self.domains.cpus[dst as usize].llc_id;
@@ -1886,10 +1893,7 @@ impl Sim {
             let wrong_llc =
                 llc_only && self.sched_cache_enabled() && tk.preferred_llc != Some(dst_llc);
             // task_is_ineligible_on_dst_cpu() before any failure.
-            let ineligible = failed == 0
-                && place_lag
-                && dst_busy
-                && !self.vruntime_eligible(src, tk.se.vruntime);
+            let ineligible = self.ineligible_on_dst(src, dst, t, failed);
             if !wrong_llc && !ineligible && !tk.kthread && tk.affinity.test(dst) {
                 break;
             }

@@ -283,3 +283,30 @@ fn a_periodic_sleeper_next_to_a_hog_runs_as_soon_as_it_wakes() {
     let cfs = sleeper_wait_ns();
     assert!(cfs < 50_000, "CFS: waited {cfs} ns per wakeup");
 }
+
+#[test]
+fn the_balancer_keeps_eevdfs_eligibility_rule_out_of_cfs() {
+    // a runs 1 ms beside b on cpu0: under EEVDF it is then ineligible
+    // (v = 1 ms > V = 0.5 ms), and a first-try balance to a busy cpu1 may
+    // not take it (task_is_ineligible_on_dst_cpu()); 3.10's
+    // can_migrate_task() has no such test.
+    for eevdf in [true, false] {
+        let mut s = bare("exynos5422");
+        s.cfg.features.set("EEVDF", eevdf).unwrap();
+        let (a, b, c) = (
+            add_task(&mut s, 0),
+            add_task(&mut s, 0),
+            add_task(&mut s, 1),
+        );
+        s.enqueue_task(0, a, EnqueueKind::New);
+        s.enqueue_task(0, b, EnqueueKind::New);
+        s.enqueue_task(1, c, EnqueueKind::New);
+        run(&mut s, 0, a);
+        s.now = MS;
+        s.update_curr(0);
+        assert_eq!(s.ineligible_on_dst(0, 1, a, 0), eevdf, "EEVDF {eevdf}");
+        // After a failed attempt, or to an idle dst, the rule never holds.
+        assert!(!s.ineligible_on_dst(0, 1, a, 1));
+        assert!(!s.ineligible_on_dst(0, 2, a, 0));
+    }
+}
