@@ -31,7 +31,7 @@ macro_rules! features {
 }
 
 features! {
-    EEVDF = "EEVDF", true, "the fair class picks the eligible task with the earliest virtual deadline (6.6+; the features down to NEXT_BUDDY refine it); off = CFS as 3.10 had it (fair/cfs.rs): the smallest vruntime runs, a waking task is placed no further back than half the latency period behind min_vruntime (GENTLE_FAIR_SLEEPERS) and a new one a slice ahead of it (START_DEBIT), a wakeup preempts when curr's vruntime leads the wakee's by more than the wakeup granularity, the tick when curr ran its sched_slice() share of the period; no lag, deadlines or delayed dequeue";
+    EEVDF = "EEVDF", true, "the fair class picks the eligible task with the earliest virtual deadline (6.6+; the features down to NEXT_BUDDY refine it); off = CFS as 3.10 had it (fair/cfs.rs): the smallest vruntime runs, a waking task is placed no further back than half the latency period behind min_vruntime (GENTLE_FAIR_SLEEPERS) and a new one a slice ahead of it (START_DEBIT), a wakeup preempts when curr's vruntime leads the wakee's by more than the wakeup granularity, the tick when curr ran its sched_slice() share of the period; no lag, deadlines or delayed dequeue. Its knobs are 3.10's, scaled by tunable_scaling (base_slice_ns does not apply). A 3.10-like kernel also wants PREEMPT_LAZY, WAKE_Q, TTWU_QUEUE_IDLE and IDLE_GOV_TICK off, as the S5 configurations have them";
     PLACE_LAG = "PLACE_LAG", true, "keep a waking task's lag (EEVDF placement strategy)";
     PLACE_DEADLINE_INITIAL = "PLACE_DEADLINE_INITIAL", true, "a new task starts with half a slice to its deadline";
     RUN_TO_PARITY = "RUN_TO_PARITY", true, "current runs until its deadline (or the shortest slice) before a switch";
