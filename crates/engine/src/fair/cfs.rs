@@ -3,7 +3,9 @@
 //!
 //! EEVDF (6.6) replaced CFS's pick, placement and preemption rules; the
 //! runqueue, the timeline, PELT, the wakeup path and the balancer stay as
-//! the rest of the fair class has them. With `EEVDF` off:
+//! the rest of the fair class has them (the balancer skips EEVDF's
+//! eligibility test and counts the last buddy as cache hot). With `EEVDF`
+//! off:
 //!
 //! - the timeline is ordered by vruntime (each fair entity's `deadline` is
 //!   kept equal to its `vruntime`, so the timeline's order is CFS's), and the
