@@ -4,7 +4,9 @@
 //! Every entry has the name of its debugfs file (relative to
 //! /sys/kernel/debug/sched/), the kernel's default, and a one-line meaning;
 //! `schedlab tunables` lists them and a configuration sets them by name
-//! (`vanilla+migration_cost_ns=250000`, `run --tunable nr_migrate=8`). The
+//! (`vanilla+migration_cost_ns=250000`, `run --tunable nr_migrate=8`).
+//! Three entries are 3.10's /proc/sys/kernel files instead, the knobs of
+//! its CFS, which the fair class reads only with feature EEVDF off. The
 //! per-domain files (`domains/...`) and the `relax_domain_level=` boot
 //! parameter change the sched domains and live with the domain builder
 //! (schedlab_topo::DomainTunable); CONFIG_HZ is the configuration's.
@@ -40,6 +42,21 @@ pub const TUNABLES: &[TunableInfo] = &[
         name: "nr_migrate",
         default: "32",
         meaning: "sysctl_sched_nr_migrate: at most this many tasks of the busiest runqueue are looked at per balance attempt (loop_max), with a breather every 32 (LBF_NEED_BREAK)",
+    },
+    TunableInfo {
+        name: "sched_latency_ns",
+        default: "6000000 × factor",
+        meaning: "(3.10's /proc/sys/kernel file, read only with feature EEVDF off) sysctl_sched_latency: the period in which each of up to sched_nr_latency runnable tasks runs once (sched_slice()), and twice the sleeper credit of a waking task; at boot 6 ms times the tunable_scaling factor; a write (100000-1000000000) sets sched_nr_latency to latency/min_granularity rounded up",
+    },
+    TunableInfo {
+        name: "sched_min_granularity_ns",
+        default: "750000 × factor",
+        meaning: "(3.10, EEVDF off) sysctl_sched_min_granularity: a task's shortest turn before the tick compares it with the leftmost, and the period's stretch per task beyond sched_nr_latency; at boot 0.75 ms times the factor; 100000-1000000000",
+    },
+    TunableInfo {
+        name: "sched_wakeup_granularity_ns",
+        default: "1000000 × factor",
+        meaning: "(3.10, EEVDF off) sysctl_sched_wakeup_granularity: how far (at nice 0) curr's vruntime must lead a wakee's for the wakee to preempt (wakeup_preempt_entity()); at boot 1 ms times the factor; 0-1000000000",
     },
     TunableInfo {
         name: "llc_balancing/aggr_tolerance",
@@ -88,6 +105,12 @@ pub struct Tunables {
     pub llc_epoch_affinity_timeout: u64,
     pub llc_overaggr_pct: u64,
     pub llc_imb_pct: u64,
+    /// 3.10's `sched_latency_ns`, `sched_min_granularity_ns` and
+    /// `sched_wakeup_granularity_ns` as written; `None` = the boot value
+    /// (the default × the tunable_scaling factor).
+    pub cfs_latency_ns: Option<u64>,
+    pub cfs_min_granularity_ns: Option<u64>,
+    pub cfs_wakeup_granularity_ns: Option<u64>,
 }
 
 impl Default for Tunables {
@@ -103,6 +126,9 @@ impl Default for Tunables {
             llc_epoch_affinity_timeout: 5,
             llc_overaggr_pct: 50,
             llc_imb_pct: 20,
+            cfs_latency_ns: None,
+            cfs_min_granularity_ns: None,
+            cfs_wakeup_granularity_ns: None,
         }
     }
 }
@@ -119,6 +145,10 @@ pub struct Cfs310 {
     /// sysctl_sched_wakeup_granularity: how far (at nice 0) curr's vruntime
     /// must lead a wakee's for the wakee to preempt it.
     pub wakeup_granularity_ns: u64,
+    /// sched_nr_latency: how many runnable tasks the latency period serves
+    /// before it stretches, and the runqueue size from which a preempted
+    /// curr becomes the last buddy.
+    pub nr_latency: u64,
 }
 
 /// sysctl_sched_migration_cost's default, 0.5 ms (also sched_init()'s seed
@@ -154,10 +184,21 @@ impl Tunables {
     /// with feature EEVDF off.
     pub fn cfs310(&self, ncpus: usize) -> Cfs310 {
         let f = Self::factor(self.tunable_scaling.unwrap_or(1), ncpus);
+        let latency_ns = self.cfs_latency_ns.unwrap_or(6_000_000 * f);
+        let min_granularity_ns = self.cfs_min_granularity_ns.unwrap_or(750_000 * f);
+        // sched_nr_latency: 8 at boot; a write of either knob recomputes it
+        // (sched_proc_update_handler()).
+        let written = self.cfs_latency_ns.is_some() || self.cfs_min_granularity_ns.is_some();
+        let nr_latency = if written {
+            latency_ns.div_ceil(min_granularity_ns)
+        } else {
+            8
+        };
         Cfs310 {
-            latency_ns: 6_000_000 * f,
-            min_granularity_ns: 750_000 * f,
-            wakeup_granularity_ns: 1_000_000 * f,
+            latency_ns,
+            min_granularity_ns,
+            wakeup_granularity_ns: self.cfs_wakeup_granularity_ns.unwrap_or(1_000_000 * f),
+            nr_latency,
         }
     }
 
@@ -223,6 +264,13 @@ impl Tunables {
             "llc_balancing/epoch_affinity_timeout" => {
                 self.llc_epoch_affinity_timeout = num(0, U32_MAX)?
             }
+            "sched_latency_ns" => self.cfs_latency_ns = Some(num(100_000, 1_000_000_000)?),
+            "sched_min_granularity_ns" => {
+                self.cfs_min_granularity_ns = Some(num(100_000, 1_000_000_000)?)
+            }
+            "sched_wakeup_granularity_ns" => {
+                self.cfs_wakeup_granularity_ns = Some(num(0, 1_000_000_000)?)
+            }
             "llc_balancing/overaggr_pct" => self.llc_overaggr_pct = num(0, 100_000)?,
             "llc_balancing/imb_pct" => self.llc_imb_pct = num(0, 100_000)?,
             _ => {
@@ -247,6 +295,15 @@ impl Tunables {
             ("tunable_scaling", self.tunable_scaling.unwrap_or(1) as u64),
             ("migration_cost_ns", self.migration_cost_ns),
             ("nr_migrate", self.nr_migrate as u64),
+            ("sched_latency_ns", self.cfs310(ncpus).latency_ns),
+            (
+                "sched_min_granularity_ns",
+                self.cfs310(ncpus).min_granularity_ns,
+            ),
+            (
+                "sched_wakeup_granularity_ns",
+                self.cfs310(ncpus).wakeup_granularity_ns,
+            ),
             (
                 "llc_balancing/aggr_tolerance",
                 self.llc_aggr_tolerance as u64,
@@ -295,6 +352,40 @@ mod tests {
         // Scaling written after it divides the written value.
         t.apply("tunable_scaling=log").unwrap();
         assert_eq!(t.normalized_base_slice_ns(96), 750_000);
+    }
+
+    #[test]
+    fn the_310_knobs_scale_at_boot_and_take_writes() {
+        let mut t = Tunables::default();
+        let k = t.cfs310(8);
+        assert_eq!(
+            (
+                k.latency_ns,
+                k.min_granularity_ns,
+                k.wakeup_granularity_ns,
+                k.nr_latency
+            ),
+            (24_000_000, 3_000_000, 4_000_000, 8)
+        );
+        // sched_proc_update_handler(): sched_nr_latency follows the writes,
+        // rounded up.
+        t.apply("sched_latency_ns=10000000").unwrap();
+        t.apply("sched_wakeup_granularity_ns=0").unwrap();
+        let k = t.cfs310(8);
+        assert_eq!(
+            (
+                k.latency_ns,
+                k.min_granularity_ns,
+                k.wakeup_granularity_ns,
+                k.nr_latency
+            ),
+            (10_000_000, 3_000_000, 0, 4)
+        );
+        assert!(t
+            .apply("sched_min_granularity_ns=50000")
+            .unwrap_err()
+            .contains("outside 100000..=1000000000"));
+        assert_eq!(t.cfs310(8).min_granularity_ns, 3_000_000);
     }
 
     #[test]

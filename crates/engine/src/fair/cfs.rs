@@ -76,7 +76,7 @@ impl Sim {
     /// sched_nr_latency: how many tasks the latency period serves before
     /// it stretches.
     fn sched_nr_latency(&self) -> u64 {
-        (self.cfs310.latency_ns / self.cfs310.min_granularity_ns.max(1)).max(1)
+        self.cfs310.nr_latency
     }
 
     /// `t`'s share of the period on `cpu`'s runqueue, counting `t` there

@@ -216,13 +216,18 @@ fn a_yielding_task_is_passed_over_for_one_close_behind_it() {
 }
 
 /// The turns of two hogs pinned to one CPU of exynos5422 under `eevdf`
-/// on/off: switches between them in 400 ms.
-fn switches_of_two_pinned_hogs(eevdf: bool) -> u64 {
+/// on/off, with the tunable writes `tunables`: switches between them in
+/// 400 ms.
+fn switches_of_two_pinned_hogs(eevdf: bool, tunables: &[&str]) -> u64 {
     let mut s = quiet_sim(
         "exynos5422",
         cpu_hogs(2, u64::MAX / 4, Some(CpuMask::from_cpus([4])), 400 * MS),
     );
     s.cfg.features.set("EEVDF", eevdf).unwrap();
+    for t in tunables {
+        s.cfg.tunables.apply(t).unwrap();
+    }
+    s.cfs310 = s.cfg.tunables.cfs310(s.machine.nr_cpus());
     s.run();
     s.tasks
         .iter()
@@ -236,10 +241,16 @@ fn two_hogs_take_turns_of_their_sched_slice_rounded_up_to_a_tick() {
     // sched_slice() = 24 ms / 2 = 12 ms; the 4 ms tick sees 12 ms not yet
     // exceeded and switches at 16 ms: 25 turns in 400 ms. EEVDF's 2.8 ms
     // request ends at the tick after it: 4 ms turns, 100 of them.
-    let cfs = switches_of_two_pinned_hogs(false);
+    let cfs = switches_of_two_pinned_hogs(false, &[]);
     assert!((24..=27).contains(&cfs), "CFS: {cfs} switches");
-    let eevdf = switches_of_two_pinned_hogs(true);
+    let eevdf = switches_of_two_pinned_hogs(true, &[]);
     assert!((95..=102).contains(&eevdf), "EEVDF: {eevdf} switches");
+    // sched_latency_ns=12 ms: 6 ms slices, a switch at the 8 ms tick.
+    let short = switches_of_two_pinned_hogs(false, &["sched_latency_ns=12000000"]);
+    assert!(
+        (48..=52).contains(&short),
+        "CFS, 12 ms latency: {short} switches"
+    );
 }
 
 /// The mean wait per wakeup of a 1 ms job every 20 ms next to a hog on
