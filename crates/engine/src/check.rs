@@ -89,6 +89,7 @@ impl Sim {
                 return Err(format!("cpu {c}: task {t} unknown or on a list twice"));
             }
         }
+        let cfs_mode = self.cfs_mode();
         for t in &self.tasks {
             let cpu = t.cpu as usize;
             if cpu >= n {
@@ -110,6 +111,16 @@ impl Sim {
                         t.id
                     ));
                 }
+            }
+            // 3.10's CFS orders the timeline by vruntime: every queued fair
+            // entity (curr too) has its deadline at its vruntime, and none
+            // is delayed.
+            let fair_entity = t.se.on_rq || rq.cfs.curr == Some(t.id);
+            if cfs_mode && fair_entity && (t.se.deadline != t.se.vruntime || t.se.sched_delayed) {
+                return Err(format!(
+                    "task {} under CFS has deadline {} != vruntime {} or is delayed",
+                    t.id, t.se.deadline, t.se.vruntime
+                ));
             }
             let is_curr = rq.curr == Some(t.id);
             if in_wake_list[t.id as usize].is_some() && t.state != TaskState::Waking {
@@ -274,25 +285,6 @@ impl Sim {
                 }
                 if what != "next" && !self.cfs_mode() {
                     return Err(format!("cpu {c}: {what} buddy {b} under EEVDF"));
-                }
-            }
-            // 3.10's CFS orders the timeline by vruntime: every fair entity
-            // here has its deadline at its vruntime, and none is delayed.
-            if self.cfs_mode() {
-                for t in rq
-                    .cfs
-                    .timeline
-                    .to_vec(self.run_nodes.as_slice())
-                    .into_iter()
-                    .chain(rq.cfs.curr)
-                {
-                    let se = &self.tasks[t as usize].se;
-                    if se.deadline != se.vruntime || se.sched_delayed {
-                        return Err(format!(
-                            "cpu {c}: task {t} under CFS has deadline {} != vruntime {} or is delayed",
-                            se.deadline, se.vruntime
-                        ));
-                    }
                 }
             }
         }

@@ -185,17 +185,16 @@ impl Sim {
         } else {
             self.rqs[se.vrt_cpu as usize].cfs.min_vruntime
         };
-        let mut v = floor_before.wrapping_add(se.vruntime.wrapping_sub(base));
+        let mut rel = se.vruntime.wrapping_sub(base) as i64;
+        if kind == EnqueueKind::New {
+            // START_DEBIT, on the runqueue the child was forked on
+            // (task_fork_fair() placed it there before the child was made
+            // relative).
+            let slice = self.cfs_sched_slice(se.vrt_cpu, t);
+            rel = rel.max(calc_delta_fair(slice, se.weight) as i64);
+        }
+        let mut v = floor_before.wrapping_add(rel as u64);
         match kind {
-            EnqueueKind::New => {
-                // START_DEBIT, on the runqueue the child was forked on
-                // (task_fork_fair() placed it there before the child was
-                // made relative).
-                let slice = self.cfs_sched_slice(se.vrt_cpu, t);
-                let vslice = calc_delta_fair(slice, se.weight);
-                let rel = (se.vruntime.wrapping_sub(base) as i64).max(vslice as i64);
-                v = floor_before.wrapping_add(rel as u64);
-            }
             EnqueueKind::Wakeup => {
                 // GENTLE_FAIR_SLEEPERS: half the latency period of credit.
                 let floor = self.rqs[cpu as usize].cfs.min_vruntime;
@@ -204,7 +203,7 @@ impl Sim {
                     v = credit;
                 }
             }
-            EnqueueKind::Migrated | EnqueueKind::Restore => {}
+            EnqueueKind::New | EnqueueKind::Migrated | EnqueueKind::Restore => {}
         }
         let se = &mut self.tasks[t as usize].se;
         se.vruntime = v;
