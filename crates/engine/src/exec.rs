@@ -2126,6 +2126,15 @@ mod tests {
         t
     }
 
+    /// A checked run's configuration with seed `seed`.
+    fn checked(seed: u64) -> SimConfig {
+        SimConfig {
+            seed,
+            checked: true,
+            ..SimConfig::default()
+        }
+    }
+
     /// A simulator of exynos5422 with its default domains running `s`.
     fn exynos(s: WorkloadSpec, cfg: SimConfig) -> Sim {
         let m = preset("exynos5422").unwrap();
@@ -3963,10 +3972,8 @@ mod tests {
         exynos(
             s,
             SimConfig {
-                seed: 1,
-                checked: true,
                 livelock_events,
-                ..SimConfig::default()
+                ..checked(1)
             },
         )
     }
@@ -4068,10 +4075,8 @@ mod tests {
         let mut sim = exynos(
             s,
             SimConfig {
-                seed: 3,
-                checked: true,
                 livelock_events: 50_000,
-                ..SimConfig::default()
+                ..checked(3)
             },
         );
         assert_eq!(sim.run(), StopReason::Livelock);
@@ -4099,14 +4104,7 @@ mod tests {
             vec![pinned("spin", 0, spin), pinned("work", 1, work)],
             vec![SyncObject::Mutex],
         );
-        let mut sim = exynos(
-            s,
-            SimConfig {
-                seed: 1,
-                checked: true,
-                ..SimConfig::default()
-            },
-        );
+        let mut sim = exynos(s, checked(1));
         assert_eq!(sim.run(), StopReason::Livelock);
         let t = sim.livelock_task.expect("the looping thread is named");
         assert_eq!(&*sim.tasks[t as usize].name, "spin");
@@ -4138,10 +4136,8 @@ mod tests {
             let mut sim = exynos(
                 s,
                 SimConfig {
-                    seed: 2,
-                    checked: true,
                     max_tasks,
-                    ..SimConfig::default()
+                    ..checked(2)
                 },
             );
             assert_eq!(sim.run(), StopReason::Finished);
@@ -4191,14 +4187,7 @@ mod tests {
             vec![],
         );
         s.initial = vec![0];
-        let mut sim = exynos(
-            s,
-            SimConfig {
-                seed: 2,
-                checked: true,
-                ..SimConfig::default()
-            },
-        );
+        let mut sim = exynos(s, checked(2));
         assert_eq!(sim.run(), StopReason::Exited);
         let why = sim.exit_reason.clone().unwrap();
         assert!(

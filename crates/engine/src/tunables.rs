@@ -356,31 +356,18 @@ mod tests {
 
     #[test]
     fn the_310_knobs_scale_at_boot_and_take_writes() {
+        let knobs = |t: &Tunables| {
+            let k = t.cfs310(8);
+            let ns = (k.latency_ns, k.min_granularity_ns, k.wakeup_granularity_ns);
+            (ns, k.nr_latency)
+        };
         let mut t = Tunables::default();
-        let k = t.cfs310(8);
-        assert_eq!(
-            (
-                k.latency_ns,
-                k.min_granularity_ns,
-                k.wakeup_granularity_ns,
-                k.nr_latency
-            ),
-            (24_000_000, 3_000_000, 4_000_000, 8)
-        );
+        assert_eq!(knobs(&t), ((24_000_000, 3_000_000, 4_000_000), 8));
         // sched_proc_update_handler(): sched_nr_latency follows the writes,
         // rounded up.
         t.apply("sched_latency_ns=10000000").unwrap();
         t.apply("sched_wakeup_granularity_ns=0").unwrap();
-        let k = t.cfs310(8);
-        assert_eq!(
-            (
-                k.latency_ns,
-                k.min_granularity_ns,
-                k.wakeup_granularity_ns,
-                k.nr_latency
-            ),
-            (10_000_000, 3_000_000, 0, 4)
-        );
+        assert_eq!(knobs(&t), ((10_000_000, 3_000_000, 0), 4));
         assert!(t
             .apply("sched_min_granularity_ns=50000")
             .unwrap_err()

@@ -72,15 +72,22 @@ fn new_tasks_start_a_virtual_slice_past_the_floor() {
     assert_eq!(s.pick_eevdf(0, true), Some(ids[2]));
 }
 
+/// cpu0 of a CFS exynos5422 with task `a` new and running alone until
+/// `until_ns`, and task `b` blocked there.
+fn one_running_until(until_ns: u64) -> (Sim, TaskId, TaskId) {
+    let mut s = cfs_bare();
+    let (a, b) = (add_task(&mut s, 0), add_task(&mut s, 0));
+    s.enqueue_task(0, a, EnqueueKind::New);
+    run(&mut s, 0, a);
+    s.now = until_ns;
+    s.update_curr(0);
+    (s, a, b)
+}
+
 #[test]
 fn a_long_sleeper_wakes_half_a_period_behind_the_floor_and_preempts() {
-    let mut s = cfs_bare();
-    let (hog, sleeper) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, hog, EnqueueKind::New);
-    run(&mut s, 0, hog);
     // The hog runs alone for 100 ms: the floor follows it.
-    s.now = 100 * MS;
-    s.update_curr(0);
+    let (mut s, hog, sleeper) = one_running_until(100 * MS);
     let floor = s.rqs[0].cfs.min_vruntime;
     assert_eq!(floor, vr(&s, hog));
     assert_eq!(floor, 124 * MS);
@@ -100,12 +107,7 @@ fn a_long_sleeper_wakes_half_a_period_behind_the_floor_and_preempts() {
 
 #[test]
 fn a_wakee_within_the_wakeup_granularity_does_not_preempt() {
-    let mut s = cfs_bare();
-    let (hog, w) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, hog, EnqueueKind::New);
-    run(&mut s, 0, hog);
-    s.now = 10 * MS;
-    s.update_curr(0);
+    let (mut s, hog, w) = one_running_until(10 * MS);
     // A short sleeper keeps its own vruntime: 3 ms behind the hog.
     s.tasks[w as usize].se.vruntime = vr(&s, hog) - 3 * MS;
     s.tasks[w as usize].state = TaskState::Runnable;
@@ -124,12 +126,7 @@ fn a_wakee_within_the_wakeup_granularity_does_not_preempt() {
 
 #[test]
 fn a_migrating_task_keeps_its_place_relative_to_the_floor() {
-    let mut s = cfs_bare();
-    let (a, m) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, a, EnqueueKind::New);
-    run(&mut s, 0, a);
-    s.now = 50 * MS;
-    s.update_curr(0);
+    let (mut s, _, m) = one_running_until(50 * MS);
     let f0 = s.rqs[0].cfs.min_vruntime;
     assert_eq!(f0, 74 * MS);
     // cpu1's floor is further on (it ran other work).
@@ -154,12 +151,7 @@ fn a_moved_task_is_measured_against_the_floor_before_its_dequeue_raised_it() {
     // m is queued at cpu0's floor and holds it there while a runs on; the
     // balancer's dequeue makes m relative to that floor (0 past it) before
     // the floor rises to a's vruntime, so m lands at cpu1's floor.
-    let mut s = cfs_bare();
-    let (a, m) = (add_task(&mut s, 0), add_task(&mut s, 0));
-    s.enqueue_task(0, a, EnqueueKind::New);
-    run(&mut s, 0, a);
-    s.now = 50 * MS;
-    s.update_curr(0);
+    let (mut s, _, m) = one_running_until(50 * MS);
     let f0 = s.rqs[0].cfs.min_vruntime;
     s.tasks[m as usize].se.vruntime = f0;
     s.tasks[m as usize].state = TaskState::Runnable;
