@@ -1533,11 +1533,7 @@ fn compare_points(
         .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
         .ok_or_else(|| input(format!("--sweep '{sweep}': expected KEY=V1,V2,...")))?;
     let key = key.trim();
-    let path = std::path::Path::new(&a.workload);
-    if a.workload.to_ascii_lowercase().ends_with(".json")
-        || path.is_file()
-        || (a.workload.contains('/') && path.exists() && !path.is_dir())
-    {
+    if Builtin::names_file(&a.workload) || std::path::Path::new(&a.workload).is_file() {
         return Err(input(format!(
             "--sweep {key}: only built-in workloads have keys to sweep ({} is a file)",
             a.workload

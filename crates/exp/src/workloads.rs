@@ -233,16 +233,22 @@ impl Builtin {
         Ok(Builtin::RtApp(Box::new(rtapp::parse_for(text, &caps)?)))
     }
 
+    /// Whether `--workload w` names an rt-app file rather than a built-in
+    /// spec: a `.json` name (any case), or a path, which spec strings never
+    /// are, to something that exists and is no directory (a pipe included:
+    /// `--workload <(jq ... file.json)` gives /dev/fd/N).
+    pub fn names_file(w: &str) -> bool {
+        let path = std::path::Path::new(w);
+        w.to_ascii_lowercase().ends_with(".json")
+            || (w.contains('/') && path.exists() && !path.is_dir())
+    }
+
     /// A built-in spec, or an rt-app file when `w` names a `.json` file, for
     /// machine `m`.
     pub fn resolve(w: &str, m: &Machine) -> Result<Builtin, WorkloadError> {
         let nr_cpus = m.nr_cpus();
-        // Spec strings never contain '/', so a path with one is a file too,
-        // a pipe included (`--workload <(jq ... file.json)` gives /dev/fd/N).
         let path = std::path::Path::new(w);
-        let is_file = w.to_ascii_lowercase().ends_with(".json")
-            || (w.contains('/') && path.exists() && !path.is_dir());
-        if !is_file {
+        if !Self::names_file(w) {
             let mut b = Builtin::parse(w).map_err(|e| {
                 // A file name that is not a spec: say what is wrong with
                 // it as a file.
